@@ -1,0 +1,223 @@
+//! The katlas store: append-only JSONL files under `.katlas/`.
+//!
+//! # Append protocol
+//! Every append opens the file with `O_APPEND`, takes an exclusive advisory
+//! lock (`flock`), serialises all records of the batch into one buffer of
+//! whole lines and writes it with the lock held, so concurrent writer
+//! processes never interleave inside a line. If a previous writer died
+//! mid-line, the batch starts with a newline so its first record is not glued
+//! to the torn fragment (the fragment stays as one bad line, reported on read).
+//!
+//! # fsync policy
+//! [`Fsync::Batch`] (the default) calls `fdatasync` once per append call before
+//! the lock is released: a record whose append returned is on disk. Bulk
+//! importers may use [`Fsync::Never`] and leave flushing to the kernel.
+//!
+//! # Reads
+//! Reading never stops at a bad line: each invalid, torn or wrong-schema line
+//! becomes a [`LineError`] (`file:line: reason`) and every other record is
+//! still returned. Callers that want strictness check `errors.is_empty()`.
+
+use fs4::fs_std::FileExt;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+pub mod layout;
+pub use layout::Layout;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("serialising record {index}: {source}")]
+    Serialize { index: usize, source: serde_json::Error },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io { path: path.to_path_buf(), source }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Fsync {
+    /// `fdatasync` once per append call, before unlocking.
+    #[default]
+    Batch,
+    /// Leave flushing to the kernel.
+    Never,
+}
+
+/// Append records as whole JSON lines under an exclusive lock.
+pub fn append_jsonl<T: Serialize>(path: &Path, records: &[T], fsync: Fsync) -> Result<(), StoreError> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let mut buf = Vec::with_capacity(records.len() * 512);
+    for (index, r) in records.iter().enumerate() {
+        serde_json::to_writer(&mut buf, r).map_err(|source| StoreError::Serialize { index, source })?;
+        buf.push(b'\n');
+    }
+    if let Some(dir) = path.parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        }
+    }
+    let mut f = OpenOptions::new().create(true).append(true).read(true).open(path).map_err(io_err(path))?;
+    f.lock_exclusive().map_err(io_err(path))?;
+    let result = (|| {
+        let len = f.metadata()?.len();
+        if len > 0 {
+            let mut last = [0u8; 1];
+            f.seek(SeekFrom::Start(len - 1))?;
+            f.read_exact(&mut last)?;
+            if last[0] != b'\n' {
+                f.write_all(b"\n")?;
+            }
+        }
+        f.write_all(&buf)?;
+        if fsync == Fsync::Batch {
+            f.sync_data()?;
+        }
+        Ok(())
+    })()
+    .map_err(io_err(path));
+    // Unlock happens on close as well; an explicit unlock error is not worth reporting.
+    let _ = FileExt::unlock(&f);
+    result
+}
+
+/// One bad line: `file:line: reason`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LineError {
+    pub file: PathBuf,
+    pub line: u64,
+    pub reason: String,
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file.display(), self.line, self.reason)
+    }
+}
+
+/// A record with the place it was read from.
+#[derive(Debug, Clone)]
+pub struct Located<T> {
+    pub file: PathBuf,
+    pub line: u64,
+    pub record: T,
+}
+
+#[derive(Debug)]
+pub struct ReadReport<T> {
+    pub records: Vec<Located<T>>,
+    pub errors: Vec<LineError>,
+}
+
+impl<T> Default for ReadReport<T> {
+    fn default() -> Self {
+        Self { records: Vec::new(), errors: Vec::new() }
+    }
+}
+
+impl<T> ReadReport<T> {
+    pub fn extend(&mut self, other: ReadReport<T>) {
+        self.records.extend(other.records);
+        self.errors.extend(other.errors);
+    }
+}
+
+/// Read a JSONL file of records whose `schema` field must equal `schema`
+/// (when given). I/O failure to open the file is an error; everything
+/// line-level is reported in the result.
+pub fn read_jsonl<T: DeserializeOwned>(path: &Path, schema: Option<&str>) -> Result<ReadReport<T>, StoreError> {
+    let f = File::open(path).map_err(io_err(path))?;
+    // Shared lock: a reader never sees a batch half-written by a locked writer.
+    let locked = f.lock_shared().is_ok();
+    let mut report = ReadReport::default();
+    let mut reader = BufReader::new(&f);
+    let mut line = Vec::new();
+    let mut lineno = 0u64;
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line).map_err(io_err(path))?;
+        if n == 0 {
+            break;
+        }
+        lineno += 1;
+        let complete = line.last() == Some(&b'\n');
+        let text = match std::str::from_utf8(&line) {
+            Ok(t) => t.trim(),
+            Err(e) => {
+                report.errors.push(LineError { file: path.into(), line: lineno, reason: format!("not UTF-8: {e}") });
+                continue;
+            }
+        };
+        if text.is_empty() {
+            continue;
+        }
+        match parse_record::<T>(text, schema) {
+            Ok(record) => report.records.push(Located { file: path.into(), line: lineno, record }),
+            Err(reason) => {
+                let reason = if complete { reason } else { format!("torn line at end of file (no newline): {reason}") };
+                report.errors.push(LineError { file: path.into(), line: lineno, reason });
+            }
+        }
+    }
+    if locked {
+        let _ = FileExt::unlock(&f);
+    }
+    Ok(report)
+}
+
+fn parse_record<T: DeserializeOwned>(text: &str, schema: Option<&str>) -> Result<T, String> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    if let Some(want) = schema {
+        match value.get("schema") {
+            Some(serde_json::Value::String(s)) if s == want => {}
+            Some(serde_json::Value::String(s)) => return Err(format!("field `schema`: expected \"{want}\", found \"{s}\"")),
+            Some(other) => return Err(format!("field `schema`: expected \"{want}\", found {other}")),
+            None => return Err(format!("field `schema`: missing (expected \"{want}\")")),
+        }
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            format!("invalid record: {}", e.inner())
+        } else {
+            format!("field `{path}`: {}", e.inner())
+        }
+    })
+}
+
+/// Every `*.jsonl` file directly in `dir`, sorted by name; a missing dir is empty.
+pub fn jsonl_files(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    let mut out = Vec::new();
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(StoreError::Io { path: dir.into(), source: e }),
+    };
+    for entry in rd {
+        let entry = entry.map_err(io_err(dir))?;
+        let p = entry.path();
+        if p.extension().is_some_and(|e| e == "jsonl") && p.is_file() {
+            out.push(p);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Read every JSONL file in `dir` (or a single file when `path` is a file).
+pub fn read_all<T: DeserializeOwned>(path: &Path, schema: Option<&str>) -> Result<ReadReport<T>, StoreError> {
+    let files = if path.is_dir() { jsonl_files(path)? } else { vec![path.to_path_buf()] };
+    let mut report = ReadReport::default();
+    for f in files {
+        report.extend(read_jsonl(&f, schema)?);
+    }
+    Ok(report)
+}

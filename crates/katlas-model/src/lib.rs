@@ -1,0 +1,19 @@
+//! katlas evidence records.
+//!
+//! Every record is append-only, carries a `schema` string and serialises to
+//! stable JSON (the agent contract). JSON Schemas are generated from these
+//! types (`schemas()`) and committed under `docs/schema/`; a test fails when
+//! the committed files drift from the code.
+
+pub mod digest;
+pub mod hipfire;
+pub mod identity;
+pub mod row;
+pub mod schema;
+
+pub use identity::{Device, FileDigest, HostIdentity, Identity, RunPolicy, SourceIdentity};
+pub use row::{
+    unit_for_metric_key, KernelSample, Metric, OpClass, Origin, Route, Row, RunError, Status,
+    Variant, ROW_SCHEMA,
+};
+pub use schema::{schemas, SchemaDoc};
