@@ -8,10 +8,15 @@
 pub mod digest;
 pub mod hipfire;
 pub mod identity;
+pub mod ledger;
 pub mod row;
 pub mod schema;
 
 pub use identity::{Device, FileDigest, HostIdentity, Identity, RunPolicy, SourceIdentity};
+pub use ledger::{
+    Disposition, EvalResult, EvalSample, Goal, LedgerEntry, Verdict, EVAL_RESULT_SCHEMA, EVAL_SAMPLE_SCHEMA,
+    LEDGER_SCHEMA,
+};
 pub use row::{
     unit_for_metric_key, KernelSample, Metric, OpClass, Origin, Route, Row, RunError, Status,
     Variant, ROW_SCHEMA,

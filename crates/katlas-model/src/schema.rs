@@ -17,9 +17,20 @@ type SchemaFn = fn() -> Value;
 /// Registry of generated schemas. Other crates' records register through
 /// [`register`]-style lists in their own crates; the model owns the core ones.
 pub fn schemas() -> Vec<SchemaDoc> {
-    let core: &[(&str, SchemaFn)] = &[(crate::ROW_SCHEMA, || {
-        serde_json::to_value(schemars::schema_for!(crate::Row)).expect("schema serialises")
-    })];
+    let core: &[(&str, SchemaFn)] = &[
+        (crate::ROW_SCHEMA, || {
+            serde_json::to_value(schemars::schema_for!(crate::Row)).expect("schema serialises")
+        }),
+        (crate::ledger::LEDGER_SCHEMA, || {
+            serde_json::to_value(schemars::schema_for!(crate::ledger::LedgerEntry)).expect("schema serialises")
+        }),
+        (crate::ledger::EVAL_SAMPLE_SCHEMA, || {
+            serde_json::to_value(schemars::schema_for!(crate::ledger::EvalSample)).expect("schema serialises")
+        }),
+        (crate::ledger::EVAL_RESULT_SCHEMA, || {
+            serde_json::to_value(schemars::schema_for!(crate::ledger::EvalResult)).expect("schema serialises")
+        }),
+    ];
     core.iter().map(|(name, f)| SchemaDoc { name, schema: f() }).collect()
 }
 

@@ -1,0 +1,514 @@
+//! Eval evidence: per-sample records (`katlas.eval.sample.v1`), the judged
+//! result of one eval (`katlas.eval.result.v1`) and the ledger entry every
+//! verdict leaves behind (`katlas.ledger.v1`), wins and rejections alike.
+//!
+//! Verdicts are recomputable: a ledger entry points at its raw samples by path
+//! and md5, so a better statistic can re-judge old evidence without the GPU.
+
+use crate::identity::Identity;
+use crate::row::Route;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+pub const LEDGER_SCHEMA: &str = "katlas.ledger.v1";
+pub const EVAL_SAMPLE_SCHEMA: &str = "katlas.eval.sample.v1";
+pub const EVAL_RESULT_SCHEMA: &str = "katlas.eval.result.v1";
+
+/// The judgement of one candidate against its baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Better than baseline by more than the noise threshold, CI clear of it.
+    Improved,
+    /// Worse than baseline by more than the noise threshold, CI clear of it.
+    Regressed,
+    /// CI lies inside ±noise threshold.
+    NoChange,
+    /// CI straddles the threshold and the run budget ended.
+    Inconclusive,
+    /// Drift between the first and second half of a side, or spread beyond the limit.
+    Unstable,
+    /// A correctness route failed (or did not pass).
+    Incorrect,
+    /// No usable baseline (no samples, no baseline ref or floor).
+    NeedsBaseline,
+    /// Not comparable: identity mismatch, stale binary, allowed-files breach,
+    /// faster than the speed of light.
+    Invalid,
+}
+
+impl Verdict {
+    pub const ALL: [Verdict; 8] = [
+        Verdict::Improved,
+        Verdict::Regressed,
+        Verdict::NoChange,
+        Verdict::Inconclusive,
+        Verdict::Unstable,
+        Verdict::Incorrect,
+        Verdict::NeedsBaseline,
+        Verdict::Invalid,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Improved => "improved",
+            Verdict::Regressed => "regressed",
+            Verdict::NoChange => "no_change",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::Unstable => "unstable",
+            Verdict::Incorrect => "incorrect",
+            Verdict::NeedsBaseline => "needs_baseline",
+            Verdict::Invalid => "invalid",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Verdict {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let norm = s.trim().to_ascii_lowercase().replace('-', "_");
+        Verdict::ALL
+            .into_iter()
+            .find(|v| v.as_str() == norm)
+            .ok_or_else(|| {
+                format!(
+                    "unknown verdict `{s}` (expected one of {})",
+                    Verdict::ALL.map(|v| v.as_str()).join(", ")
+                )
+            })
+    }
+}
+
+/// What to do with the lever after this verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Disposition {
+    /// Ship it as the default.
+    Promote,
+    /// Do not ship; the suggestion engine should not propose it again as-is.
+    Reject,
+    /// Keep behind a switch (helps some shapes/settings, not all).
+    OptIn,
+    /// Rejected for now; worth revisiting when the condition holds.
+    RevisitIf { condition: String },
+}
+
+impl Disposition {
+    /// The disposition a verdict implies when nobody chose one.
+    pub fn default_for(verdict: Verdict) -> Disposition {
+        match verdict {
+            Verdict::Improved => Disposition::Promote,
+            Verdict::Inconclusive => {
+                Disposition::RevisitIf { condition: "more samples or a quieter machine".into() }
+            }
+            Verdict::Unstable => Disposition::RevisitIf { condition: "the measurement is stable".into() },
+            Verdict::NeedsBaseline => Disposition::RevisitIf { condition: "a baseline exists".into() },
+            Verdict::Invalid => {
+                Disposition::RevisitIf { condition: "the comparison is valid (see reasons)".into() }
+            }
+            Verdict::Regressed | Verdict::NoChange | Verdict::Incorrect => Disposition::Reject,
+        }
+    }
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Disposition::Promote => "promote",
+            Disposition::Reject => "reject",
+            Disposition::OptIn => "opt-in",
+            Disposition::RevisitIf { .. } => "revisit-if",
+        }
+    }
+}
+
+impl fmt::Display for Disposition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Disposition::RevisitIf { condition } => write!(f, "revisit-if: {condition}"),
+            d => f.write_str(d.kind()),
+        }
+    }
+}
+
+impl FromStr for Disposition {
+    type Err = String;
+    /// `promote`, `reject`, `opt-in`, `revisit-if: CONDITION`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        match t {
+            "promote" => return Ok(Disposition::Promote),
+            "reject" => return Ok(Disposition::Reject),
+            "opt-in" | "opt_in" => return Ok(Disposition::OptIn),
+            _ => {}
+        }
+        if let Some(rest) = t.strip_prefix("revisit-if").or_else(|| t.strip_prefix("revisit_if")) {
+            let cond = rest.trim_start().strip_prefix(':').unwrap_or(rest).trim();
+            if cond.is_empty() {
+                return Err("`revisit-if` needs a condition: `revisit-if: CONDITION`".into());
+            }
+            return Ok(Disposition::RevisitIf { condition: cond.to_string() });
+        }
+        Err(format!("unknown disposition `{s}` (expected promote, reject, opt-in or `revisit-if: CONDITION`)"))
+    }
+}
+
+/// Whether larger metric values are better.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Goal {
+    /// Throughput-like metrics (tok/s, GB/s).
+    #[default]
+    Maximize,
+    /// Latency-like metrics (ms, us).
+    Minimize,
+}
+
+/// Outcome of one correctness route command. SKIP and BLOCKED never count as PASS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum RouteOutcome {
+    Pass,
+    Fail,
+    Skip,
+    Blocked,
+}
+
+impl RouteOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteOutcome::Pass => "PASS",
+            RouteOutcome::Fail => "FAIL",
+            RouteOutcome::Skip => "SKIP",
+            RouteOutcome::Blocked => "BLOCKED",
+        }
+    }
+    pub fn is_pass(self) -> bool {
+        self == RouteOutcome::Pass
+    }
+}
+
+impl fmt::Display for RouteOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Result of one correctness check of a claim class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CorrectnessCheck {
+    /// Claim class (`[route.CLAIM]` in katlas.toml).
+    pub claim: String,
+    /// Check name within the route, or the command line.
+    pub check: String,
+    pub outcome: RouteOutcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// How the samples were taken.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Protocol {
+    /// `abba` (blocks B A A B … alternating) or `shuffle` (seeded shuffle per block).
+    pub order: String,
+    /// Side labels in the order the measured samples ran (`A`, `B`, …), when recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sequence: Vec<String>,
+    /// Measured samples taken per side (the actual count, after adaptive stopping).
+    pub n_per_side: Vec<u32>,
+    /// Maximum measured samples per side (fixed N, or the adaptive budget).
+    pub max_per_side: u32,
+    /// Warmup runs per side, discarded.
+    pub warmups: u32,
+    /// Seed of the order shuffle and the bootstrap.
+    pub seed: u64,
+    /// Adaptive sequential sampling (`--auto`).
+    #[serde(default)]
+    pub adaptive: bool,
+    /// Number of interim looks the adaptive mode made (its alpha is split over the planned looks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub looks: Option<u32>,
+    /// Settle command run before each block, when any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle: Option<String>,
+    /// Fresh process per sample (always true for katlas eval; kept for imported evidence).
+    #[serde(default)]
+    pub fresh_process: bool,
+}
+
+/// Summary statistics of one side's measured samples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SideSummary {
+    /// Side label (`baseline`, `candidate`, a git ref, `KEY=VALUE`).
+    pub label: String,
+    /// Measured, usable samples.
+    pub n: u32,
+    #[serde(default)]
+    pub median: Option<f64>,
+    #[serde(default)]
+    pub mean: Option<f64>,
+    /// Median absolute deviation (unscaled).
+    #[serde(default)]
+    pub mad: Option<f64>,
+    /// Coefficient of variation (stddev / mean).
+    #[serde(default)]
+    pub cv: Option<f64>,
+    /// CI of the median (distribution-free order-statistic interval, or bootstrap).
+    #[serde(default)]
+    pub ci: Option<[f64; 2]>,
+    /// Samples flagged as throttled (kept, counted).
+    #[serde(default)]
+    pub throttled: u32,
+    /// Failed runs (crash, timeout, missing metric).
+    #[serde(default)]
+    pub failed: u32,
+}
+
+/// The effect of the candidate relative to the baseline.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Effect {
+    /// `median(candidate) / median(baseline) - 1` (raw direction of the metric).
+    pub relative_change: f64,
+    /// The interval the verdict used: the hull of `bootstrap_ci` and a Welch-t
+    /// interval on log values, at `ci_level` (small samples are not over-trusted).
+    pub ci: [f64; 2],
+    /// Confidence level of `ci` (per-look level in adaptive mode, e.g. 0.99).
+    pub ci_level: f64,
+    /// Seeded percentile bootstrap CI of `relative_change` (ratio of medians) at `ci_level`.
+    #[serde(default)]
+    pub bootstrap_ci: Option<[f64; 2]>,
+    /// Signed so positive means better given the goal (`relative_change`, negated for `minimize`).
+    pub gain: f64,
+    /// Two-sided Mann–Whitney U p-value.
+    #[serde(default)]
+    pub p_value: Option<f64>,
+    /// Bootstrap resamples behind `ci`.
+    #[serde(default)]
+    pub resamples: u32,
+}
+
+/// Raw samples behind a verdict.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SampleRef {
+    /// Path of `samples.jsonl`, relative to the project root when inside it.
+    pub path: String,
+    /// md5 of the file when the verdict was made.
+    #[serde(default)]
+    pub md5: Option<String>,
+    /// Lines (records) in the file at that time.
+    #[serde(default)]
+    pub records: u64,
+}
+
+/// One side as the ledger remembers it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvalSide {
+    pub label: String,
+    /// Git ref the side was built from, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    /// The argv that ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// Variant env (declared knobs) of this side.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: BTreeMap<String, String>,
+    #[serde(default)]
+    pub identity: Identity,
+    #[serde(default)]
+    pub summary: SideSummary,
+}
+
+/// `katlas.ledger.v1`: one verdict, appended to `.katlas/ledger.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerEntry {
+    /// Always `katlas.ledger.v1`.
+    pub schema: String,
+    pub id: String,
+    /// RFC 3339 UTC.
+    pub recorded_at: String,
+    /// Task the eval belonged to, when any.
+    #[serde(default)]
+    pub task_id: Option<String>,
+    /// Eval id (directory name under the task's or `.katlas/evals/`).
+    #[serde(default)]
+    pub eval_id: Option<String>,
+    /// Tuning lever (catalog id), when known.
+    #[serde(default)]
+    pub lever: Option<String>,
+    #[serde(default)]
+    pub kernel: Option<String>,
+    /// Arch atom (`gfx1100`, `sm_90`).
+    #[serde(default)]
+    pub arch: Option<String>,
+    #[serde(default)]
+    pub phase: Option<String>,
+    /// Shape bucket.
+    #[serde(default)]
+    pub shape: Option<String>,
+    #[serde(default)]
+    pub quant: Option<String>,
+    #[serde(default)]
+    pub hypothesis: Option<String>,
+    pub metric: String,
+    #[serde(default)]
+    pub goal: Goal,
+    pub baseline: EvalSide,
+    pub candidate: EvalSide,
+    pub protocol: Protocol,
+    pub samples: SampleRef,
+    pub verdict: Verdict,
+    /// Why the verdict is what it is (each check that decided it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    #[serde(default)]
+    pub effect: Option<Effect>,
+    /// Relative noise threshold the verdict used (0.01 = 1%).
+    pub noise_threshold: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub correctness: Vec<CorrectnessCheck>,
+    /// Sides ran on different hosts (`--cross-host`).
+    #[serde(default)]
+    pub cross_host: bool,
+    /// Why it is faster or slower, as understood.
+    #[serde(default)]
+    pub mechanism: Option<String>,
+    pub disposition: Disposition,
+}
+
+/// Telemetry read around one sample (GPU clocks, temperature).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Telemetry {
+    /// `nvidia-smi`, `hwmon`.
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_c: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
+    /// Active throttle reasons reported by the driver.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub throttle_reasons: Vec<String>,
+}
+
+/// `katlas.eval.sample.v1`: one run of one side (warmup or measured), one line of `samples.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvalSample {
+    /// Always `katlas.eval.sample.v1`.
+    pub schema: String,
+    pub eval_id: String,
+    /// 0-based position in the planned run sequence (resume key).
+    pub seq: u64,
+    /// Side label (`A` = baseline, `B` = candidate, `C`… for further refs).
+    pub side: String,
+    /// Block the run belonged to.
+    pub block: u32,
+    /// `warmup` or `measured`.
+    pub pass: String,
+    pub metric: String,
+    /// The metric value; `null` when the run failed.
+    #[serde(default)]
+    pub value: Option<f64>,
+    /// Other metrics the parser found in the run's output.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, f64>,
+    /// RFC 3339 UTC start time.
+    pub started_at: String,
+    pub wall_s: f64,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// Failure cause (crash, timeout, missing metric); `null` on success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Telemetry>,
+    /// Clocks or temperature showed throttling during the sample.
+    #[serde(default)]
+    pub throttled: bool,
+    /// Kernel route observed in the run's output, when it reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<Route>,
+}
+
+/// `katlas.eval.result.v1`: the judged result of one eval (`result.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvalResult {
+    /// Always `katlas.eval.result.v1`.
+    pub schema: String,
+    pub eval_id: String,
+    #[serde(default)]
+    pub task_id: Option<String>,
+    pub created_at: String,
+    pub metric: String,
+    #[serde(default)]
+    pub goal: Goal,
+    pub verdict: Verdict,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    /// All sides, baseline (reference) first.
+    pub sides: Vec<EvalSide>,
+    /// Effect of each non-reference side against the first, in `sides` order minus the first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<Effect>,
+    pub noise_threshold: f64,
+    pub protocol: Protocol,
+    pub samples: SampleRef,
+    /// Drift between first and second half, per side label (relative change of medians).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub drift: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub correctness: Vec<CorrectnessCheck>,
+    #[serde(default)]
+    pub cross_host: bool,
+    /// Observed kernel-route differences between sides (env variant A/B).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub route_changes: Vec<String>,
+    /// Ledger entry id this result was recorded under.
+    #[serde(default)]
+    pub ledger_id: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdict_strings_round_trip() {
+        for v in Verdict::ALL {
+            let json = serde_json::to_string(&v).unwrap();
+            assert_eq!(json, format!("\"{}\"", v.as_str()));
+            assert_eq!(v.as_str().parse::<Verdict>().unwrap(), v);
+        }
+        assert!("better".parse::<Verdict>().is_err());
+    }
+
+    #[test]
+    fn disposition_forms() {
+        let d: Disposition = "revisit-if: wave64 arch".parse().unwrap();
+        assert_eq!(d, Disposition::RevisitIf { condition: "wave64 arch".into() });
+        assert_eq!(d.to_string(), "revisit-if: wave64 arch");
+        let j = serde_json::to_value(&d).unwrap();
+        assert_eq!(j, serde_json::json!({"kind": "revisit-if", "condition": "wave64 arch"}));
+        assert_eq!(serde_json::to_value(Disposition::OptIn).unwrap(), serde_json::json!({"kind": "opt-in"}));
+        assert!("revisit-if".parse::<Disposition>().is_err());
+        assert!("maybe".parse::<Disposition>().is_err());
+    }
+}

@@ -1,0 +1,305 @@
+//! The user's project: discovery, `katlas.toml`, and where katlas writes.
+//!
+//! `katlas.toml` is optional. Its top-level sections are fixed (an unknown
+//! key is an error naming key and line); the contents of sections owned by
+//! other stages (`workload`, `route`, `gate` …) are kept raw here and
+//! validated by their owners through [`Project::section`], which reports
+//! errors as `katlas.toml:LINE: dotted.key: reason`.
+
+mod locate;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use locate::line_of_key;
+
+pub const CONFIG_FILE: &str = "katlas.toml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{0}")]
+    Config(ConfigError),
+    #[error("--project {0}: not a directory")]
+    NotADirectory(PathBuf),
+}
+
+/// A configuration error with its place: `file:line: key: reason`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub key: Option<String>,
+    pub reason: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if let Some(k) = &self.key {
+            write!(f, ": {k}")?;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectSection {
+    pub name: Option<String>,
+    /// Layout preset: `hipfire` (kernels/src, chip and family tags) or `plain`.
+    pub preset: Option<String>,
+    /// Directories holding kernel sources, relative to the project root.
+    #[serde(default)]
+    pub kernel_roots: Vec<String>,
+    /// Directories whose code dispatches kernels (host code).
+    #[serde(default)]
+    pub dispatch_roots: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdentitySection {
+    /// Route-affecting environment prefixes; replaces the defaults when set.
+    pub env_prefixes: Option<Vec<String>>,
+    /// Extra exact variable names to record.
+    #[serde(default)]
+    pub env_names: Vec<String>,
+    /// Hash model files (many GB) on every capture.
+    #[serde(default)]
+    pub hash_model: bool,
+}
+
+/// `katlas.toml` as parsed. Stage-owned sections stay raw tables.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub project: ProjectSection,
+    #[serde(default)]
+    pub identity: IdentitySection,
+    #[serde(default)]
+    pub workload: toml::Table,
+    #[serde(default)]
+    pub route: toml::Table,
+    #[serde(default)]
+    pub gate: toml::Table,
+    #[serde(default)]
+    pub eval: toml::Table,
+    #[serde(default)]
+    pub task: toml::Table,
+    #[serde(default)]
+    pub suggest: toml::Table,
+    #[serde(default)]
+    pub build: toml::Table,
+    #[serde(default)]
+    pub reach: toml::Table,
+    #[serde(default)]
+    pub perf_allowlist: Vec<toml::Table>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Project {
+    pub root: PathBuf,
+    /// Path of `katlas.toml` when the project has one.
+    pub config_path: Option<PathBuf>,
+    config_text: String,
+    pub config: Config,
+}
+
+impl Project {
+    /// Find the project: `explicit` when given, else walk up from `cwd` to the
+    /// first directory holding `katlas.toml`, else `.katlas/`, else `.git`;
+    /// with none of them, `cwd` itself is the project.
+    pub fn discover(cwd: &Path, explicit: Option<&Path>) -> Result<Project, ProjectError> {
+        let root = match explicit {
+            Some(p) => {
+                if !p.is_dir() {
+                    return Err(ProjectError::NotADirectory(p.into()));
+                }
+                p.to_path_buf()
+            }
+            None => find_root(cwd),
+        };
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        Self::open(&root)
+    }
+
+    /// Open the project rooted at `root` (reads `root/katlas.toml` when present).
+    pub fn open(root: &Path) -> Result<Project, ProjectError> {
+        let path = root.join(CONFIG_FILE);
+        let (config_path, text) = match std::fs::read_to_string(&path) {
+            Ok(t) => (Some(path), t),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, String::new()),
+            Err(source) => return Err(ProjectError::Io { path, source }),
+        };
+        let config = match &config_path {
+            Some(p) => parse_config(p, &text).map_err(ProjectError::Config)?,
+            None => Config::default(),
+        };
+        Ok(Project { root: root.to_path_buf(), config_path, config_text: text, config })
+    }
+
+    /// Where `katlas.toml` is or would be.
+    pub fn config_file(&self) -> PathBuf {
+        self.config_path.clone().unwrap_or_else(|| self.root.join(CONFIG_FILE))
+    }
+
+    /// The `.katlas/` directory.
+    pub fn katlas_dir(&self) -> PathBuf {
+        self.root.join(".katlas")
+    }
+
+    /// Deserialise the stage-owned section at `path` (e.g. `["workload", "lab"]`)
+    /// with the owner's type; `Ok(None)` when absent. Errors carry file, line
+    /// and the dotted key of the offending field.
+    pub fn section<T: DeserializeOwned>(&self, path: &[&str]) -> Result<Option<T>, ConfigError> {
+        let Some(value) = lookup(&self.config_text, path) else { return Ok(None) };
+        serde_path_to_error::deserialize(value).map(Some).map_err(|e| {
+            let inner = e.path().to_string();
+            let mut key = path.join(".");
+            if inner != "." && !inner.is_empty() {
+                key = format!("{key}.{inner}");
+            }
+            // serde_path_to_error's path already ends at an unknown field's name.
+            let parent = key.rsplit_once('.').map(|(p, _)| p.to_string()).unwrap_or_default();
+            ConfigError {
+                file: self.config_file(),
+                line: line_of_key(&self.config_text, &key).or_else(|| line_of_key(&self.config_text, &parent)),
+                key: Some(key),
+                reason: e.inner().to_string(),
+            }
+        })
+    }
+
+    /// Names of the entries of a stage-owned table section (`workload` names).
+    pub fn section_names(&self, section: &str) -> Vec<String> {
+        lookup(&self.config_text, &[section])
+            .and_then(|v| v.as_table().map(|t| t.keys().cloned().collect()))
+            .unwrap_or_default()
+    }
+}
+
+fn lookup(text: &str, path: &[&str]) -> Option<toml::Value> {
+    let mut v: toml::Value = toml::Value::Table(text.parse::<toml::Table>().ok()?);
+    for p in path {
+        v = v.as_table()?.get(*p)?.clone();
+    }
+    Some(v)
+}
+
+fn find_root(cwd: &Path) -> PathBuf {
+    for marker in [CONFIG_FILE, ".katlas", ".git"] {
+        let mut dir = Some(cwd);
+        while let Some(d) = dir {
+            if d.join(marker).exists() {
+                return d.to_path_buf();
+            }
+            dir = d.parent();
+        }
+    }
+    cwd.to_path_buf()
+}
+
+/// Parse `katlas.toml` text, mapping errors to `file:line: key: reason`.
+pub fn parse_config(file: &Path, text: &str) -> Result<Config, ConfigError> {
+    let de = toml::de::Deserializer::parse(text).map_err(|e| toml_error(file, text, &e, None))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        // The path already ends at an unknown field's name.
+        let key = e.path().to_string();
+        let key = (!key.is_empty() && key != ".").then_some(key);
+        toml_error(file, text, &e.into_inner(), key)
+    })
+}
+
+fn toml_error(file: &Path, text: &str, e: &toml::de::Error, key: Option<String>) -> ConfigError {
+    let line = e
+        .span()
+        .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+        .or_else(|| key.as_deref().and_then(|k| line_of_key(text, k)));
+    ConfigError { file: file.to_path_buf(), line, key, reason: e.message().to_string() }
+}
+
+/// The commented `katlas.toml` that `katlas init` writes.
+pub const INIT_TEMPLATE: &str = include_str!("init_template.toml");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_parses() {
+        parse_config(Path::new("katlas.toml"), INIT_TEMPLATE).unwrap();
+    }
+
+    #[test]
+    fn unknown_top_level_key_named_with_line() {
+        let text = "[project]\nname = \"x\"\n\n[projekt]\nname = \"y\"\n";
+        let e = parse_config(Path::new("katlas.toml"), text).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("projekt"));
+        assert_eq!(e.line, Some(4), "{e}");
+        assert!(e.to_string().starts_with("katlas.toml:4: projekt: unknown field `projekt`"), "{e}");
+    }
+
+    #[test]
+    fn unknown_nested_key_named_with_line() {
+        let text = "[project]\nname = \"x\"\nkernel_rots = [\"k\"]\n";
+        let e = parse_config(Path::new("katlas.toml"), text).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("project.kernel_rots"));
+        assert_eq!(e.line, Some(3), "{e}");
+    }
+
+    #[test]
+    fn bad_type_named() {
+        let text = "[identity]\nhash_model = \"yes\"\n";
+        let e = parse_config(Path::new("katlas.toml"), text).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("identity.hash_model"));
+        assert_eq!(e.line, Some(2), "{e}");
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Wl {
+        command: String,
+        timeout_s: Option<f64>,
+    }
+
+    #[test]
+    fn owned_section_errors_point_at_key() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[project]\nname = \"p\"\n\n[workload.bench]\ncommand = \"./b\"\ntimeuot_s = 3\n",
+        )
+        .unwrap();
+        let p = Project::discover(&dir.path().join("."), None).unwrap();
+        let e = p.section::<Wl>(&["workload", "bench"]).unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("workload.bench.timeuot_s"));
+        assert_eq!(e.line, Some(6), "{e}");
+        assert!(p.section::<Wl>(&["workload", "other"]).unwrap().is_none());
+        assert_eq!(p.section_names("workload"), ["bench"]);
+    }
+
+    #[test]
+    fn discovery_walks_up() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(CONFIG_FILE), "").unwrap();
+        let deep = dir.path().join("a/b/c");
+        std::fs::create_dir_all(&deep).unwrap();
+        let p = Project::discover(&deep, None).unwrap();
+        assert_eq!(p.root, std::fs::canonicalize(dir.path()).unwrap());
+        let other = tempfile::tempdir().unwrap();
+        let p = Project::discover(&deep, Some(other.path())).unwrap();
+        assert_eq!(p.root, std::fs::canonicalize(other.path()).unwrap());
+        assert!(p.config_path.is_none());
+    }
+}

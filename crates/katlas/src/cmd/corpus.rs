@@ -1,0 +1,450 @@
+//! `katlas corpus ls|show|validate|import`.
+
+use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::output::{fmt_num, fmt_opt, paint, print_json, table, Format, FormatArg};
+use katlas_corpus::{append_jsonl, read_all, Fsync, LineError, Located, ReadReport};
+use katlas_model::{digest::md5_hex, hipfire, Row, Status, ROW_SCHEMA};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum CorpusCmd {
+    /// List rows (one line each); bad lines are reported on stderr and the rest still listed.
+    Ls(LsArgs),
+    /// Show one row whole, by id (or unique id prefix).
+    Show(ShowArgs),
+    /// Check every line of the corpus (or the given files); exit 2 when any line is bad.
+    Validate(ValidateArgs),
+    /// Import rows: hipfire.kernel_atlas.v0 or katlas.row.v1, as a JSON document or JSONL.
+    Import(ImportArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Source {
+    /// Corpus files or directories to read (default: the project's .katlas/corpus).
+    #[arg(long = "file", value_name = "PATH")]
+    pub files: Vec<PathBuf>,
+    /// Treat any bad line as an error (exit 2) instead of a warning.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LsArgs {
+    #[command(flatten)]
+    pub source: Source,
+    #[arg(long)]
+    pub workload: Option<String>,
+    #[arg(long)]
+    pub phase: Option<String>,
+    /// ok or error.
+    #[arg(long)]
+    pub status: Option<String>,
+    #[arg(long)]
+    pub arch: Option<String>,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// Row id or a unique prefix of one.
+    pub id: String,
+    #[command(flatten)]
+    pub source: Source,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Files or directories to check (default: the project's .katlas/corpus).
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Files to import.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Convert and print, but write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Import nothing if any document is bad.
+    #[arg(long)]
+    pub strict: bool,
+    /// Append to this file instead of the project corpus.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+pub fn run(cmd: &CorpusCmd, ctx: &Ctx) -> CmdResult {
+    match cmd {
+        CorpusCmd::Ls(a) => ls(a, ctx),
+        CorpusCmd::Show(a) => show(a, ctx),
+        CorpusCmd::Validate(a) => validate(a, ctx),
+        CorpusCmd::Import(a) => import(a, ctx),
+    }
+}
+
+/// Read rows from `--file` paths or the project corpus. Bad lines are
+/// reported (warning, or error with --strict); good rows always come back.
+pub fn load_rows(source: &Source, ctx: &Ctx) -> Result<ReadReport<Row>, CliError> {
+    let paths = if source.files.is_empty() {
+        vec![ctx.layout()?.corpus_dir()]
+    } else {
+        source.files.iter().map(|p| ctx.resolve(p)).collect()
+    };
+    let mut report = ReadReport::default();
+    for p in paths {
+        if !p.exists() {
+            return Err(CliError::bad_input(format!("{}: no such file or directory", p.display())));
+        }
+        report.extend(read_all::<Row>(&p, Some(ROW_SCHEMA))?);
+    }
+    for e in &report.errors {
+        eprintln!("katlas: {}: {e}", if source.strict { "error" } else { "warning" });
+    }
+    if source.strict && !report.errors.is_empty() {
+        return Err(CliError::bad_input(format!("{} bad line(s) in the corpus (--strict)", report.errors.len())));
+    }
+    Ok(report)
+}
+
+#[derive(Serialize)]
+struct RowSummary<'a> {
+    id: &'a str,
+    file: String,
+    line: u64,
+    captured_at: &'a str,
+    workload: &'a str,
+    phase: &'a str,
+    shape_bucket: Option<&'a str>,
+    run_index: u32,
+    arch: Option<&'a str>,
+    status: Status,
+    metrics: BTreeMap<&'a str, f64>,
+    kernels: usize,
+}
+
+fn summary(r: &Located<Row>) -> RowSummary<'_> {
+    let row = &r.record;
+    RowSummary {
+        id: &row.id,
+        file: r.file.display().to_string(),
+        line: r.line,
+        captured_at: &row.captured_at,
+        workload: &row.workload,
+        phase: &row.phase,
+        shape_bucket: row.shape_bucket.as_deref(),
+        run_index: row.run_index,
+        arch: row.arch.as_deref(),
+        status: row.status,
+        metrics: row.metrics.iter().map(|(k, m)| (k.as_str(), m.value)).collect(),
+        kernels: row.kernels.len(),
+    }
+}
+
+fn ls(a: &LsArgs, ctx: &Ctx) -> CmdResult {
+    let report = load_rows(&a.source, ctx)?;
+    let rows: Vec<&Located<Row>> = report
+        .records
+        .iter()
+        .filter(|r| a.workload.as_deref().is_none_or(|w| r.record.workload == w))
+        .filter(|r| a.phase.as_deref().is_none_or(|p| r.record.phase == p))
+        .filter(|r| a.arch.as_deref().is_none_or(|x| r.record.arch.as_deref() == Some(x)))
+        .filter(|r| {
+            a.status.as_deref().is_none_or(|s| match r.record.status {
+                Status::Ok => s == "ok",
+                Status::Error => s == "error",
+            })
+        })
+        .collect();
+    match a.format.format {
+        Format::Json => {
+            #[derive(Serialize)]
+            struct Out<'a> {
+                rows: Vec<RowSummary<'a>>,
+                errors: &'a [LineError],
+            }
+            print_json(&Out { rows: rows.iter().map(|r| summary(r)).collect(), errors: &report.errors });
+        }
+        f => {
+            let mut t = table(f, &["id", "captured", "workload", "phase", "shape", "run", "arch", "status", "headline", "kernels"]);
+            for r in &rows {
+                let row = &r.record;
+                let status = match row.status {
+                    Status::Ok => paint(ctx.color, "32", "ok"),
+                    Status::Error => paint(ctx.color, "31", "error"),
+                };
+                t.add_row(vec![
+                    row.id.chars().take(12).collect::<String>(),
+                    row.captured_at.clone(),
+                    row.workload.clone(),
+                    row.phase.clone(),
+                    fmt_opt(&row.shape_bucket),
+                    row.run_index.to_string(),
+                    fmt_opt(&row.arch),
+                    status,
+                    headline(row),
+                    row.kernels.len().to_string(),
+                ]);
+            }
+            println!("{t}");
+            println!("{} row(s){}", rows.len(), if report.errors.is_empty() { String::new() } else { format!(", {} bad line(s) skipped", report.errors.len()) });
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The metric a reader looks at first: a throughput if there is one.
+fn headline(row: &Row) -> String {
+    if let Some(e) = &row.error {
+        let m = e.message.as_deref().or(e.stderr_tail.as_deref()).unwrap_or("error");
+        return m.lines().last().unwrap_or(m).chars().take(48).collect();
+    }
+    let pick = row
+        .metrics
+        .iter()
+        .find(|(k, _)| k.ends_with("tok_s"))
+        .or_else(|| row.metrics.iter().find(|(k, _)| k.ends_with("gbps") || k.ends_with("gib_s")))
+        .or_else(|| row.metrics.iter().next());
+    match pick {
+        Some((k, m)) => format!("{k}={}{}", fmt_num(m.value), m.unit.as_deref().map(|u| format!(" {u}")).unwrap_or_default()),
+        None => "-".into(),
+    }
+}
+
+fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
+    let report = load_rows(&a.source, ctx)?;
+    let hits: Vec<&Located<Row>> = report.records.iter().filter(|r| r.record.id.starts_with(&a.id)).collect();
+    let r = match hits.as_slice() {
+        [one] => *one,
+        [] => return Err(CliError::bad_input(format!("no row with id `{}`", a.id))),
+        many => {
+            return Err(CliError::bad_input(format!("id prefix `{}` is ambiguous ({} rows)", a.id, many.len())));
+        }
+    };
+    match a.format.format {
+        Format::Json => print_json(&r.record),
+        f => print_row(&r.record, &r.file, r.line, f),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_row(row: &Row, file: &Path, line: u64, f: Format) {
+    println!("row {}  ({}:{})", row.id, file.display(), line);
+    println!("workload {}  phase {}  shape {}  run {}  arch {}  status {:?}", row.workload, row.phase, fmt_opt(&row.shape_bucket), row.run_index, fmt_opt(&row.arch), row.status);
+    println!("captured {}", row.captured_at);
+    if !row.command.is_empty() {
+        println!("command  {}", row.command.join(" "));
+    }
+    let s = &row.identity.source;
+    println!("source   commit {} dirty {} diff_md5 {}", fmt_opt(&s.commit.as_ref().or(s.commit_short.as_ref())), fmt_opt(&s.dirty), fmt_opt(&s.diff_md5));
+    if let Some(b) = &row.identity.binary {
+        println!("binary   {} {}", fmt_opt(&b.path), fmt_opt(&b.md5));
+    }
+    if let Some(e) = &row.error {
+        println!("error    exit {} signal {} timed_out {} {}", fmt_opt(&e.exit_code), fmt_opt(&e.signal), e.timed_out, fmt_opt(&e.message));
+        if let Some(t) = &e.stderr_tail {
+            println!("stderr   {}", t.trim_end().replace('\n', "\n         "));
+        }
+    }
+    if !row.variant.env.is_empty() {
+        println!("env      {}", row.variant.env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "));
+    }
+    if !row.metrics.is_empty() {
+        let mut t = table(f, &["metric", "value", "unit"]);
+        for (k, m) in &row.metrics {
+            t.add_row(vec![k.clone(), fmt_num(m.value), fmt_opt(&m.unit)]);
+        }
+        println!("{t}");
+    }
+    if !row.kernels.is_empty() {
+        let mut t = table(f, &["kernel", "calls", "total us", "avg us", "share %", "GB/s", "op"]);
+        for k in &row.kernels {
+            t.add_row(vec![
+                k.demangled.clone().unwrap_or_else(|| k.name.clone()),
+                k.calls.to_string(),
+                fmt_num(k.total_us),
+                k.avg_us.map(fmt_num).unwrap_or_else(|| "-".into()),
+                k.share_pct.map(fmt_num).unwrap_or_else(|| "-".into()),
+                k.achieved_gbps.map(fmt_num).unwrap_or_else(|| "-".into()),
+                k.op.as_ref().map(|o| format!("{}.{}", o.family, o.role)).unwrap_or_else(|| "-".into()),
+            ]);
+        }
+        println!("{t}");
+    }
+    if let Some(route) = &row.route {
+        let attrs: Vec<String> = route.attributes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("route ({}) {}", route.basis, attrs.join(" "));
+    }
+    if !row.extra.is_empty() {
+        println!("extra    {}", row.extra.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "));
+    }
+}
+
+fn validate(a: &ValidateArgs, ctx: &Ctx) -> CmdResult {
+    let source = Source { files: a.paths.clone(), strict: false };
+    let report = load_rows(&source, ctx)?;
+    #[derive(Serialize)]
+    struct Out<'a> {
+        valid: usize,
+        errors: &'a [LineError],
+    }
+    match a.format.format {
+        Format::Json => print_json(&Out { valid: report.records.len(), errors: &report.errors }),
+        _ => {
+            // Bad lines were already printed as warnings by load_rows.
+            println!("{} valid row(s), {} bad line(s)", report.records.len(), report.errors.len());
+        }
+    }
+    if report.errors.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Ok(ExitCode::from(crate::ctx::exit::BAD_INPUT))
+    }
+}
+
+/// Documents in a file: one JSON document (object or array) or JSON lines.
+/// Each comes with its line number (1 for a whole-file document's items).
+fn documents(path: &Path) -> Result<(Vec<(u64, String)>, Vec<LineError>), CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
+    let trimmed = text.trim_start();
+    let mut errors = Vec::new();
+    if trimmed.starts_with('[') || (trimmed.starts_with('{') && text.trim().lines().count() > 1 && serde_json::from_str::<Value>(&text).is_ok()) {
+        match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Array(items)) => return Ok((items.into_iter().map(|v| (1, v.to_string())).collect(), errors)),
+            Ok(v) => return Ok((vec![(1, v.to_string())], errors)),
+            Err(e) => {
+                errors.push(LineError { file: path.into(), line: e.line() as u64, reason: format!("invalid JSON document: {e}") });
+                return Ok((Vec::new(), errors));
+            }
+        }
+    }
+    let docs = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| (i as u64 + 1, l.trim().to_string()))
+        .collect();
+    Ok((docs, errors))
+}
+
+fn convert(text: &str, file: &Path, line: u64) -> Result<Row, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    if hipfire::is_v0(&v) {
+        let mut row = hipfire::import_v0(v, Some(&file.display().to_string()), Some(line)).map_err(|e| e.to_string())?;
+        // Deterministic id: re-importing the same document is a no-op.
+        row.id = md5_hex(format!("{}\0{text}", hipfire::HIPFIRE_V0).as_bytes());
+        return Ok(row);
+    }
+    match v.get("schema").and_then(Value::as_str) {
+        Some(ROW_SCHEMA) => serde_path_to_error::deserialize(v).map_err(|e| format!("field `{}`: {}", e.path(), e.inner())),
+        Some(other) => Err(format!("field `schema`: unsupported schema \"{other}\" (expected {ROW_SCHEMA} or {})", hipfire::HIPFIRE_V0)),
+        None => Err("field `schema`: missing".into()),
+    }
+}
+
+fn import(a: &ImportArgs, ctx: &Ctx) -> CmdResult {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut errors: Vec<LineError> = Vec::new();
+    for f in &a.files {
+        let path = ctx.resolve(f);
+        let (docs, errs) = documents(&path)?;
+        errors.extend(errs);
+        for (line, text) in docs {
+            match convert(&text, &path, line) {
+                Ok(r) => rows.push(r),
+                Err(reason) => errors.push(LineError { file: path.clone(), line, reason }),
+            }
+        }
+    }
+    for e in &errors {
+        eprintln!("katlas: {}: {e}", if a.strict { "error" } else { "warning" });
+    }
+    if a.strict && !errors.is_empty() {
+        return Err(CliError::bad_input(format!("{} bad document(s); nothing imported (--strict)", errors.len())));
+    }
+    let mut written: BTreeMap<PathBuf, usize> = BTreeMap::new();
+    let mut skipped = 0usize;
+    if !a.dry_run {
+        let existing: HashSet<String> = match &a.output {
+            Some(o) if ctx.resolve(o).exists() => read_all::<Row>(&ctx.resolve(o), Some(ROW_SCHEMA))?.records.into_iter().map(|r| r.record.id).collect(),
+            Some(_) => HashSet::new(),
+            None => {
+                let dir = ctx.layout()?.corpus_dir();
+                read_all::<Row>(&dir, Some(ROW_SCHEMA)).map(|r| r.records.into_iter().map(|r| r.record.id).collect()).unwrap_or_default()
+            }
+        };
+        let layout = ctx.layout()?;
+        let mut batches: BTreeMap<PathBuf, Vec<&Row>> = BTreeMap::new();
+        for r in &rows {
+            if existing.contains(&r.id) {
+                skipped += 1;
+                continue;
+            }
+            let dest = match &a.output {
+                Some(o) => ctx.resolve(o),
+                None => {
+                    let host = r.identity.host.hostname.as_deref().unwrap_or("unknown-host");
+                    let day = r.captured_at.get(..10).unwrap_or("undated");
+                    layout.corpus_file(host, day)
+                }
+            };
+            batches.entry(dest).or_default().push(r);
+        }
+        for (dest, batch) in batches {
+            append_jsonl(&dest, &batch, Fsync::Batch)?;
+            written.insert(dest, batch.len());
+        }
+    }
+    match a.format.format {
+        Format::Json => {
+            #[derive(Serialize)]
+            struct Out<'a> {
+                imported: usize,
+                already_present: usize,
+                written: BTreeMap<String, usize>,
+                rows: &'a [Row],
+                errors: &'a [LineError],
+            }
+            print_json(&Out {
+                imported: written.values().sum(),
+                already_present: skipped,
+                written: written.iter().map(|(k, v)| (k.display().to_string(), *v)).collect(),
+                rows: &rows,
+                errors: &errors,
+            });
+        }
+        f => {
+            let mut t = table(f, &["id", "workload", "phase", "shape", "status", "kernels", "binary md5", "diff md5"]);
+            for r in &rows {
+                t.add_row(vec![
+                    r.id.chars().take(12).collect::<String>(),
+                    r.workload.clone(),
+                    r.phase.clone(),
+                    fmt_opt(&r.shape_bucket),
+                    format!("{:?}", r.status).to_lowercase(),
+                    r.kernels.len().to_string(),
+                    r.identity.binary.as_ref().and_then(|b| b.md5.clone()).unwrap_or_else(|| "-".into()),
+                    fmt_opt(&r.identity.source.diff_md5),
+                ]);
+            }
+            println!("{t}");
+            let verb = if a.dry_run { "converted (dry run)" } else { "imported" };
+            println!("{} row(s) {verb}, {} already present, {} bad document(s)", if a.dry_run { rows.len() } else { written.values().sum() }, skipped, errors.len());
+            for (dest, n) in &written {
+                println!("  {n} → {}", dest.display());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

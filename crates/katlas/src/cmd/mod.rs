@@ -1,0 +1,4 @@
+pub mod corpus;
+pub mod identity;
+pub mod init;
+pub mod schema;

@@ -1,0 +1,115 @@
+//! Shared command context, error type and exit codes.
+
+use katlas_corpus::Layout;
+use katlas_project::{Project, ProjectError};
+use std::cell::OnceCell;
+use std::fmt::Display;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Exit codes of DESIGN.md.
+#[allow(dead_code)]
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const NEGATIVE: u8 = 1;
+    pub const BAD_INPUT: u8 = 2;
+    pub const MISSING_ENV: u8 = 3;
+}
+
+/// An error that knows its exit code. The message names file, line and field
+/// where there is one.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl CliError {
+    pub fn bad_input(m: impl Display) -> Self {
+        Self { code: exit::BAD_INPUT, message: m.to_string() }
+    }
+    #[allow(dead_code)]
+    pub fn missing_env(m: impl Display) -> Self {
+        Self { code: exit::MISSING_ENV, message: m.to_string() }
+    }
+    pub fn negative(m: impl Display) -> Self {
+        Self { code: exit::NEGATIVE, message: m.to_string() }
+    }
+    pub fn report(&self) -> ExitCode {
+        eprintln!("katlas: error: {}", self.message);
+        ExitCode::from(self.code)
+    }
+}
+
+impl From<ProjectError> for CliError {
+    fn from(e: ProjectError) -> Self {
+        Self::bad_input(e)
+    }
+}
+
+impl From<katlas_corpus::StoreError> for CliError {
+    fn from(e: katlas_corpus::StoreError) -> Self {
+        Self::bad_input(e)
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        Self::bad_input(e)
+    }
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(e: anyhow::Error) -> Self {
+        Self::bad_input(format!("{e:#}"))
+    }
+}
+
+pub type CmdResult = Result<ExitCode, CliError>;
+
+pub struct Ctx {
+    explicit_project: Option<PathBuf>,
+    project: OnceCell<Result<Project, String>>,
+    pub cwd: PathBuf,
+    /// Colour only on a terminal and never with NO_COLOR set.
+    pub color: bool,
+}
+
+impl Ctx {
+    pub fn new(explicit_project: Option<PathBuf>) -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Self {
+            explicit_project,
+            project: OnceCell::new(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            color: !no_color && std::io::stdout().is_terminal(),
+        }
+    }
+
+    /// The project, discovered on first use; a malformed katlas.toml is bad input.
+    pub fn project(&self) -> Result<&Project, CliError> {
+        self.project
+            .get_or_init(|| Project::discover(&self.cwd, self.explicit_project.as_deref()).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(CliError::bad_input)
+    }
+
+    /// `--project` as given, resolved against the current directory.
+    pub fn explicit_root(&self) -> Option<PathBuf> {
+        self.explicit_project.as_deref().map(|p| self.resolve(p))
+    }
+
+    pub fn layout(&self) -> Result<Layout, CliError> {
+        Ok(Layout::for_project(&self.project()?.root))
+    }
+
+    /// A user path, resolved against the current directory.
+    pub fn resolve(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.cwd.join(p)
+        }
+    }
+}
