@@ -241,7 +241,8 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
 
 fn print_row(row: &Row, file: &Path, line: u64, f: Format) {
     println!("row {}  ({}:{})", row.id, file.display(), line);
-    println!("workload {}  phase {}  shape {}  run {}  arch {}  status {:?}", row.workload, row.phase, fmt_opt(&row.shape_bucket), row.run_index, fmt_opt(&row.arch), row.status);
+    let status = serde_json::to_value(row.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    println!("workload {}  phase {}  shape {}  run {}  arch {}  status {status}", row.workload, row.phase, fmt_opt(&row.shape_bucket), row.run_index, fmt_opt(&row.arch));
     println!("captured {}", row.captured_at);
     if !row.command.is_empty() {
         println!("command  {}", row.command.join(" "));
