@@ -41,8 +41,12 @@ pub fn source_identity(dir: &Path) -> SourceIdentity {
     // With no commit yet, everything is new: diff against the empty tree.
     const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
     let base = commit.clone().unwrap_or_else(|| EMPTY_TREE.to_string());
-    let diff = git(root, &["diff", "--binary", "--no-color", "--no-ext-diff", &base, "--"]).unwrap_or_default();
-    let untracked = git(root, &["ls-files", "-z", "--others", "--exclude-standard"]).unwrap_or_default();
+    // katlas's own output (.katlas/: rows, ledger, eval worktrees) is evidence
+    // about the source, not source: appending a row must not change identity.
+    const NOT_SOURCE: &str = ":(exclude,top).katlas";
+    let diff = git(root, &["diff", "--binary", "--no-color", "--no-ext-diff", &base, "--", ".", NOT_SOURCE]).unwrap_or_default();
+    let untracked =
+        git(root, &["ls-files", "-z", "--others", "--exclude-standard", "--", ".", NOT_SOURCE]).unwrap_or_default();
     let untracked: Vec<&[u8]> = untracked.split(|b| *b == 0).filter(|p| !p.is_empty()).collect();
     let dirty = !diff.is_empty() || !untracked.is_empty();
     let diff_md5 = dirty.then(|| {

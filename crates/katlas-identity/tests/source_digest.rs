@@ -31,9 +31,12 @@ fn diff_digest_tracks_untracked_contents() {
     assert_eq!(clean.commit.as_ref().unwrap().len(), 40);
     assert_eq!(clean.branch.as_deref(), Some("main"));
 
-    // Ignored files do not count.
+    // Ignored files do not count, nor does katlas's own output under .katlas/.
     std::fs::write(root.join("ignored.txt"), "x").unwrap();
+    std::fs::create_dir_all(root.join(".katlas/corpus")).unwrap();
+    std::fs::write(root.join(".katlas/corpus/h-2026-01-01.jsonl"), "{}\n").unwrap();
     assert_eq!(source_identity(root).diff_md5, None);
+    assert_eq!(source_identity(root).dirty, Some(false));
 
     std::fs::create_dir(root.join("sub")).unwrap();
     std::fs::write(root.join("sub/new.hip"), "v1").unwrap();

@@ -445,6 +445,9 @@ pub struct EvalSample {
     /// Kernel route observed in the run's output, when it reports one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<Route>,
+    /// Code objects the run reported loading (`code_object=PATH` lines), as printed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub code_objects: Vec<String>,
 }
 
 /// `katlas.eval.result.v1`: the judged result of one eval (`result.json`).

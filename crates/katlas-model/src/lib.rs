@@ -11,6 +11,7 @@ pub mod identity;
 pub mod ledger;
 pub mod row;
 pub mod schema;
+pub mod task;
 
 pub use identity::{Device, FileDigest, HostIdentity, Identity, RunPolicy, SourceIdentity};
 pub use ledger::{

@@ -30,6 +30,9 @@ pub fn schemas() -> Vec<SchemaDoc> {
         (crate::ledger::EVAL_RESULT_SCHEMA, || {
             serde_json::to_value(schemars::schema_for!(crate::ledger::EvalResult)).expect("schema serialises")
         }),
+        (crate::task::TASK_SCHEMA, || {
+            serde_json::to_value(schemars::schema_for!(crate::task::Task)).expect("schema serialises")
+        }),
     ];
     core.iter().map(|(name, f)| SchemaDoc { name, schema: f() }).collect()
 }

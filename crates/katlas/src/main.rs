@@ -39,6 +39,47 @@ enum Command {
     Corpus(cmd::corpus::CorpusCmd),
     /// Print or write the JSON Schemas of katlas records.
     Schema(cmd::schema::SchemaArgs),
+    /// The architecture database: atoms, products, occupancy.
+    #[command(subcommand)]
+    Arch(cmd::arch::ArchCmd),
+    /// Code objects read natively: scan (manifest), show one kernel, diff two builds.
+    #[command(subcommand)]
+    Isa(cmd::isa::IsaCmd),
+    /// Fit view: each hot kernel against its hardware, with the rules that fired.
+    Fit(cmd::fit::FitArgs),
+    /// Ranked one-lever experiments for a row, remembering the ledger.
+    Suggest(cmd::suggest::SuggestArgs),
+    /// Write a task packet (task.json + TASK.md) for one experiment.
+    Task(cmd::task::TaskArgs),
+    /// Run a workload in fresh processes; one row per (run, phase) into the corpus.
+    Collect(cmd::collect::CollectArgs),
+    /// Print what a parser extracts from a saved output or profiler file.
+    Parse(cmd::parse::ParseArgs),
+    /// Ranked source files and dispatch sites of hot kernels (arch-aware chip/family tags).
+    Provenance(cmd::provenance::ProvenanceArgs),
+    /// Compile kernel sources for every arch atom of the matrix (cached, parallel, logs per atom).
+    Build(cmd::build::BuildArgs),
+    /// Which file each atom compiles; tagged files no atom reaches; kernels never dispatched.
+    Reach(cmd::reach::ReachArgs),
+    /// Static checks: `lint dispatch` checks the perf-variant allowlist against the ledger.
+    #[command(subcommand)]
+    Lint(cmd::lint::LintCmd),
+    /// Judge a candidate against its baseline: interleaved fresh-process runs, statistics, verdict, ledger.
+    Eval(Box<cmd::eval::EvalArgs>),
+    /// Fresh-process comparison of git refs (each built in its own worktree), CIs relative to the first.
+    Ab(cmd::eval::AbArgs),
+    /// The ledger of every verdict: ls and show with filters.
+    #[command(subcommand)]
+    Ledger(cmd::ledger::LedgerCmd),
+    /// Speed floors per arch (hipfire speed-baselines or katlas TOML); fails closed.
+    Gate(cmd::gate::GateArgs),
+    /// hipfire admissions registry: validate (check) and exact-match lookups (query).
+    #[command(subcommand)]
+    Admissions(cmd::admissions::AdmissionsCmd),
+    /// Print (or --run) the correctness route of a claim class; unknown claims are blocked.
+    Route(cmd::route::RouteArgs),
+    /// Compare two tensor dumps; bad cells histogrammed by row mod 16, column and lane.
+    CheckNumeric(cmd::check_numeric::CheckNumericArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +96,24 @@ fn main() -> ExitCode {
         Command::Identity(a) => cmd::identity::run(a, &ctx),
         Command::Corpus(c) => cmd::corpus::run(c, &ctx),
         Command::Schema(a) => cmd::schema::run(a, &ctx),
+        Command::Arch(c) => cmd::arch::run(c, &ctx),
+        Command::Isa(c) => cmd::isa::run(c, &ctx),
+        Command::Fit(a) => cmd::fit::run(a, &ctx),
+        Command::Suggest(a) => cmd::suggest::run(a, &ctx),
+        Command::Task(a) => cmd::task::run(a, &ctx),
+        Command::Collect(a) => cmd::collect::run(a, &ctx),
+        Command::Parse(a) => cmd::parse::run(a, &ctx),
+        Command::Provenance(a) => cmd::provenance::run(a, &ctx),
+        Command::Build(a) => cmd::build::run(a, &ctx),
+        Command::Reach(a) => cmd::reach::run(a, &ctx),
+        Command::Lint(c) => cmd::lint::run(c, &ctx),
+        Command::Eval(a) => cmd::eval::run(a, &ctx),
+        Command::Ab(a) => cmd::eval::run_ab(a, &ctx),
+        Command::Ledger(c) => cmd::ledger::run(c, &ctx),
+        Command::Gate(a) => cmd::gate::run(a, &ctx),
+        Command::Admissions(c) => cmd::admissions::run(c, &ctx),
+        Command::Route(a) => cmd::route::run(a, &ctx),
+        Command::CheckNumeric(a) => cmd::check_numeric::run(a, &ctx),
     };
     match result {
         Ok(code) => code,

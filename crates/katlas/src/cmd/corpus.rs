@@ -98,7 +98,9 @@ pub fn run(cmd: &CorpusCmd, ctx: &Ctx) -> CmdResult {
 /// reported (warning, or error with --strict); good rows always come back.
 pub fn load_rows(source: &Source, ctx: &Ctx) -> Result<ReadReport<Row>, CliError> {
     let paths = if source.files.is_empty() {
-        vec![ctx.layout()?.corpus_dir()]
+        // A project that has collected nothing yet has an empty corpus, not an error.
+        let dir = ctx.layout()?.corpus_dir();
+        if dir.exists() { vec![dir] } else { Vec::new() }
     } else {
         source.files.iter().map(|p| ctx.resolve(p)).collect()
     };

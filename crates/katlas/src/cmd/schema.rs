@@ -16,7 +16,23 @@ pub struct SchemaArgs {
 
 /// Every record schema katlas produces, from all stage crates.
 pub fn all() -> Vec<katlas_model::SchemaDoc> {
-    katlas_model::schemas()
+    let mut docs = katlas_model::schemas();
+    docs.extend(katlas_advise::schemas().into_iter().map(|(name, schema)| katlas_model::SchemaDoc { name, schema }));
+    docs.extend(katlas_build::schemas());
+    let doc = |name, schema: serde_json::Value| katlas_model::SchemaDoc { name, schema };
+    docs.push(doc(katlas_isa::SCHEMA, katlas_isa::manifest::json_schema()));
+    docs.push(doc(katlas_isa::diff::SCHEMA, to_value(schemars::schema_for!(katlas_isa::diff::IsaDiff))));
+    docs.push(doc(katlas_collect::parse::PARSE_SCHEMA, to_value(schemars::schema_for!(katlas_collect::parse::ParseOutput))));
+    docs.push(doc(
+        katlas_collect::provenance::PROVENANCE_SCHEMA,
+        to_value(schemars::schema_for!(katlas_collect::provenance::KernelProvenance)),
+    ));
+    docs.sort_by_key(|d| d.name);
+    docs
+}
+
+fn to_value(s: schemars::Schema) -> serde_json::Value {
+    serde_json::to_value(s).expect("schema serialises")
 }
 
 pub fn run(args: &SchemaArgs, ctx: &Ctx) -> CmdResult {

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Benchmark: katlas-isa metadata scan (and scan with instruction mix) against the LLVM tool
+# pipeline hipfire's atlas uses (clang-offload-bundler + llvm-readobj per object; serial
+# llvm-objdump for the mix), on Debian's rocSPARSE and rocRAND libraries.
+#
+#   benches/isa-scan.sh [--peer-sample N] [--runs R]
+#
+# Needs scripts/fetch-fixtures to have run. Prints a markdown section for docs/PERF.md.
+# The peer pipeline is measured on a deterministic sample of the bundles (every Nth record,
+# default 10) because the full run takes tens of minutes; rates (kernels/s, MB/s) are compared.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+CACHE="${KATLAS_FIXTURES:-$ROOT/.cache/fixtures}"
+SAMPLE=10
+RUNS=3
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --peer-sample) SAMPLE=$2; shift 2;;
+    --runs) RUNS=$2; shift 2;;
+    *) echo "unknown argument $1" >&2; exit 2;;
+  esac
+done
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/bench}"
+(cd "$ROOT" && cargo build -q --release -p katlas-isa --example scan)
+SCAN="$CARGO_TARGET_DIR/release/examples/scan"
+BUNDLER=$(command -v clang-offload-bundler-22 || echo /usr/lib/llvm-22/bin/clang-offload-bundler)
+READOBJ=$(command -v llvm-readobj-22 || echo /usr/lib/llvm-22/bin/llvm-readobj)
+OBJDUMP=$(command -v llvm-objdump-22 || echo /usr/lib/llvm-22/bin/llvm-objdump)
+SPARSE="$CACHE/deb/bookworm/librocsparse0/usr/lib/x86_64-linux-gnu/librocsparse.so.0.1"
+RAND5="$CACHE/deb/trixie/librocrand1/usr/lib/x86_64-linux-gnu/librocrand.so.1.1"
+RAND6="$CACHE/deb/sid/librocrand1/usr/lib/x86_64-linux-gnu/librocrand.so.1.1"
+for f in "$SPARSE" "$RAND5" "$RAND6"; do [[ -f $f ]] || { echo "missing $f: run scripts/fetch-fixtures" >&2; exit 3; }; done
+WORK=$(mktemp -d); trap 'rm -rf "$WORK"' EXIT
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+now() { date +%s.%N; }
+
+# --- katlas: whole libraries, metadata only ----------------------------------------------------
+katlas_meta() { # prints "seconds kernels bytes"
+  local t0 t1 out; t0=$(now); out=$("$SCAN" "$@"); t1=$(now)
+  python3 -c "import json,sys; s=json.loads(sys.argv[1]); print(float(sys.argv[3])-float(sys.argv[2]), s['kernels'], s['bytes'], s['objects'])" "$out" "$t0" "$t1"
+}
+declare -A KT
+for lib in SPARSE RAND5 RAND6; do
+  times=(); for r in $(seq "$RUNS"); do read -r s k b o < <(katlas_meta "${!lib}"); times+=("$s"); done
+  KT[$lib]="$(printf '%s\n' "${times[@]}" | median) $k $b $o"
+done
+
+# --- peer: split .hip_fatbin records, clang-offload-bundler --list/--unbundle, llvm-readobj ----
+split_records() { # $1 lib -> writes $WORK/rec.N files (every SAMPLE-th record), prints count total
+  python3 - "$1" "$WORK" "$SAMPLE" <<'PY'
+import sys, struct, mmap
+path, work, every = sys.argv[1], sys.argv[2], int(sys.argv[3])
+f = open(path, 'rb'); m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+shoff, = struct.unpack_from('<Q', m, 0x28); shnum, shstrndx = struct.unpack_from('<HH', m, 0x3c)
+secs = [struct.unpack_from('<IIQQQQIIQQ', m, shoff + i*64) for i in range(shnum)]
+stro = secs[shstrndx][4]
+def name(o): return m[stro+o:m.find(b'\0', stro+o)].decode()
+sec = next(s for s in secs if name(s[0]) == '.hip_fatbin'); base, size = sec[4], sec[5]
+pos, n, kept, kept_bytes = base, 0, 0, 0
+while True:
+    a = m.find(b'__CLANG_OFFLOAD_BUNDLE__', pos, base+size); c = m.find(b'CCOB', pos, base+size)
+    at = min(x for x in (a, c) if x >= 0) if max(a, c) >= 0 else -1
+    if at < 0: break
+    if m[at:at+4] == b'CCOB':
+        ver, = struct.unpack_from('<H', m, at+4)
+        ln = struct.unpack_from('<I', m, at+8)[0] if ver == 2 else struct.unpack_from('<Q', m, at+8)[0]
+    else:
+        cnt, = struct.unpack_from('<Q', m, at+24); p = at+32; ln = 0
+        for _ in range(cnt):
+            off, sz, tl = struct.unpack_from('<QQQ', m, p); p += 24 + tl; ln = max(ln, off+sz)
+    if n % every == 0:
+        open(f'{work}/rec.{n}', 'wb').write(m[at:at+ln]); kept += 1; kept_bytes += ln
+    n += 1; pos = at + ln
+print(n, kept, kept_bytes)
+PY
+}
+peer_meta() { # runs the peer on $WORK/rec.*; prints "seconds kernels failures"
+  local t0 t1 kernels=0 fails=0; t0=$(now)
+  for rec in "$WORK"/rec.*; do
+    for tgt in $("$BUNDLER" --list --type=o --input="$rec" 2>>"$WORK/peer.err" | grep -v '^host-' || true); do
+      if "$BUNDLER" --unbundle --type=o --targets="$tgt" --input="$rec" --output="$WORK/o.o" 2>>"$WORK/peer.err"; then
+        kernels=$((kernels + $("$READOBJ" --notes "$WORK/o.o" | grep -c '^  - \.' || true)))
+      else
+        fails=$((fails + 1))
+      fi
+    done
+  done
+  t1=$(now); echo "$(python3 -c "print($t1-$t0)") $kernels $fails"
+}
+declare -A PT
+for lib in SPARSE RAND5 RAND6; do
+  rm -f "$WORK"/rec.*
+  read -r total kept kept_bytes < <(split_records "${!lib}")
+  read -r ps pk pf < <(peer_meta)
+  [[ $pf == 0 ]] || echo "peer: $pf unbundle failures on $lib: $(sort -u "$WORK/peer.err" | head -3)" >&2
+  PT[$lib]="$ps $pk $kept_bytes $kept $total"
+done
+
+# --- with instruction mix: katlas --mix (parallel) vs serial llvm-objdump on rocRAND (trixie) --
+t0=$(now); mixout=$("$SCAN" --mix "$RAND5"); t1=$(now); KMIX=$(python3 -c "print($t1-$t0)")
+KMIXK=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['kernels'])" "$mixout")
+rm -f "$WORK"/rec.*; read -r total kept kept_bytes < <(SAMPLE=1 split_records "$RAND5")
+t0=$(now)
+for rec in "$WORK"/rec.*; do
+  for tgt in $("$BUNDLER" --list --type=o --input="$rec" | grep -v '^host-' || true); do
+    "$BUNDLER" --unbundle --type=o --targets="$tgt" --input="$rec" --output="$WORK/o.o" || continue
+    "$READOBJ" --notes "$WORK/o.o" >/dev/null
+    "$OBJDUMP" -d --no-show-raw-insn "$WORK/o.o" >/dev/null
+  done
+done
+t1=$(now); PMIX=$(python3 -c "print($t1-$t0)")
+
+# --- report --------------------------------------------------------------------------------------
+python3 - "$RUNS" "$SAMPLE" "${KT[SPARSE]}" "${KT[RAND5]}" "${KT[RAND6]}" "${PT[SPARSE]}" "${PT[RAND5]}" "${PT[RAND6]}" "$KMIX" "$KMIXK" "$PMIX" <<'PY'
+import sys, platform, os, datetime, subprocess
+runs, sample = sys.argv[1], sys.argv[2]
+libs = ['rocSPARSE 5.3 (bookworm)', 'rocRAND 5.7.1 (trixie)', 'rocRAND 6.4.3 (sid)']
+kt = [list(map(float, x.split())) for x in sys.argv[3:6]]
+pt = [list(map(float, x.split())) for x in sys.argv[6:9]]
+kmix, kmixk, pmix = float(sys.argv[9]), float(sys.argv[10]), float(sys.argv[11])
+cpu = next((l.split(':',1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
+load = os.getloadavg()[0]
+print(f"## katlas-isa scan ({datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC)\n")
+print(f"Machine: {os.cpu_count()} cores ({cpu}), load average {load:.1f} at the end of the run (shared machine). "
+      f"Command: `benches/isa-scan.sh --peer-sample {sample} --runs {runs}`. katlas numbers are the median of {runs} runs "
+      f"(release build, `--disasm never`, all cores); the peer is clang-offload-bundler-22 `--list` + `--unbundle` per target + "
+      f"llvm-readobj-22 `--notes` per object, run serially on every {sample}th `.hip_fatbin` record, compared by rate.\n")
+print("| library | size MB | objects | kernels | katlas s | katlas kernels/s | katlas MB/s | peer sample (records/bytes) | peer kernels/s | peer MB/s | ratio (kernels/s) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for name, (ks, kk, kb, ko), (ps, pk, pb, pkept, ptotal) in zip(libs, kt, pt):
+    kr, km = kk/ks, kb/1e6/ks
+    pr, pm = (pk/ps if ps else 0), (pb/1e6/ps if ps else 0)
+    print(f"| {name} | {kb/1e6:.0f} | {ko:.0f} | {kk:.0f} | {ks:.2f} | {kr:,.0f} | {km:,.0f} | {pkept:.0f}/{ptotal:.0f} rec, {pb/1e6:.0f} MB | {pr:,.0f} | {pm:,.1f} | {kr/pr if pr else float('nan'):,.0f}x |")
+print(f"\nWith instruction mix (rocRAND trixie, all records, {kmixk:.0f} kernels): katlas `--mix` (parallel llvm-objdump per object, "
+      f"per-kernel split) {kmix:.1f} s vs serial bundler + readobj + llvm-objdump {pmix:.1f} s: **{pmix/kmix:.1f}x**.\n")
+PY

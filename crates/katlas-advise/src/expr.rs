@@ -1,0 +1,266 @@
+//! The tiny condition language of the rules files: `SIGNAL OP VALUE`, `SIGNAL`, `!SIGNAL`.
+//!
+//! Hand-written because it is a dozen lines of grammar; a general expression crate would
+//! invite rules no reader of the TOML can check at a glance.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A signal value: a number, a flag, a word, or a list (capabilities, wave sizes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Val {
+    Bool(bool),
+    Num(f64),
+    Str(String),
+    List(Vec<String>),
+}
+
+impl fmt::Display for Val {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Val::Bool(b) => write!(f, "{b}"),
+            Val::Num(n) => write!(f, "{}", fmt_num(*n, None)),
+            Val::Str(s) => f.write_str(s),
+            Val::List(l) => f.write_str(&l.join(", ")),
+        }
+    }
+}
+
+/// Numbers as people read them: integers without decimals, others with up to 3.
+pub fn fmt_num(n: f64, decimals: Option<usize>) -> String {
+    match decimals {
+        Some(d) => format!("{n:.d$}"),
+        None if n.fract() == 0.0 && n.abs() < 1e15 => format!("{}", n as i64),
+        None => {
+            let s = format!("{n:.3}");
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        }
+    }
+}
+
+pub type Signals = BTreeMap<String, Val>;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op {
+    Ge,
+    Le,
+    Gt,
+    Lt,
+    Eq,
+    Ne,
+    Contains,
+}
+
+/// One parsed condition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cond {
+    pub signal: String,
+    op: Option<Op>,
+    negate: bool,
+    value: Option<Val>,
+    pub text: String,
+}
+
+/// Result of evaluating a condition: `None` when the signal is unknown.
+pub type Truth = Option<bool>;
+
+impl Cond {
+    pub fn parse(text: &str) -> Result<Cond, String> {
+        let t = text.trim();
+        if t.is_empty() {
+            return Err("empty condition".into());
+        }
+        const OPS: [(&str, Op); 7] = [
+            (">=", Op::Ge),
+            ("<=", Op::Le),
+            ("==", Op::Eq),
+            ("!=", Op::Ne),
+            (">", Op::Gt),
+            ("<", Op::Lt),
+            (" contains ", Op::Contains),
+        ];
+        for (sym, op) in OPS {
+            if let Some(pos) = t.find(sym) {
+                let signal = t[..pos].trim();
+                let raw = t[pos + sym.len()..].trim();
+                check_ident(signal, t)?;
+                let value = parse_value(raw).ok_or_else(|| format!("`{t}`: cannot read value `{raw}`"))?;
+                return Ok(Cond { signal: signal.into(), op: Some(op), negate: false, value: Some(value), text: t.into() });
+            }
+        }
+        let (negate, name) = match t.strip_prefix('!') {
+            Some(rest) => (true, rest.trim()),
+            None => (false, t),
+        };
+        check_ident(name, t)?;
+        Ok(Cond { signal: name.into(), op: None, negate, value: None, text: t.into() })
+    }
+
+    pub fn eval(&self, s: &Signals) -> Truth {
+        let v = s.get(&self.signal)?;
+        let Some(op) = self.op else {
+            return match v {
+                Val::Bool(b) => Some(*b != self.negate),
+                _ => None,
+            };
+        };
+        let want = self.value.as_ref()?;
+        Some(match (op, v, want) {
+            (Op::Contains, Val::List(l), Val::Str(w)) => l.iter().any(|x| x == w),
+            (Op::Contains, Val::List(l), Val::Num(n)) => l.iter().any(|x| x.parse::<f64>().ok() == Some(*n)),
+            (Op::Contains, Val::Str(s), Val::Str(w)) => s.contains(w.as_str()),
+            (Op::Eq, a, b) => vals_eq(a, b),
+            (Op::Ne, a, b) => !vals_eq(a, b),
+            (op, Val::Num(a), Val::Num(b)) => match op {
+                Op::Ge => a >= b,
+                Op::Le => a <= b,
+                Op::Gt => a > b,
+                Op::Lt => a < b,
+                _ => return None,
+            },
+            _ => return None,
+        })
+    }
+}
+
+fn vals_eq(a: &Val, b: &Val) -> bool {
+    match (a, b) {
+        (Val::Num(x), Val::Num(y)) => (x - y).abs() < 1e-9,
+        (Val::Str(x), Val::Str(y)) => x.eq_ignore_ascii_case(y),
+        (Val::Bool(x), Val::Bool(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn check_ident(name: &str, whole: &str) -> Result<(), String> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!("`{whole}`: `{name}` is not a signal name"));
+    }
+    Ok(())
+}
+
+fn parse_value(raw: &str) -> Option<Val> {
+    match raw {
+        "true" => return Some(Val::Bool(true)),
+        "false" => return Some(Val::Bool(false)),
+        _ => {}
+    }
+    for q in ['\'', '"'] {
+        if raw.len() >= 2 && raw.starts_with(q) && raw.ends_with(q) {
+            return Some(Val::Str(raw[1..raw.len() - 1].to_string()));
+        }
+    }
+    raw.parse::<f64>().ok().map(Val::Num)
+}
+
+/// All conditions hold (`Some(true)`), one fails (`Some(false)`), or some are unknown
+/// and none fails (`None`, with the unknown signal names).
+pub fn eval_all(conds: &[Cond], s: &Signals) -> (Truth, Vec<String>) {
+    let mut unknown = Vec::new();
+    for c in conds {
+        match c.eval(s) {
+            Some(false) => return (Some(false), vec![]),
+            Some(true) => {}
+            None => unknown.push(c.signal.clone()),
+        }
+    }
+    if unknown.is_empty() {
+        (Some(true), unknown)
+    } else {
+        (None, unknown)
+    }
+}
+
+/// Fill `{name}` / `{name:.N}` from signals; unknown names stay as `{name?}`.
+pub fn render_template(t: &str, s: &Signals) -> String {
+    let mut out = String::with_capacity(t.len());
+    let mut rest = t;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            out.push_str(&rest[open..]);
+            return out;
+        };
+        let spec = &after[..close];
+        let (name, dec) = match spec.split_once(":.") {
+            Some((n, d)) => (n, d.parse::<usize>().ok()),
+            None => (spec, None),
+        };
+        match s.get(name) {
+            Some(Val::Num(n)) => out.push_str(&fmt_num(*n, dec)),
+            Some(v) => out.push_str(&v.to_string()),
+            None => {
+                out.push('{');
+                out.push_str(name);
+                out.push_str("?}");
+            }
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Signal names a template quotes.
+pub fn template_names(t: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = t;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else { break };
+        let spec = &after[..close];
+        let name = spec.split_once(':').map(|(n, _)| n).unwrap_or(spec);
+        names.push(name.to_string());
+        rest = &after[close + 1..];
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sig() -> Signals {
+        let mut s = Signals::new();
+        s.insert("bw_pct".into(), Val::Num(72.4));
+        s.insert("matrix_capable".into(), Val::Bool(true));
+        s.insert("limiter".into(), Val::Str("vgpr".into()));
+        s.insert("caps".into(), Val::List(vec!["wmma".into(), "dot".into()]));
+        s
+    }
+
+    #[test]
+    fn conditions() {
+        let s = sig();
+        assert_eq!(Cond::parse("bw_pct >= 60").unwrap().eval(&s), Some(true));
+        assert_eq!(Cond::parse("bw_pct < 60").unwrap().eval(&s), Some(false));
+        assert_eq!(Cond::parse("matrix_capable").unwrap().eval(&s), Some(true));
+        assert_eq!(Cond::parse("!matrix_capable").unwrap().eval(&s), Some(false));
+        assert_eq!(Cond::parse("limiter == 'vgpr'").unwrap().eval(&s), Some(true));
+        assert_eq!(Cond::parse("caps contains 'wmma'").unwrap().eval(&s), Some(true));
+        assert_eq!(Cond::parse("caps contains 'mfma'").unwrap().eval(&s), Some(false));
+        assert_eq!(Cond::parse("spills > 0").unwrap().eval(&s), None);
+        assert!(Cond::parse("bw pct > 3").is_err());
+        assert!(Cond::parse("bw_pct > lots").is_err());
+    }
+
+    #[test]
+    fn all_with_unknown() {
+        let s = sig();
+        let c: Vec<Cond> = ["bw_pct > 10", "spills > 0"].iter().map(|t| Cond::parse(t).unwrap()).collect();
+        assert_eq!(eval_all(&c, &s), (None, vec!["spills".to_string()]));
+        let c: Vec<Cond> = ["bw_pct > 90", "spills > 0"].iter().map(|t| Cond::parse(t).unwrap()).collect();
+        assert_eq!(eval_all(&c, &s).0, Some(false));
+    }
+
+    #[test]
+    fn templates() {
+        let s = sig();
+        assert_eq!(render_template("at {bw_pct:.0}% ({limiter}) {nope}", &s), "at 72% (vgpr) {nope?}");
+        assert_eq!(template_names("{a:.1} and {b}"), vec!["a", "b"]);
+    }
+}

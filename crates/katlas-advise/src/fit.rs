@@ -1,0 +1,1034 @@
+//! The fit view: each hot kernel against its hardware.
+//!
+//! Inputs are any of: a row (profile), an ISA manifest, a product. Every number in the
+//! view says where it came from; a rule that could not decide for lack of evidence is
+//! listed under `missing` with the evidence that would decide it.
+
+use crate::expr::{eval_all, render_template, Signals, Val};
+use crate::isa::{CodeObject, IsaManifest, Kernel as IsaKernel};
+use crate::names::{match_level, MatchLevel};
+use crate::rules::{QuantIntent, Rules};
+use katlas_arch::{ArchDb, Atom, KernelResources, Product, Vendor};
+use katlas_model::{KernelSample, OpClass, Row};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Signals the fit view computes itself (rules may also `emit` more). The rules files may
+/// only name these or emitted ones; a test checks the data against this list.
+pub const COMPUTED_SIGNALS: &[&str] = &[
+    "kernel", "share_pct", "calls", "avg_us", "total_us", "bw_gbps", "bw_pct", "bw_peak_gbps", "bw_peak_label",
+    "bw_source", "headroom_pct", "tflops", "compute_pct", "compute_peak", "compute_peak_key", "compute_source", "memory_sol_pct", "achieved_occupancy_pct", "launch_waves", "simds",
+    "launch_waves_per_simd", "vgpr", "sgpr", "agpr", "spills", "scratch_bytes", "lds_bytes", "wave_size",
+    "occupancy_waves", "occupancy_max", "occupancy_pct", "occupancy_limiter", "occupancy_error", "mix_total",
+    "matrix_ops", "valu_frac", "valu_frac_pct", "vmem_loads", "vmem_wide_frac", "vmem_wide_frac_pct", "phase",
+    "phase_prefill", "phase_decode", "is_gemm", "decode_gemv", "projection", "op_family", "op_role", "is_elementwise",
+    "is_reduction", "library_kernel", "graph_enabled", "route_knobs", "route_knob_list", "dispatch_knobs", "arch",
+    "arch_class", "arch_family", "vendor", "caps", "wave_sizes", "wave_size_choices", "matrix_capable", "matrix_units",
+];
+
+/// What the fit view is built from.
+pub struct FitInput<'a> {
+    pub row: Option<&'a Row>,
+    pub isa: Option<&'a IsaManifest>,
+    /// `--product`: a product name or alias from the arch database.
+    pub product: Option<&'a str>,
+    /// `--arch`: the arch atom when neither row nor product says it.
+    pub arch: Option<&'a str>,
+    pub db: &'a ArchDb,
+    pub rules: &'a Rules,
+    /// Where the row came from, for the header (`corpus id …`, `file:line`, `ncu-csv FILE`).
+    pub row_source: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct FitView {
+    /// Always `katlas.fit.v1`.
+    pub schema: String,
+    pub header: Header,
+    pub evidence: Evidence,
+    pub scope: Scope,
+    pub kernels: Vec<KernelFit>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quant: Option<QuantIntent>,
+    /// Row metrics (tok/s, ms …) as recorded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub runtime: BTreeMap<String, f64>,
+    /// What bounds the phase, hottest kernel first; the first entry is the headline.
+    pub likely_limit: Vec<Finding>,
+    pub left_on_table: Vec<Finding>,
+    /// Kernels not worth tuning (Amdahl) and other stop signs.
+    pub stops: Vec<Finding>,
+    pub caveats: Vec<Finding>,
+    /// Rules files in force.
+    pub rules_files: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Header {
+    #[serde(default)]
+    pub arch: Option<String>,
+    #[serde(default)]
+    pub arch_class: Option<String>,
+    #[serde(default)]
+    pub arch_source: Option<String>,
+    #[serde(default)]
+    pub product: Option<String>,
+    /// How the product was chosen (`--product`, `row device`, `only product of …`).
+    #[serde(default)]
+    pub product_source: Option<String>,
+    /// Bandwidth ceiling the kernels are judged against, GB/s.
+    #[serde(default)]
+    pub bw_ceiling_gbps: Option<f64>,
+    /// `measured` or `datasheet`.
+    #[serde(default)]
+    pub bw_ceiling_label: Option<String>,
+    #[serde(default)]
+    pub workload: Option<String>,
+    #[serde(default)]
+    pub phase: Option<String>,
+    #[serde(default)]
+    pub shape: Option<String>,
+    #[serde(default)]
+    pub quant: Option<String>,
+    #[serde(default)]
+    pub row_id: Option<String>,
+    #[serde(default)]
+    pub row_source: Option<String>,
+    #[serde(default)]
+    pub isa_manifest: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Evidence {
+    pub profile: bool,
+    pub isa: bool,
+    /// Byte or FLOP counts (profiler counters, bytes per call, reported bandwidth).
+    pub throughput: bool,
+    pub product: bool,
+    /// Evidence that would let more rules decide, with the rules waiting on it.
+    pub missing: Vec<Missing>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Missing {
+    pub evidence: String,
+    pub rules: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Scope {
+    /// `profile-matched`, `profile-unmatched` (no hot name found in the ISA),
+    /// `profile-only` (no manifest), `isa-only` (no profile).
+    pub kind: String,
+    pub profile_names: usize,
+    pub isa_kernels: usize,
+    /// ISA kernels of the row's arch (the only ones a profile name may match).
+    pub isa_kernels_for_arch: usize,
+    pub isa_arches: Vec<String>,
+    pub matched: Vec<ScopeMatch>,
+    /// Hot profile names with no ISA kernel: listed, never widened to all objects.
+    pub unmatched_hot: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ScopeMatch {
+    pub profile: String,
+    pub isa_kernel: String,
+    /// `exact`, `demangled` or `variant`.
+    pub how: String,
+    pub object: String,
+    /// Other ISA kernels that matched at the same level (variants).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct KernelFit {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demangled: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<OpClass>,
+    pub share_pct: Option<f64>,
+    pub calls: Option<u64>,
+    pub avg_us: Option<f64>,
+    pub total_us: Option<f64>,
+    pub throughput: Throughput,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isa: Option<IsaFit>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occupancy: Option<OccupancyFit>,
+    /// Measured (profiler) share of the warp/wave slots that were active, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_occupancy_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<LaunchFit>,
+    /// Instruction mix by category: (category, count, fraction).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mix: Vec<MixBar>,
+    pub matrix: MatrixFit,
+    /// Every signal the rules saw, by name.
+    pub signals: BTreeMap<String, Val>,
+    pub findings: Vec<Finding>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Throughput {
+    pub bw_gbps: Option<f64>,
+    pub bw_pct_of_peak: Option<f64>,
+    /// `dram counters`, `bytes per call`, `reported by workload`.
+    pub bw_source: Option<String>,
+    pub bw_band: Option<String>,
+    pub tflops: Option<f64>,
+    pub compute_pct_of_peak: Option<f64>,
+    pub compute_band: Option<String>,
+    /// Nsight Compute's memory speed-of-light percentage (`gpu__compute_memory_throughput`),
+    /// which covers every memory unit, not DRAM alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_sol_pct: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct IsaFit {
+    pub kernel: String,
+    pub object: String,
+    pub arch: String,
+    pub how: String,
+    pub vgpr: Option<u32>,
+    pub sgpr: Option<u32>,
+    pub agpr: Option<u32>,
+    pub spills: Option<f64>,
+    pub scratch_bytes: Option<u64>,
+    pub lds_bytes: Option<u64>,
+    pub wave_size: Option<u32>,
+    pub max_workgroup_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix_status: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct OccupancyFit {
+    pub achieved: u32,
+    pub max: u32,
+    pub unit: String,
+    pub limiter: String,
+    /// `isa manifest + arch db`, `profiler launch data + arch db`.
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct LaunchFit {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub waves: f64,
+    pub simds: f64,
+    pub waves_per_simd: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct MixBar {
+    pub category: String,
+    pub count: u64,
+    pub fraction: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct MatrixFit {
+    /// Matrix units of the arch and their data types (`wmma: f16, bf16, …`).
+    pub available: Vec<String>,
+    /// Matrix instructions in the kernel's ISA; `null` when no mix is known.
+    pub used_ops: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Finding {
+    pub rule: String,
+    /// `limit`, `left`, `stop`, `caveat`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    pub text: String,
+    /// The numbers behind the finding (the signals its conditions and text use).
+    pub numbers: BTreeMap<String, Val>,
+    pub when: Vec<String>,
+    pub source: String,
+}
+
+/// Product choice with the reason it was chosen.
+fn resolve_product<'a>(
+    db: &'a ArchDb,
+    explicit: Option<&str>,
+    row: Option<&Row>,
+    atom: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Result<Option<(&'a Product, String)>, String> {
+    if let Some(p) = explicit {
+        return match db.product(p) {
+            Some(prod) => Ok(Some((prod, "--product".into()))),
+            None => {
+                let known: Vec<String> = db.products().map(|p| p.name.clone()).collect();
+                Err(format!("--product `{p}`: not in the arch database (known: {})", known.join(", ")))
+            }
+        };
+    }
+    if let Some(r) = row {
+        for d in &r.identity.devices {
+            if let Some(name) = &d.product {
+                if let Some(prod) = db.product(name) {
+                    return Ok(Some((prod, format!("row device `{name}`"))));
+                }
+                notes.push(format!("row device product `{name}` is not in the arch database"));
+            }
+        }
+    }
+    let Some(atom) = atom else { return Ok(None) };
+    let cands = db.products_for_atom(atom);
+    match cands.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some((*one, format!("only product of {atom} in the arch database")))),
+        many => {
+            // Several boards: the bandwidth ceiling is still determined when they share it.
+            let bw = many[0].best_bw_gbps().0;
+            if many.iter().all(|p| (p.best_bw_gbps().0 - bw).abs() < 1e-6) {
+                let names: Vec<&str> = many.iter().map(|p| p.name.as_str()).collect();
+                Ok(Some((
+                    many[0],
+                    format!("assumed: all {} products of {atom} ({}) share the {bw} GB/s ceiling; pass --product for rates", many.len(), names.join(", ")),
+                )))
+            } else {
+                let names: Vec<&str> = many.iter().map(|p| p.name.as_str()).collect();
+                notes.push(format!("{} products use {atom} with different ceilings ({}): pass --product", many.len(), names.join(", ")));
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Profile samples merged by name (profilers list one line per launch or per name).
+fn merge_samples(samples: &[KernelSample]) -> Vec<KernelSample> {
+    let mut out: Vec<KernelSample> = Vec::new();
+    for s in samples {
+        let calls = s.calls.max(1);
+        let total = if s.total_us > 0.0 { s.total_us } else { s.avg_us.unwrap_or(0.0) * calls as f64 };
+        match out.iter_mut().find(|o| o.name == s.name) {
+            Some(o) => {
+                let ocalls = o.calls.max(1);
+                // Bytes/flops are per call: weight by calls.
+                o.bytes = weighted(o.bytes, ocalls, s.bytes, calls);
+                o.flops = weighted(o.flops, ocalls, s.flops, calls);
+                o.calls = ocalls + calls;
+                o.total_us += total;
+                o.avg_us = (o.total_us > 0.0).then(|| o.total_us / o.calls as f64);
+                o.share_pct = match (o.share_pct, s.share_pct) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    _ => None,
+                };
+                // Counters are per-launch means: merge as a call-weighted mean.
+                for (k, v) in &s.counters {
+                    let mine = o.counters.get(k).copied();
+                    if let Some(m) = weighted(mine, ocalls, Some(*v), calls) {
+                        o.counters.insert(k.clone(), m);
+                    }
+                }
+                o.achieved_gbps = None;
+            }
+            None => {
+                let mut c = s.clone();
+                c.calls = calls;
+                c.total_us = total;
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+fn weighted(a: Option<f64>, na: u64, b: Option<f64>, nb: u64) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some((x * na as f64 + y * nb as f64) / (na + nb) as f64),
+        _ => None,
+    }
+}
+
+/// Whether a sample's bytes come from DRAM counters (ncu `dram__bytes_*`, rocprof
+/// `FETCH_SIZE`/`WRITE_SIZE`) rather than a workload's own estimate.
+fn bytes_from_counters(s: &KernelSample) -> bool {
+    s.counters.keys().any(|k| k.starts_with("dram__bytes") || k == "FETCH_SIZE" || k == "WRITE_SIZE")
+}
+
+fn phase_kind(phase: &str) -> (bool, bool) {
+    let p = phase.to_ascii_lowercase();
+    (p.contains("prefill") || p.starts_with("pp"), p.contains("decode") || p == "ar" || p.contains("gen"))
+}
+
+fn is_gemm_like(name: &str, op: Option<&OpClass>) -> bool {
+    let n = name.to_ascii_lowercase();
+    let words = ["gemm", "gemv", "matmul", "mm_", "linear", "projection", "qkv", "cublas", "cutlass", "sgemm", "hgemm"];
+    let in_op = op.map(|o| {
+        let f = o.family.to_ascii_lowercase();
+        let r = o.role.to_ascii_lowercase();
+        f == "linear" || f == "gemm" || f == "matmul" || words.iter().any(|w| r.contains(w))
+    });
+    in_op.unwrap_or(false) || words.iter().any(|w| n.contains(w))
+}
+
+fn is_projection(name: &str, op: Option<&OpClass>) -> bool {
+    let n = name.to_ascii_lowercase();
+    op.map(|o| o.role.contains("projection")).unwrap_or(false) || n.contains("qkv") || n.contains("proj")
+}
+
+/// Arch-level signals: capabilities decide legality of levers.
+pub fn arch_signals(atom: Option<&Atom>, s: &mut Signals) {
+    let Some(a) = atom else { return };
+    s.insert("arch".into(), Val::Str(a.name.clone()));
+    s.insert("arch_class".into(), Val::Str(a.class.clone()));
+    s.insert("arch_family".into(), Val::Str(a.family.clone()));
+    s.insert("vendor".into(), Val::Str(a.vendor.as_str().into()));
+    s.insert("caps".into(), Val::List(a.caps.clone()));
+    s.insert("wave_sizes".into(), Val::List(a.wave_sizes.iter().map(|w| w.to_string()).collect()));
+    s.insert("wave_size_choices".into(), Val::Num(a.wave_sizes.len() as f64));
+    s.insert("matrix_capable".into(), Val::Bool(!a.matrix.is_empty()));
+    let units: Vec<String> = a.matrix.keys().cloned().collect();
+    s.insert("matrix_units".into(), Val::Str(if units.is_empty() { "none".into() } else { units.join(", ") }));
+}
+
+fn simds_of(atom: &Atom, product: &Product) -> f64 {
+    let units = product.units.value as f64;
+    match atom.vendor {
+        Vendor::Amd => units * atom.amd.as_ref().map(|a| a.simds_per_cu).unwrap_or(2) as f64,
+        Vendor::Nvidia => units * atom.nvidia.as_ref().map(|n| n.sub_partitions).unwrap_or(4) as f64,
+    }
+}
+
+fn mix_signals(k: &IsaKernel, s: &mut Signals) -> (Vec<MixBar>, Option<u64>) {
+    let Some(mix) = &k.mix else { return (vec![], None) };
+    let total = mix.total.max(mix.categories.values().sum::<u64>());
+    if total == 0 {
+        return (vec![], None);
+    }
+    let cat = |c: &str| mix.categories.get(c).copied().unwrap_or(0);
+    let matrix = cat("matrix");
+    let valu = cat("valu") + cat("dot");
+    let loads: u64 = mix
+        .opcodes
+        .iter()
+        .filter(|(op, _)| is_vmem_load(op))
+        .map(|(_, n)| *n)
+        .sum();
+    let wide: u64 = mix
+        .opcodes
+        .iter()
+        .filter(|(op, _)| is_vmem_load(op) && is_wide(op))
+        .map(|(_, n)| *n)
+        .sum();
+    s.insert("mix_total".into(), Val::Num(total as f64));
+    s.insert("matrix_ops".into(), Val::Num(matrix as f64));
+    s.insert("valu_frac".into(), Val::Num(valu as f64 / total as f64));
+    s.insert("valu_frac_pct".into(), Val::Num(100.0 * valu as f64 / total as f64));
+    let vm = cat("vmem_load").max(loads);
+    s.insert("vmem_loads".into(), Val::Num(vm as f64));
+    if loads > 0 {
+        s.insert("vmem_wide_frac".into(), Val::Num(wide as f64 / loads as f64));
+        s.insert("vmem_wide_frac_pct".into(), Val::Num(100.0 * wide as f64 / loads as f64));
+    }
+    let mut bars: Vec<MixBar> = mix
+        .categories
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, n)| MixBar { category: c.clone(), count: *n, fraction: *n as f64 / total as f64 })
+        .collect();
+    bars.sort_by(|a, b| b.count.cmp(&a.count).then(a.category.cmp(&b.category)));
+    (bars, Some(matrix))
+}
+
+fn is_vmem_load(op: &str) -> bool {
+    let o = op.to_ascii_lowercase();
+    o.starts_with("global_load") || o.starts_with("buffer_load") || o.starts_with("flat_load") || o.starts_with("ldg")
+}
+
+fn is_wide(op: &str) -> bool {
+    let o = op.to_ascii_lowercase();
+    o.contains("dwordx4") || o.contains("b128") || o.contains(".128")
+}
+
+/// Evidence each signal stands for, for the `missing` list.
+fn evidence_for(signal: &str) -> &'static str {
+    match signal {
+        "share_pct" | "calls" | "avg_us" | "total_us" => "a profile (per-kernel calls and times)",
+        "bw_pct" | "bw_gbps" => "bytes moved per call (profiler DRAM counters or bytes) and a product bandwidth ceiling",
+        "compute_pct" | "tflops" => "FLOPs per call and a product peak rate",
+        "launch_waves_per_simd" => "launch geometry (grid and block size) and a product unit count",
+        "occupancy_waves" | "occupancy_limiter" => "kernel resources (ISA manifest entry or profiler registers/shared memory)",
+        "vgpr" | "sgpr" | "agpr" | "spills" | "scratch_bytes" | "lds_bytes" => "an ISA manifest entry for the kernel",
+        "matrix_ops" | "mix_total" | "valu_frac" | "vmem_loads" | "vmem_wide_frac" => "an instruction mix (ISA scan with a disassembler)",
+        "matrix_capable" => "the arch atom",
+        "is_gemm" | "phase_prefill" | "phase_decode" | "decode_gemv" => "the row's phase and op class",
+        _ => "further evidence",
+    }
+}
+
+struct KernelCtx<'a> {
+    atom: Option<&'a Atom>,
+    product: Option<&'a Product>,
+    phase: Option<&'a str>,
+    row: Option<&'a Row>,
+}
+
+pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
+    let rules = input.rules;
+    let db = input.db;
+    let row = input.row;
+    let mut scope_notes = Vec::new();
+
+    // Arch atom: explicit, row, product, then a manifest with a single arch.
+    let mut arch_source = None;
+    let mut arch = input.arch.map(|a| {
+        arch_source = Some("--arch".to_string());
+        a.to_string()
+    });
+    if arch.is_none() {
+        if let Some(r) = row {
+            arch = r.arch.clone().or_else(|| r.identity.arch().map(str::to_string));
+            if arch.is_some() {
+                arch_source = Some("row".into());
+            }
+        }
+    }
+    if arch.is_none() {
+        if let Some(p) = input.product.and_then(|p| db.product(p)) {
+            arch = Some(p.atom.clone());
+            arch_source = Some("product".into());
+        }
+    }
+    if arch.is_none() {
+        if let Some(m) = input.isa {
+            if let [one] = m.arches().as_slice() {
+                arch = Some(one.clone());
+                arch_source = Some("ISA manifest (single arch)".into());
+            }
+        }
+    }
+    let atom = arch.as_deref().and_then(|a| db.atom(a));
+    if let (Some(a), None) = (&arch, atom) {
+        scope_notes.push(format!("arch `{a}` is not in the arch database: no capability or occupancy reads"));
+    }
+    let atom_name = atom.map(|a| a.name.clone()).or(arch.clone());
+
+    let product = resolve_product(db, input.product, row, atom_name.as_deref(), &mut scope_notes)
+        .map_err(crate::AdviseError::Usage)?;
+    if let (Some((p, _)), Some(a)) = (&product, atom) {
+        if katlas_arch::canonical_atom(&p.atom) != a.name && a.variant_of.as_deref() != Some(p.atom.as_str()) {
+            scope_notes.push(format!("product {} is {} but the evidence is {}", p.name, p.atom, a.name));
+        }
+    }
+    let prod = product.as_ref().map(|(p, _)| *p);
+
+    let mut header = Header {
+        arch: atom_name.clone(),
+        arch_class: atom.map(|a| a.class.clone()),
+        arch_source,
+        product: prod.map(|p| p.name.clone()),
+        product_source: product.as_ref().map(|(_, s)| s.clone()),
+        bw_ceiling_gbps: prod.map(|p| p.best_bw_gbps().0),
+        bw_ceiling_label: prod.map(|p| p.best_bw_gbps().1.to_string()),
+        row_source: input.row_source.clone(),
+        isa_manifest: input.isa.map(|m| m.path.clone()),
+        ..Default::default()
+    };
+    if let Some(r) = row {
+        header.workload = Some(r.workload.clone());
+        header.phase = Some(r.phase.clone());
+        header.shape = r.shape_bucket.clone();
+        header.quant = r.quant.clone();
+        header.row_id = Some(r.id.clone());
+    }
+
+    // ISA kernels usable for this arch.
+    let isa_all: Vec<(&CodeObject, &IsaKernel)> = input.isa.map(|m| m.kernels().collect()).unwrap_or_default();
+    let isa_for_arch: Vec<(&CodeObject, &IsaKernel)> = match &atom_name {
+        Some(a) => isa_all
+            .iter()
+            .copied()
+            .filter(|(o, _)| katlas_arch::canonical_atom(&o.arch) == *a || db.atom(&o.arch).and_then(|x| x.variant_of.clone()).as_deref() == Some(a.as_str()))
+            .collect(),
+        None => isa_all.clone(),
+    };
+    let isa_arches = input.isa.map(|m| m.arches()).unwrap_or_default();
+    if input.isa.is_some() && isa_for_arch.is_empty() {
+        scope_notes.push(format!(
+            "the ISA manifest has no code objects for {} (it has: {}); resources stay unknown",
+            atom_name.as_deref().unwrap_or("the row's arch"),
+            if isa_arches.is_empty() { "none".into() } else { isa_arches.join(", ") }
+        ));
+    }
+
+    let ctx = KernelCtx { atom, product: prod, phase: row.map(|r| r.phase.as_str()), row };
+    let mut kernels = Vec::new();
+    let mut scope = Scope {
+        isa_kernels: isa_all.len(),
+        isa_kernels_for_arch: isa_for_arch.len(),
+        isa_arches,
+        ..Default::default()
+    };
+
+    let profile: Vec<KernelSample> = row.map(|r| merge_samples(&r.kernels)).unwrap_or_default();
+    if !profile.is_empty() {
+        let mut hot = profile;
+        let total: f64 = hot.iter().map(|k| k.total_us).sum();
+        for k in &mut hot {
+            if k.share_pct.is_none() && total > 0.0 {
+                k.share_pct = Some(100.0 * k.total_us / total);
+            }
+            // Counter-only profiles carry no times: the average is unknown, not zero.
+            if k.total_us <= 0.0 && k.avg_us.is_some_and(|a| a <= 0.0) {
+                k.avg_us = None;
+            }
+            if k.avg_us.is_none() && k.calls > 0 && k.total_us > 0.0 {
+                k.avg_us = Some(k.total_us / k.calls as f64);
+            }
+        }
+        hot.sort_by(|a, b| {
+            b.share_pct.unwrap_or(0.0).total_cmp(&a.share_pct.unwrap_or(0.0)).then(b.total_us.total_cmp(&a.total_us))
+        });
+        scope.profile_names = hot.len();
+        hot.truncate(rules.fit.settings.hot_limit);
+        for s in &hot {
+            let m = if input.isa.is_some() { best_match(&s.name, s.demangled.as_deref(), &isa_for_arch) } else { None };
+            match &m {
+                Some((lvl, (o, k), also)) => scope.matched.push(ScopeMatch {
+                    profile: s.name.clone(),
+                    isa_kernel: k.name.clone(),
+                    how: lvl.as_str().into(),
+                    object: object_label(o),
+                    also: also.clone(),
+                }),
+                None if input.isa.is_some() => scope.unmatched_hot.push(s.name.clone()),
+                None => {}
+            }
+            let isa = m.map(|(lvl, pair, _)| (lvl, pair));
+            kernels.push(fit_kernel(&ctx, rules, Some(s), isa));
+        }
+        scope.kind = match (input.isa.is_some(), scope.matched.is_empty()) {
+            (false, _) => "profile-only",
+            (true, false) => "profile-matched",
+            (true, true) => "profile-unmatched",
+        }
+        .into();
+    } else if input.isa.is_some() {
+        scope.kind = "isa-only".into();
+        if atom.is_none() && scope.isa_arches.len() > 1 {
+            scope_notes.push(format!("the manifest holds several arches ({}): each kernel is read against its own; pass --arch to pick one", scope.isa_arches.join(", ")));
+        }
+        for (o, k) in isa_for_arch.iter().take(rules.fit.settings.isa_only_limit) {
+            // Without a chosen arch, each object is judged against its own atom.
+            let own = KernelCtx { atom: ctx.atom.or_else(|| db.atom(&o.arch)), product: ctx.product, phase: ctx.phase, row: ctx.row };
+            kernels.push(fit_kernel(&own, rules, None, Some((MatchLevel::Exact, (*o, *k)))));
+        }
+        if isa_for_arch.len() > rules.fit.settings.isa_only_limit {
+            scope_notes.push(format!("{} of {} ISA kernels shown (isa_only_limit)", rules.fit.settings.isa_only_limit, isa_for_arch.len()));
+        }
+    } else {
+        scope.kind = "empty".into();
+    }
+    scope.notes = scope_notes;
+
+    // Row-level findings, hottest kernel first.
+    let mut likely = Vec::new();
+    let mut left = Vec::new();
+    let mut stops = Vec::new();
+    let mut caveats = Vec::new();
+    let mut missing: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for k in &kernels {
+        let stopped = k.findings.iter().any(|f| f.kind == "stop");
+        for f in &k.findings {
+            match f.kind.as_str() {
+                "limit" if !stopped => likely.push(f.clone()),
+                "left" if !stopped => left.push(f.clone()),
+                "stop" => stops.push(f.clone()),
+                "caveat" => caveats.push(f.clone()),
+                _ => {}
+            }
+        }
+        if let Some(Val::List(unknown)) = k.signals.get("_unknown") {
+            for u in unknown {
+                let (sig, rule) = u.split_once('@').unwrap_or((u, ""));
+                missing.entry(evidence_for(sig).to_string()).or_default().insert(rule.to_string());
+            }
+        }
+    }
+    let mut evidence = Evidence {
+        profile: row.map(|r| !r.kernels.is_empty()).unwrap_or(false),
+        isa: input.isa.is_some(),
+        throughput: kernels.iter().any(|k| k.throughput.bw_gbps.is_some() || k.throughput.tflops.is_some()),
+        product: prod.is_some(),
+        missing: missing
+            .into_iter()
+            .map(|(evidence, rules)| Missing { evidence, rules: rules.into_iter().filter(|r| !r.is_empty()).collect() })
+            .collect(),
+    };
+    if !evidence.profile {
+        evidence.missing.insert(0, Missing { evidence: "a profile (per-kernel calls and times): without it no kernel can be called hot".into(), rules: vec![] });
+    }
+    if !evidence.isa {
+        evidence.missing.push(Missing { evidence: "an ISA manifest (`katlas isa scan`): registers, spills, LDS, wave size, instruction mix".into(), rules: vec![] });
+    }
+    if !evidence.product {
+        evidence.missing.push(Missing { evidence: "a product (`--product`): bandwidth and rate ceilings for % of peak".into(), rules: vec![] });
+    }
+    for k in &mut kernels {
+        k.signals.remove("_unknown");
+    }
+
+    let quant = row.and_then(|r| r.quant.as_deref()).and_then(|q| input.rules.quant_for(q)).cloned();
+    let runtime = row.map(|r| r.metrics.iter().map(|(k, m)| (k.clone(), m.value)).collect()).unwrap_or_default();
+
+    Ok(FitView {
+        schema: crate::FIT_SCHEMA.into(),
+        header,
+        evidence,
+        scope,
+        kernels,
+        quant,
+        runtime,
+        likely_limit: likely,
+        left_on_table: left,
+        stops,
+        caveats,
+        rules_files: vec![rules.fit.file.clone(), rules.quant_file.clone()],
+    })
+}
+
+fn object_label(o: &CodeObject) -> String {
+    if o.chain_text.is_empty() {
+        o.path.clone()
+    } else {
+        o.chain_text.clone()
+    }
+}
+
+type Pair<'a> = (&'a CodeObject, &'a IsaKernel);
+
+/// The best ISA match of a profile name: lowest level, then the first in manifest order.
+fn best_match<'a>(name: &str, demangled: Option<&str>, isa: &[Pair<'a>]) -> Option<(MatchLevel, Pair<'a>, Vec<String>)> {
+    let mut best: Option<(MatchLevel, Pair<'a>)> = None;
+    let mut also = Vec::new();
+    for pair in isa {
+        let names = pair.1.names();
+        let lvl = [Some(name), demangled]
+            .into_iter()
+            .flatten()
+            .filter_map(|n| match_level(n, &names))
+            .min();
+        let Some(lvl) = lvl else { continue };
+        match &best {
+            Some((b, _)) if *b < lvl => {}
+            Some((b, _)) if *b == lvl => also.push(pair.1.name.clone()),
+            _ => {
+                also.clear();
+                best = Some((lvl, *pair));
+            }
+        }
+    }
+    best.map(|(l, p)| {
+        also.retain(|n| *n != p.1.name);
+        also.sort();
+        also.dedup();
+        (l, p, also)
+    })
+}
+
+fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa: Option<(MatchLevel, Pair)>) -> KernelFit {
+    let mut s = Signals::new();
+    arch_signals(ctx.atom, &mut s);
+    let name = sample.map(|x| x.name.clone()).or_else(|| isa.map(|(_, (_, k))| k.name.clone())).unwrap_or_default();
+    // Rule texts quote a readable name: long demangled signatures lose their template
+    // arguments and parameters (the full name stays on the kernel and its findings).
+    s.insert("kernel".into(), Val::Str(crate::names::display_name(&name)));
+    let mut kf = KernelFit { name: name.clone(), ..Default::default() };
+
+    // Phase and op.
+    let op = sample.and_then(|x| x.op.clone());
+    if let Some(p) = ctx.phase {
+        let (pre, dec) = phase_kind(p);
+        s.insert("phase".into(), Val::Str(p.into()));
+        s.insert("phase_prefill".into(), Val::Bool(pre));
+        s.insert("phase_decode".into(), Val::Bool(dec));
+        let gemm = is_gemm_like(&name, op.as_ref());
+        s.insert("is_gemm".into(), Val::Bool(gemm));
+        s.insert("decode_gemv".into(), Val::Bool(gemm && dec && !pre));
+        s.insert("projection".into(), Val::Bool(is_projection(&name, op.as_ref())));
+    } else {
+        s.insert("is_gemm".into(), Val::Bool(is_gemm_like(&name, op.as_ref())));
+    }
+    if let Some(o) = &op {
+        s.insert("op_family".into(), Val::Str(o.family.clone()));
+        s.insert("op_role".into(), Val::Str(o.role.clone()));
+    }
+    let st = &rules.fit.settings;
+    let fam = op.as_ref().map(|o| o.family.to_ascii_lowercase());
+    let lname = name.to_ascii_lowercase();
+    let in_fams = |list: &[String]| fam.as_ref().is_some_and(|f| list.iter().any(|x| x == f));
+    s.insert("is_elementwise".into(), Val::Bool(in_fams(&st.elementwise_families) || lname.contains("elementwise")));
+    s.insert("is_reduction".into(), Val::Bool(in_fams(&st.reduction_families) || lname.contains("reduce")));
+    s.insert("library_kernel".into(), Val::Bool(st.library_prefixes.iter().any(|p| name.starts_with(p.as_str()))));
+    kf.op = op;
+
+    if let Some(r) = ctx.row {
+        let graph = r
+            .route
+            .as_ref()
+            .and_then(|rt| rt.attributes.get("graph_enabled"))
+            .and_then(|v| v.as_bool());
+        if let Some(g) = graph {
+            s.insert("graph_enabled".into(), Val::Bool(g));
+        }
+        let knobs: Vec<String> = r
+            .variant
+            .env
+            .iter()
+            .filter(|(k, _)| !crate::suggest::is_instrumentation(k, &r.variant.instrumentation))
+            .chain(r.variant.knobs.iter())
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        s.insert("route_knobs".into(), Val::Bool(!knobs.is_empty()));
+        if !knobs.is_empty() {
+            s.insert("route_knob_list".into(), Val::Str(knobs.join(", ")));
+        }
+    }
+
+    // Profile numbers.
+    if let Some(x) = sample {
+        kf.demangled = x.demangled.clone();
+        kf.share_pct = x.share_pct;
+        kf.calls = Some(x.calls);
+        kf.avg_us = x.avg_us;
+        kf.total_us = Some(x.total_us);
+        if let Some(v) = x.share_pct {
+            s.insert("share_pct".into(), Val::Num(v));
+        }
+        s.insert("calls".into(), Val::Num(x.calls as f64));
+        if let Some(v) = x.avg_us {
+            s.insert("avg_us".into(), Val::Num(v));
+        }
+        s.insert("total_us".into(), Val::Num(x.total_us));
+
+        // Bandwidth: counters, bytes per call, then what the workload reported.
+        // `bytes` is per call (collect parsers: per-launch mean of the DRAM counters).
+        let bw = if let (Some(b), Some(avg)) = (x.bytes, x.avg_us.filter(|a| *a > 0.0)) {
+            Some((b / avg / 1e3, if bytes_from_counters(x) { "dram counters" } else { "bytes per call" }))
+        } else {
+            x.achieved_gbps.map(|g| (g, "reported by workload"))
+        };
+        if let Some((gbps, src)) = bw {
+            kf.throughput.bw_gbps = Some(gbps);
+            kf.throughput.bw_source = Some(src.into());
+            s.insert("bw_gbps".into(), Val::Num(gbps));
+            s.insert("bw_source".into(), Val::Str(src.into()));
+            if let Some(p) = ctx.product {
+                let (peak, label) = p.best_bw_gbps();
+                let pct = 100.0 * gbps / peak;
+                kf.throughput.bw_pct_of_peak = Some(pct);
+                kf.throughput.bw_band = rules.fit.band(pct).map(|b| b.name.clone());
+                s.insert("bw_pct".into(), Val::Num(pct));
+                s.insert("bw_peak_gbps".into(), Val::Num(peak));
+                s.insert("bw_peak_label".into(), Val::Str(label.into()));
+                if let Some(share) = x.share_pct {
+                    s.insert("headroom_pct".into(), Val::Num(share * (1.0 - pct.min(100.0) / 100.0)));
+                }
+            }
+        }
+        if let (Some(f), Some(avg)) = (x.flops, x.avg_us.filter(|a| *a > 0.0)) {
+            let tflops = f / avg / 1e6;
+            kf.throughput.tflops = Some(tflops);
+            s.insert("tflops".into(), Val::Num(tflops));
+            if let Some(p) = ctx.product {
+                let key = ["bf16_matrix", "fp16_matrix", "fp32"].into_iter().find(|k| p.peak_rate(k).is_some());
+                if let Some(k) = key {
+                    let peak = p.peak_rate(k).unwrap_or(1.0);
+                    let pct = 100.0 * tflops / peak;
+                    kf.throughput.compute_pct_of_peak = Some(pct);
+                    kf.throughput.compute_band = rules.fit.band(pct).map(|b| b.name.clone());
+                    s.insert("compute_pct".into(), Val::Num(pct));
+                    s.insert("compute_peak".into(), Val::Num(peak));
+                    s.insert("compute_peak_key".into(), Val::Str(k.into()));
+                    s.insert("compute_source".into(), Val::Str(format!("{} TFLOP/s of {peak} TFLOP/s {k}", crate::expr::fmt_num(tflops, Some(1)))));
+                }
+            }
+        }
+        // Nsight Compute's own speed-of-light percentages, when the capture has them.
+        let ctr = |k: &str| x.counters.get(k).copied();
+        if !s.contains_key("compute_pct") {
+            if let Some(pct) = ctr("sm__throughput.avg.pct_of_peak_sustained_elapsed") {
+                kf.throughput.compute_pct_of_peak = Some(pct);
+                kf.throughput.compute_band = rules.fit.band(pct).map(|b| b.name.clone());
+                s.insert("compute_pct".into(), Val::Num(pct));
+                s.insert("compute_source".into(), Val::Str("ncu sm__throughput".into()));
+            }
+        }
+        if let Some(pct) = ctr("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed") {
+            kf.throughput.memory_sol_pct = Some(pct);
+            s.insert("memory_sol_pct".into(), Val::Num(pct));
+        }
+        if let Some(pct) = ctr("sm__warps_active.avg.pct_of_peak_sustained_active") {
+            kf.achieved_occupancy_pct = Some(pct);
+            s.insert("achieved_occupancy_pct".into(), Val::Num(pct));
+        }
+        // Launch geometry: waves against SIMDs.
+        if let (Some(g), Some(b), Some(atom), Some(p)) = (x.grid, x.block, ctx.atom, ctx.product) {
+            let wave = atom.default_wave_size.max(1) as f64;
+            let threads = (b[0].max(1) * b[1].max(1) * b[2].max(1)) as f64;
+            let groups = (g[0].max(1) as f64) * (g[1].max(1) as f64) * (g[2].max(1) as f64);
+            let waves = groups * (threads / wave).ceil();
+            let simds = simds_of(atom, p);
+            let wps = waves / simds;
+            kf.launch = Some(LaunchFit { grid: g, block: b, waves, simds, waves_per_simd: wps });
+            s.insert("launch_waves".into(), Val::Num(waves));
+            s.insert("simds".into(), Val::Num(simds));
+            s.insert("launch_waves_per_simd".into(), Val::Num(wps));
+        }
+    }
+
+    // ISA resources.
+    let mut res = KernelResources::default();
+    let mut occ_source = None;
+    if let Some((lvl, (o, k))) = isa {
+        let r = &k.resources;
+        let spills = k.spills();
+        kf.isa = Some(IsaFit {
+            kernel: k.name.clone(),
+            object: object_label(o),
+            arch: o.arch.clone(),
+            how: lvl.as_str().into(),
+            vgpr: r.vgpr,
+            sgpr: r.sgpr,
+            agpr: r.agpr,
+            spills,
+            scratch_bytes: r.scratch_bytes,
+            lds_bytes: r.lds_bytes,
+            wave_size: r.wave_size,
+            max_workgroup_size: r.max_workgroup_size,
+            mix_status: o.mix_status.clone(),
+        });
+        for (key, v) in [("vgpr", r.vgpr), ("sgpr", r.sgpr), ("agpr", r.agpr), ("wave_size", r.wave_size)] {
+            if let Some(v) = v {
+                s.insert(key.into(), Val::Num(v as f64));
+            }
+        }
+        if let Some(v) = spills {
+            s.insert("spills".into(), Val::Num(v));
+        }
+        s.insert("scratch_bytes".into(), Val::Num(r.scratch_bytes.unwrap_or(0) as f64));
+        if let Some(v) = r.lds_bytes {
+            s.insert("lds_bytes".into(), Val::Num(v as f64));
+        }
+        let (bars, matrix) = mix_signals(k, &mut s);
+        kf.mix = bars;
+        kf.matrix.used_ops = matrix;
+        let nv = o.vendor == "nvidia";
+        res = KernelResources {
+            vgprs: if nv { None } else { r.vgpr },
+            agprs: r.agpr,
+            sgprs: if nv { None } else { r.sgpr },
+            lds_bytes: if nv { 0 } else { r.lds_bytes.unwrap_or(0) },
+            scratch_bytes_per_lane: r.scratch_bytes.unwrap_or(0),
+            wave_size: r.wave_size,
+            workgroup_size: r.reqd_workgroup_size.map(|w| w[0] * w[1].max(1) * w[2].max(1)).or(r.max_workgroup_size),
+            regs_per_thread: if nv { r.vgpr } else { None },
+            shared_bytes: if nv { r.lds_bytes.unwrap_or(0) } else { 0 },
+        };
+        occ_source = Some("isa manifest + arch db");
+    } else if let Some(x) = sample {
+        // Profilers that report launch resources (ncu) give occupancy without a manifest.
+        if x.registers.is_some() {
+            res.regs_per_thread = x.registers;
+            res.vgprs = x.registers;
+            res.shared_bytes = x.shared_bytes.unwrap_or(0);
+            res.lds_bytes = x.shared_bytes.unwrap_or(0);
+            occ_source = Some("profiler launch data + arch db");
+        }
+    }
+    if let Some(b) = sample.and_then(|x| x.block) {
+        res.workgroup_size = Some(b[0].max(1) * b[1].max(1) * b[2].max(1));
+    }
+    if let (Some(atom), Some(src)) = (ctx.atom, occ_source) {
+        if atom.vendor == Vendor::Nvidia && res.vgprs.is_some() && res.regs_per_thread.is_none() {
+            res.regs_per_thread = res.vgprs;
+        }
+        if atom.vendor == Vendor::Nvidia {
+            res.vgprs = None;
+            res.sgprs = None;
+        } else {
+            res.regs_per_thread = None;
+        }
+        match katlas_arch::occupancy(atom, &res) {
+            Ok(o) => {
+                let limiter = serde_json::to_value(o.limiter).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                // AMD reports waves/SIMD; NVIDIA warps/SM: per sub-partition it is comparable.
+                let per_simd = match atom.vendor {
+                    Vendor::Amd => o.achieved as f64,
+                    Vendor::Nvidia => o.achieved as f64 / atom.nvidia.as_ref().map(|n| n.sub_partitions).unwrap_or(4).max(1) as f64,
+                };
+                s.insert("occupancy_waves".into(), Val::Num(per_simd));
+                s.insert("occupancy_max".into(), Val::Num(match atom.vendor {
+                    Vendor::Amd => o.max as f64,
+                    Vendor::Nvidia => o.max as f64 / atom.nvidia.as_ref().map(|n| n.sub_partitions).unwrap_or(4).max(1) as f64,
+                }));
+                s.insert("occupancy_pct".into(), Val::Num(100.0 * o.fraction));
+                s.insert("occupancy_limiter".into(), Val::Str(limiter.clone()));
+                kf.occupancy = Some(OccupancyFit { achieved: o.achieved, max: o.max, unit: o.unit, limiter, source: src.into(), notes: o.notes });
+            }
+            Err(e) => {
+                kf.occupancy = None;
+                s.insert("occupancy_error".into(), Val::Str(e.to_string()));
+            }
+        }
+    }
+    if let Some(a) = ctx.atom {
+        kf.matrix.available = a.matrix.iter().map(|(u, t)| format!("{u}: {}", t.join(", "))).collect();
+    }
+
+    // Rules.
+    let mut unknown = Vec::new();
+    let mut emitted = Vec::new();
+    for r in &rules.fit.rules {
+        let (truth, unk) = eval_all(&r.when, &s);
+        match truth {
+            Some(true) => {
+                let mut numbers = BTreeMap::new();
+                for n in r.when.iter().map(|c| c.signal.clone()).chain(crate::expr::template_names(&r.text)) {
+                    if n == "kernel" {
+                        continue;
+                    }
+                    if let Some(v) = s.get(&n) {
+                        numbers.insert(n, v.clone());
+                    }
+                }
+                kf.findings.push(Finding {
+                    rule: r.id.clone(),
+                    kind: r.kind.clone(),
+                    kernel: Some(name.clone()),
+                    text: render_template(&r.text, &s),
+                    numbers,
+                    when: r.when.iter().map(|c| c.text.clone()).collect(),
+                    source: r.source.clone(),
+                });
+                emitted.extend(r.emits.iter().cloned());
+            }
+            Some(false) => {}
+            None => unknown.extend(unk.into_iter().map(|u| format!("{u}@{}", r.id))),
+        }
+    }
+    for e in emitted {
+        s.insert(e, Val::Bool(true));
+    }
+    if !unknown.is_empty() {
+        s.insert("_unknown".into(), Val::List(unknown));
+    }
+    kf.signals = s;
+    kf
+}

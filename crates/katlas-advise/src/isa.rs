@@ -1,0 +1,145 @@
+//! The part of a `katlas.isa.v1` manifest the fit view reads.
+//!
+//! Read through its JSON contract (docs/isa.md) rather than the katlas-isa crate's
+//! types so the advisor takes manifests written by any katlas version that keeps the
+//! field names: unknown fields are ignored, the ones read here are never renamed.
+
+use crate::error::AdviseError;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub const ISA_SCHEMA: &str = "katlas.isa.v1";
+
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct IsaManifest {
+    pub schema: String,
+    #[serde(default)]
+    pub objects: Vec<CodeObject>,
+    /// Where the manifest was read from (not part of the file).
+    #[serde(skip)]
+    pub path: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct CodeObject {
+    #[serde(default)]
+    pub path: String,
+    #[serde(default)]
+    pub chain_text: String,
+    #[serde(default)]
+    pub md5: String,
+    #[serde(default)]
+    pub vendor: String,
+    #[serde(default)]
+    pub arch: String,
+    #[serde(default)]
+    pub kernels: Vec<Kernel>,
+    #[serde(default)]
+    pub mix_status: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct Kernel {
+    pub name: String,
+    #[serde(default)]
+    pub symbol: String,
+    #[serde(default)]
+    pub demangled: Option<String>,
+    #[serde(default)]
+    pub resources: Resources,
+    #[serde(default)]
+    pub mix: Option<InstructionMix>,
+    #[serde(default)]
+    pub occupancy: Option<serde_json::Value>,
+    #[serde(default)]
+    pub occupancy_note: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct Resources {
+    pub vgpr: Option<u32>,
+    pub sgpr: Option<u32>,
+    pub agpr: Option<u32>,
+    pub vgpr_spill: Option<u32>,
+    pub sgpr_spill: Option<u32>,
+    pub lds_bytes: Option<u64>,
+    pub scratch_bytes: Option<u64>,
+    pub wave_size: Option<u32>,
+    pub max_workgroup_size: Option<u32>,
+    pub reqd_workgroup_size: Option<[u32; 3]>,
+    pub spill_store_bytes: Option<u64>,
+    pub spill_load_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct InstructionMix {
+    #[serde(default)]
+    pub total: u64,
+    #[serde(default)]
+    pub categories: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub opcodes: BTreeMap<String, u64>,
+}
+
+impl Kernel {
+    /// Every spelling the kernel answers to.
+    pub fn names(&self) -> Vec<&str> {
+        let mut v = vec![self.name.as_str()];
+        if !self.symbol.is_empty() {
+            v.push(self.symbol.as_str());
+        }
+        if let Some(d) = &self.demangled {
+            v.push(d.as_str());
+        }
+        v
+    }
+
+    /// Registers spilled (VGPR + SGPR), or spill bytes where only those are known (NVIDIA).
+    pub fn spills(&self) -> Option<f64> {
+        let r = &self.resources;
+        match (r.vgpr_spill, r.sgpr_spill) {
+            (None, None) => match (r.spill_store_bytes, r.spill_load_bytes) {
+                (None, None) => None,
+                (a, b) => Some((a.unwrap_or(0) + b.unwrap_or(0)) as f64),
+            },
+            (a, b) => Some((a.unwrap_or(0) + b.unwrap_or(0)) as f64),
+        }
+    }
+}
+
+impl IsaManifest {
+    pub fn read(path: &Path) -> Result<IsaManifest, AdviseError> {
+        let text = std::fs::read_to_string(path).map_err(|e| AdviseError::io(path, e))?;
+        let shown = path.display().to_string();
+        let mut de = serde_json::Deserializer::from_str(&text);
+        let value: serde_json::Value = serde::Deserialize::deserialize(&mut de).map_err(|e| {
+            AdviseError::input(&shown, format!("line {} column {}: {e}", e.line(), e.column()))
+        })?;
+        match value.get("schema").and_then(|s| s.as_str()) {
+            Some(ISA_SCHEMA) => {}
+            Some(other) => return Err(AdviseError::input(&shown, format!("field `schema`: expected `{ISA_SCHEMA}`, found `{other}`"))),
+            None => return Err(AdviseError::input(&shown, format!("field `schema`: missing (expected `{ISA_SCHEMA}`)"))),
+        }
+        let mut m: IsaManifest = typed(value, &shown)?;
+        m.path = shown;
+        Ok(m)
+    }
+
+    /// All kernels with their object, optionally only objects of one arch atom.
+    pub fn kernels(&self) -> impl Iterator<Item = (&CodeObject, &Kernel)> {
+        self.objects.iter().flat_map(|o| o.kernels.iter().map(move |k| (o, k)))
+    }
+
+    pub fn arches(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.objects.iter().map(|o| o.arch.clone()).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// Typed conversion naming the first bad field by its path (`objects[0].kernels[0].name`).
+fn typed(v: serde_json::Value, shown: &str) -> Result<IsaManifest, AdviseError> {
+    serde_path_to_error::deserialize(v).map_err(|e| AdviseError::input(shown, format!("field `{}`: {}", e.path(), e.inner())))
+}

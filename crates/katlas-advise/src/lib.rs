@@ -1,0 +1,42 @@
+//! katlas-advise: from evidence to the next single experiment.
+//!
+//! - [`fit`]: the fit view — each hot kernel against its hardware (arch database),
+//!   its ISA resources (`katlas.isa.v1` manifest) and the fit rules in `data/fit.toml`.
+//! - [`levers`] and [`suggest`]: the lever catalog (`data/levers.toml`) turned into a
+//!   ranked queue of one-lever experiments that remembers ledger verdicts.
+//! - [`task`]: task packets (`katlas.task.v1` + `TASK.md`) for one experiment.
+//!
+//! Rules are data: the TOML files are embedded with `include_str!` and a project
+//! overrides any of them with a file of the same name under `.katlas/rules/`.
+
+pub mod error;
+pub mod expr;
+pub mod fit;
+pub mod history;
+pub mod isa;
+pub mod levers;
+pub mod names;
+pub mod render;
+pub mod rules;
+pub mod suggest;
+pub mod task;
+
+pub use error::AdviseError;
+pub use fit::{build_fit, FitInput, FitView};
+pub use rules::Rules;
+pub use suggest::{suggest, SuggestOptions, SuggestionQueue};
+
+/// Schema strings of the records this crate emits.
+pub const FIT_SCHEMA: &str = "katlas.fit.v1";
+pub const SUGGESTIONS_SCHEMA: &str = "katlas.suggestions.v1";
+
+/// JSON Schemas of this crate's records, for the CLI's schema list.
+pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
+    vec![
+        (FIT_SCHEMA, serde_json::to_value(schemars::schema_for!(fit::FitView)).unwrap_or_default()),
+        (
+            SUGGESTIONS_SCHEMA,
+            serde_json::to_value(schemars::schema_for!(suggest::SuggestionQueue)).unwrap_or_default(),
+        ),
+    ]
+}

@@ -1,0 +1,425 @@
+//! Text, markdown and HTML renderings of the fit view and the suggestion queue.
+//! JSON is the records themselves (serde).
+
+use crate::expr::fmt_num;
+use crate::fit::{Finding, FitView, KernelFit};
+use crate::suggest::SuggestionQueue;
+use std::fmt::Write;
+
+fn opt(v: Option<f64>, d: usize) -> String {
+    v.map(|x| fmt_num(x, Some(d))).unwrap_or_else(|| "-".into())
+}
+
+fn opt_u<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
+}
+
+pub fn bar(fraction: f64, width: usize) -> String {
+    let f = fraction.clamp(0.0, 1.0);
+    let filled = (f * width as f64).round() as usize;
+    format!("[{}{}]", "#".repeat(filled), ".".repeat(width - filled))
+}
+
+fn or_unknown(s: &Option<String>) -> &str {
+    s.as_deref().unwrap_or("unknown")
+}
+
+/// Lines of one section, markdown or text flavour.
+struct Doc {
+    md: bool,
+    out: String,
+}
+
+impl Doc {
+    fn h(&mut self, title: &str) {
+        if self.md {
+            let _ = writeln!(self.out, "\n## {title}\n");
+        } else {
+            let _ = writeln!(self.out, "\n{}", title.to_uppercase());
+        }
+    }
+    fn kv(&mut self, k: &str, v: impl AsRef<str>) {
+        if self.md {
+            let _ = writeln!(self.out, "- **{k}**: {}", v.as_ref());
+        } else {
+            let _ = writeln!(self.out, "  {k:<18} {}", v.as_ref());
+        }
+    }
+    fn item(&mut self, v: impl AsRef<str>) {
+        if self.md {
+            let _ = writeln!(self.out, "- {}", v.as_ref());
+        } else {
+            let _ = writeln!(self.out, "  - {}", v.as_ref());
+        }
+    }
+    fn line(&mut self, v: impl AsRef<str>) {
+        let _ = writeln!(self.out, "{}", v.as_ref());
+    }
+}
+
+fn finding_line(f: &Finding) -> String {
+    let nums: Vec<String> = f
+        .numbers
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "caps" | "wave_sizes"))
+        .map(|(k, v)| match v {
+            crate::expr::Val::Num(n) => format!("{k}={}", fmt_num(*n, Some(if n.fract() == 0.0 { 0 } else { 2 }))),
+            other => format!("{k}={other}"),
+        })
+        .collect();
+    format!("{} [rule {}: {}; {}]", f.text, f.rule, f.when.join(" & "), nums.join(", "))
+}
+
+fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize) {
+    // ISA-only kernels of several arches share names: say which object each is.
+    let title = match (&k.isa, k.calls) {
+        (Some(i), None) => format!("{} [{}]", k.name, i.arch),
+        _ => k.name.clone(),
+    };
+    if d.md {
+        d.line(format!("\n### {title}\n"));
+    } else {
+        d.line(format!("\n  {title}"));
+    }
+    if let Some(dm) = &k.demangled {
+        d.kv("demangled", dm);
+    }
+    if let Some(op) = &k.op {
+        d.kv("op", format!("{}.{}", op.family, op.role));
+    }
+    if k.share_pct.is_some() || k.calls.is_some() {
+        d.kv(
+            "time",
+            format!("share {}%  calls {}  avg {} us  total {} us", opt(k.share_pct, 1), opt_u(k.calls), opt(k.avg_us, 2), opt(k.total_us, 1)),
+        );
+    }
+    let t = &k.throughput;
+    match (t.bw_gbps, t.bw_pct_of_peak) {
+        (Some(bw), Some(p)) => d.kv(
+            "bandwidth",
+            format!("{} GB/s = {}% of peak {} ({}, {})", fmt_num(bw, Some(1)), fmt_num(p, Some(1)), bar(p / 100.0, width), t.bw_band.as_deref().unwrap_or("-"), t.bw_source.as_deref().unwrap_or("-")),
+        ),
+        (Some(bw), None) => d.kv("bandwidth", format!("{} GB/s ({}; no product ceiling)", fmt_num(bw, Some(1)), t.bw_source.as_deref().unwrap_or("-"))),
+        _ => d.kv("bandwidth", "unknown (no byte counts)"),
+    }
+    if let Some(tf) = t.tflops {
+        d.kv("compute", format!("{} TFLOP/s{}", fmt_num(tf, Some(2)), t.compute_pct_of_peak.map(|p| format!(" = {}% of peak", fmt_num(p, Some(1)))).unwrap_or_default()));
+    }
+    if let Some(l) = &k.launch {
+        d.kv(
+            "launch",
+            format!("grid {:?} block {:?}: {} waves on {} SIMDs = {} per SIMD", l.grid, l.block, fmt_num(l.waves, Some(0)), fmt_num(l.simds, Some(0)), fmt_num(l.waves_per_simd, Some(2))),
+        );
+    }
+    if t.tflops.is_none() {
+        if let Some(p) = t.compute_pct_of_peak {
+            d.kv("compute", format!("{}% of peak {} ({})", fmt_num(p, Some(1)), bar(p / 100.0, width), t.compute_band.as_deref().unwrap_or("-")));
+        }
+    }
+    if let Some(p) = t.memory_sol_pct {
+        d.kv("memory SOL", format!("{}% (Nsight Compute, all memory units)", fmt_num(p, Some(1))));
+    }
+    let achieved = k.achieved_occupancy_pct.map(|p| format!("; achieved {}% of warp slots", fmt_num(p, Some(1)))).unwrap_or_default();
+    match &k.occupancy {
+        Some(o) => d.kv("occupancy", format!("{}/{} {} (limiter: {}; {}){achieved}", o.achieved, o.max, o.unit, o.limiter, o.source)),
+        None => d.kv("occupancy", format!("unknown (no kernel resources){achieved}")),
+    }
+    match &k.isa {
+        Some(i) => {
+            d.kv("isa match", format!("{} ({}) in {}", i.kernel, i.how, i.object));
+            d.kv(
+                "registers",
+                format!("VGPR {}  SGPR {}  AGPR {}  spills {}  scratch {} B", opt_u(i.vgpr), opt_u(i.sgpr), opt_u(i.agpr), opt(i.spills, 0), opt_u(i.scratch_bytes)),
+            );
+            d.kv("LDS/shared", format!("{} B   wave size {}", opt_u(i.lds_bytes), opt_u(i.wave_size)));
+        }
+        None => d.kv("isa", "no ISA kernel matched"),
+    }
+    if !k.mix.is_empty() {
+        d.kv("instruction mix", "");
+        for m in &k.mix {
+            if d.md {
+                d.line(format!("  - `{:<10}` `{}` {} ({}%)", m.category, bar(m.fraction, width), m.count, fmt_num(100.0 * m.fraction, Some(1))));
+            } else {
+                d.line(format!("      {:<12} {} {:>6} ({}%)", m.category, bar(m.fraction, width), m.count, fmt_num(100.0 * m.fraction, Some(1))));
+            }
+        }
+    }
+    let avail = if k.matrix.available.is_empty() { "none".to_string() } else { k.matrix.available.join("; ") };
+    let used = match k.matrix.used_ops {
+        Some(n) => format!("{n} matrix instructions"),
+        None => "unknown (no instruction mix)".into(),
+    };
+    d.kv("matrix units", format!("available: {avail} | used: {used}"));
+    for f in &k.findings {
+        d.item(format!("{}: {}", f.kind, finding_line(f)));
+    }
+}
+
+fn fit_doc(v: &FitView, md: bool) -> String {
+    let mut d = Doc { md, out: String::new() };
+    let h = &v.header;
+    if md {
+        d.line("# katlas fit");
+    } else {
+        d.line("KATLAS FIT");
+    }
+    d.line(format!(
+        "{}{} | {} | {} | {} | {} | {}",
+        if md { "\n" } else { "" },
+        or_unknown(&h.arch),
+        h.product.as_deref().unwrap_or("no product"),
+        or_unknown(&h.workload),
+        or_unknown(&h.phase),
+        or_unknown(&h.shape),
+        h.quant.as_deref().unwrap_or("-")
+    ));
+    d.h("Header");
+    d.kv("arch", format!("{} (class {}, from {})", or_unknown(&h.arch), or_unknown(&h.arch_class), or_unknown(&h.arch_source)));
+    d.kv("product", format!("{} ({})", h.product.as_deref().unwrap_or("none"), h.product_source.as_deref().unwrap_or("pass --product")));
+    if let (Some(bw), Some(l)) = (h.bw_ceiling_gbps, &h.bw_ceiling_label) {
+        d.kv("bw ceiling", format!("{} GB/s ({l})", fmt_num(bw, Some(1))));
+    }
+    d.kv("workload", or_unknown(&h.workload));
+    d.kv("phase", or_unknown(&h.phase));
+    d.kv("shape", or_unknown(&h.shape));
+    if let Some(r) = &h.row_source {
+        d.kv("row", format!("{} ({})", r, h.row_id.as_deref().unwrap_or("-")));
+    }
+    if let Some(m) = &h.isa_manifest {
+        d.kv("isa manifest", m);
+    }
+
+    d.h("Scope");
+    let s = &v.scope;
+    d.kv("kind", &s.kind);
+    if v.evidence.isa {
+        d.kv(
+            "isa",
+            format!("{} kernels, {} for this arch (manifest arches: {})", s.isa_kernels, s.isa_kernels_for_arch, if s.isa_arches.is_empty() { "none".into() } else { s.isa_arches.join(", ") }),
+        );
+        d.kv("profile matched", format!("{}/{} hot names", s.matched.len(), s.matched.len() + s.unmatched_hot.len()));
+        for m in &s.matched {
+            d.item(format!("{} -> {} ({}) in {}{}", m.profile, m.isa_kernel, m.how, m.object, if m.also.is_empty() { String::new() } else { format!("; also {}", m.also.join(", ")) }));
+        }
+        if !s.unmatched_hot.is_empty() {
+            d.kv("unmatched hot", s.unmatched_hot.join(", "));
+        }
+    }
+    for n in &s.notes {
+        d.item(format!("note: {n}"));
+    }
+
+    d.h("Hot kernels");
+    let width = 20;
+    for k in &v.kernels {
+        kernel_block(&mut d, k, width);
+    }
+
+    if let Some(q) = &v.quant {
+        d.h("Quant intent");
+        d.kv("format", format!("{} ({} bits/weight)", q.label, fmt_num(q.bits_per_weight, None)));
+        d.kv("bytes saved", &q.bytes_saved);
+        d.kv("unpack tax", &q.unpack_tax);
+        d.kv("fit question", &q.fit_question);
+    }
+    if !v.runtime.is_empty() {
+        d.h("Runtime");
+        for (k, x) in &v.runtime {
+            d.kv(k, fmt_num(*x, None));
+        }
+    }
+
+    d.h("Fit read");
+    match v.likely_limit.first() {
+        Some(f) => d.kv("likely limit", finding_line(f)),
+        None => d.kv("likely limit", "unknown: no limit rule could decide (see missing evidence)"),
+    }
+    for f in v.likely_limit.iter().skip(1) {
+        d.item(format!("also: {}", finding_line(f)));
+    }
+    if v.left_on_table.is_empty() {
+        d.kv("left on table", "nothing a rule could quantify");
+    } else {
+        d.kv("left on table", "");
+        for f in &v.left_on_table {
+            d.item(finding_line(f));
+        }
+    }
+    for f in &v.stops {
+        d.item(format!("stop: {}", finding_line(f)));
+    }
+    for f in &v.caveats {
+        d.item(format!("caveat: {}", finding_line(f)));
+    }
+    if !v.evidence.missing.is_empty() {
+        d.h("Missing evidence");
+        for m in &v.evidence.missing {
+            if m.rules.is_empty() {
+                d.item(&m.evidence);
+            } else {
+                d.item(format!("{} (rules waiting: {})", m.evidence, m.rules.join(", ")));
+            }
+        }
+    }
+    d.out
+}
+
+pub fn fit_text(v: &FitView) -> String {
+    fit_doc(v, false)
+}
+
+pub fn fit_markdown(v: &FitView) -> String {
+    fit_doc(v, true)
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A standalone HTML page: the markdown-flavoured text in a styled `<pre>` plus bars
+/// drawn as CSS widths, so it needs no scripts or external assets.
+pub fn fit_html(v: &FitView) -> String {
+    let mut o = String::new();
+    let title = format!("katlas fit: {} {} {}", or_unknown(&v.header.arch), or_unknown(&v.header.workload), or_unknown(&v.header.phase));
+    let _ = write!(
+        o,
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{}</title><style>body{{font-family:sans-serif;max-width:72em;margin:2em auto}}\
+         .bar{{display:inline-block;height:.8em;background:#4a7;vertical-align:middle}}.track{{display:inline-block;width:12em;background:#eee}}\
+         td,th{{padding:.2em .6em;text-align:left}}pre{{white-space:pre-wrap}}</style></head><body>\n<h1>{}</h1>\n",
+        esc(&title),
+        esc(&title)
+    );
+    let _ = writeln!(o, "<table><tr><th>kernel</th><th>share</th><th>calls</th><th>avg us</th><th>% of peak bw</th><th>occupancy</th><th>VGPR</th><th>spills</th></tr>");
+    for k in &v.kernels {
+        let pct = k.throughput.bw_pct_of_peak;
+        let bar_html = pct
+            .map(|p| format!("<span class=\"track\"><span class=\"bar\" style=\"width:{}%\"></span></span> {}%", p.clamp(0.0, 100.0).round(), fmt_num(p, Some(1))))
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&k.name),
+            opt(k.share_pct, 1),
+            opt_u(k.calls),
+            opt(k.avg_us, 2),
+            bar_html,
+            k.occupancy.as_ref().map(|x| format!("{}/{} {} ({})", x.achieved, x.max, esc(&x.unit), esc(&x.limiter))).unwrap_or_else(|| "-".into()),
+            opt_u(k.isa.as_ref().and_then(|i| i.vgpr)),
+            opt(k.isa.as_ref().and_then(|i| i.spills), 0),
+        );
+    }
+    let _ = writeln!(o, "</table>\n<pre>{}</pre>\n</body></html>", esc(&fit_doc(v, true)));
+    o
+}
+
+fn queue_doc(q: &SuggestionQueue, md: bool) -> String {
+    let mut d = Doc { md, out: String::new() };
+    let t = &q.target;
+    d.line(if md { "# katlas suggest" } else { "KATLAS SUGGEST" });
+    d.line(format!(
+        "{}{} | {} | {} | {} | {}",
+        if md { "\n" } else { "" },
+        or_unknown(&t.arch),
+        or_unknown(&t.workload),
+        or_unknown(&t.phase),
+        or_unknown(&t.shape),
+        t.quant.as_deref().unwrap_or("-")
+    ));
+    d.h("Fit read");
+    d.kv("likely limit", q.fit_read.likely_limit.as_deref().unwrap_or("unknown"));
+    if !q.fit_read.likely_limit_rules.is_empty() {
+        d.kv("limit rules", q.fit_read.likely_limit_rules.join(", "));
+    }
+    for l in &q.fit_read.left_on_table {
+        d.item(format!("left on table: {l}"));
+    }
+    if let Some(qq) = &q.fit_read.quant_question {
+        d.kv("quant question", qq);
+    }
+    if !q.stopped.is_empty() {
+        d.kv("stopped (Amdahl)", q.stopped.join(", "));
+    }
+    d.kv(
+        "history",
+        format!(
+            "{} ledger entries, {} matched, {} demoted, {} restored{}",
+            q.history.entries,
+            q.history.matched,
+            q.history.demoted,
+            q.history.restored,
+            q.history.ledger.as_deref().map(|l| format!(" ({l})")).unwrap_or_default()
+        ),
+    );
+    for e in &q.history.errors {
+        d.item(format!("ledger line skipped: {e}"));
+    }
+    d.h("Queue");
+    if q.suggestions.is_empty() {
+        d.line("  (no lever triggered: see missing evidence)");
+    }
+    for s in &q.suggestions {
+        if md {
+            d.line(format!("\n### {}. {}  (score {})\n", s.rank, s.title, fmt_num(s.score, Some(1))));
+        } else {
+            d.line(format!("\n  {}. {}  [score {}]", s.rank, s.title, fmt_num(s.score, Some(1))));
+        }
+        d.kv("id", &s.id);
+        d.kv("lever", format!("{} ({})", s.lever, s.lever_name));
+        d.kv("risk / impact", format!("{} / {} ({}-{}% of {}; {})", s.risk, s.expected_impact, fmt_num(s.magnitude.low_pct, None), fmt_num(s.magnitude.high_pct, None), s.magnitude.of, s.magnitude.source));
+        d.kv("triggered by", format!("{} (fit rules: {})", s.triggers.join(", "), if s.fit_rules.is_empty() { "-".into() } else { s.fit_rules.join(", ") }));
+        if !s.adjustments.is_empty() {
+            d.kv("score adjustments", s.adjustments.join(", "));
+        }
+        if let Some(h) = &s.history {
+            d.kv("history", format!("{} (-{} points)", h.status, fmt_num(h.demotion, None)));
+            for a in &h.attempts {
+                let mut line = if a.revisit_if.is_some() {
+                    format!("prior verdict {} ({})", a.verdict, a.note)
+                } else {
+                    format!("prior verdict {} ({}; {})", a.verdict, a.disposition, a.note)
+                };
+                if let Some(c) = &a.revisit_if {
+                    line.push_str(&format!("; revisit if: {c}{}", match a.revisit_holds {
+                        Some(true) => " [holds now]",
+                        Some(false) => " [does not hold yet]",
+                        None => " [not machine-checkable]",
+                    }));
+                }
+                d.item(line);
+            }
+        }
+        d.kv("hypothesis", &s.hypothesis);
+        d.kv("evidence", "");
+        for e in &s.evidence {
+            d.item(e);
+        }
+        d.kv("allowed files", if s.allowed_files.is_empty() { s.allowed_files_source.clone() } else { s.allowed_files.join(", ") });
+        d.kv(
+            "eval",
+            format!(
+                "metric {} ({}); fresh baseline {}{}",
+                s.eval.metric.as_deref().unwrap_or("none recorded"),
+                s.eval.goal,
+                if s.eval.fresh_baseline_required { "required" } else { "not required" },
+                if s.eval.stripped_env.is_empty() { String::new() } else { format!("; stripped env {}", s.eval.stripped_env.join(", ")) }
+            ),
+        );
+        d.kv("first step", s.candidate_steps.first().cloned().unwrap_or_default());
+    }
+    if !q.missing_evidence.is_empty() {
+        d.h("Missing evidence");
+        for m in &q.missing_evidence {
+            d.item(m);
+        }
+    }
+    d.out
+}
+
+pub fn queue_text(q: &SuggestionQueue) -> String {
+    queue_doc(q, false)
+}
+
+pub fn queue_markdown(q: &SuggestionQueue) -> String {
+    queue_doc(q, true)
+}

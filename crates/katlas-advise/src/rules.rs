@@ -1,0 +1,409 @@
+//! The three rules files: fit rules, quant intent, lever catalog. Embedded defaults,
+//! each replaceable whole by `<project>/.katlas/rules/<name>.toml`.
+
+use crate::error::AdviseError;
+use crate::expr::Cond;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub const FIT_TOML: &str = include_str!("../../../data/fit.toml");
+pub const QUANT_TOML: &str = include_str!("../../../data/quant.toml");
+pub const LEVERS_TOML: &str = include_str!("../../../data/levers.toml");
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FitSettings {
+    pub hot_limit: usize,
+    pub isa_only_limit: usize,
+    pub bar_width: usize,
+    pub elementwise_families: Vec<String>,
+    pub reduction_families: Vec<String>,
+    pub library_prefixes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Band {
+    pub name: String,
+    pub min_pct: f64,
+    pub reading: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    id: String,
+    kind: String,
+    when: Vec<String>,
+    text: String,
+    #[serde(default)]
+    emits: Vec<String>,
+    source: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct FitRule {
+    pub id: String,
+    /// `limit`, `left`, `stop` or `caveat`.
+    pub kind: String,
+    pub when: Vec<Cond>,
+    pub text: String,
+    pub emits: Vec<String>,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFit {
+    schema: String,
+    settings: FitSettings,
+    band: Vec<Band>,
+    rule: Vec<RawRule>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FitRules {
+    pub settings: FitSettings,
+    /// Sorted by `min_pct`, highest first.
+    pub bands: Vec<Band>,
+    pub rules: Vec<FitRule>,
+    pub file: String,
+}
+
+impl FitRules {
+    /// The band a percentage of peak falls in.
+    pub fn band(&self, pct: f64) -> Option<&Band> {
+        self.bands.iter().find(|b| pct >= b.min_pct)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuantIntent {
+    pub prefix: String,
+    pub label: String,
+    pub bits_per_weight: f64,
+    pub bytes_saved: String,
+    pub unpack_tax: String,
+    pub fit_question: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQuant {
+    schema: String,
+    quant: Vec<QuantIntent>,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Magnitude {
+    pub low_pct: f64,
+    pub high_pct: f64,
+    /// What the percentages are of (`kernel time`, `phase time`).
+    pub of: String,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLever {
+    id: String,
+    name: String,
+    scope: String,
+    triggers: Vec<String>,
+    #[serde(default)]
+    legal: Vec<String>,
+    #[serde(default)]
+    boost: BTreeMap<String, f64>,
+    #[serde(default)]
+    damp: BTreeMap<String, f64>,
+    base: f64,
+    risk: String,
+    expected_impact: String,
+    hypothesis: String,
+    candidate_steps: Vec<String>,
+    magnitude: Magnitude,
+    #[serde(default)]
+    null_results: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Lever {
+    pub id: String,
+    pub name: String,
+    /// `kernel` (one suggestion per hot kernel) or `row` (one for the phase).
+    pub scope: String,
+    /// Trigger texts as written (`grid_underfill & is_gemm`).
+    pub triggers: Vec<String>,
+    /// Parsed triggers: each a conjunction of conditions.
+    pub trigger_conds: Vec<Vec<Cond>>,
+    pub legal: Vec<Cond>,
+    pub boost: BTreeMap<String, f64>,
+    pub damp: BTreeMap<String, f64>,
+    pub base: f64,
+    pub risk: String,
+    pub expected_impact: String,
+    pub hypothesis: String,
+    pub candidate_steps: Vec<String>,
+    pub magnitude: Magnitude,
+    pub null_results: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeverSettings {
+    pub max_suggestions: usize,
+    pub share_weight: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistorySettings {
+    /// Verdict (snake_case) -> score points a matching entry takes away.
+    pub demote: BTreeMap<String, f64>,
+    pub restore_when_condition_holds: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalSettings {
+    /// Env names (trailing `*` = prefix) that only switch on instrumentation.
+    pub instrumentation_env: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLevers {
+    schema: String,
+    settings: LeverSettings,
+    eval: EvalSettings,
+    history: HistorySettings,
+    lever: Vec<RawLever>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LeverCatalog {
+    pub settings: LeverSettings,
+    pub eval: EvalSettings,
+    pub history: HistorySettings,
+    pub levers: Vec<Lever>,
+    pub file: String,
+}
+
+impl LeverCatalog {
+    pub fn get(&self, id: &str) -> Option<&Lever> {
+        self.levers.iter().find(|l| l.id == id)
+    }
+}
+
+/// All rules in force.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    pub fit: FitRules,
+    pub quant: Vec<QuantIntent>,
+    pub quant_file: String,
+    pub levers: LeverCatalog,
+}
+
+impl Rules {
+    /// The embedded rules.
+    pub fn builtin() -> Result<Rules, AdviseError> {
+        Ok(Rules {
+            fit: parse_fit("data/fit.toml", FIT_TOML)?,
+            quant: parse_quant("data/quant.toml", QUANT_TOML)?,
+            quant_file: "data/quant.toml".into(),
+            levers: parse_levers("data/levers.toml", LEVERS_TOML)?,
+        })
+    }
+
+    /// Embedded rules with each file replaced by `<rules_dir>/<name>.toml` when present.
+    pub fn load(rules_dir: Option<&Path>) -> Result<Rules, AdviseError> {
+        let read = |name: &str, builtin: &'static str| -> Result<(String, String), AdviseError> {
+            if let Some(dir) = rules_dir {
+                let p = dir.join(name);
+                if p.is_file() {
+                    let text = std::fs::read_to_string(&p).map_err(|e| AdviseError::io(&p, e))?;
+                    return Ok((p.display().to_string(), text));
+                }
+            }
+            Ok((format!("data/{name}"), builtin.to_string()))
+        };
+        let (ff, ft) = read("fit.toml", FIT_TOML)?;
+        let (qf, qt) = read("quant.toml", QUANT_TOML)?;
+        let (lf, lt) = read("levers.toml", LEVERS_TOML)?;
+        Ok(Rules {
+            fit: parse_fit(&ff, &ft)?,
+            quant: parse_quant(&qf, &qt)?,
+            quant_file: qf,
+            levers: parse_levers(&lf, &lt)?,
+        })
+    }
+
+    /// Quant intent for a row's quant string (first prefix match, case-insensitive).
+    pub fn quant_for(&self, quant: &str) -> Option<&QuantIntent> {
+        let q = quant.to_ascii_lowercase();
+        self.quant.iter().find(|e| q.starts_with(&e.prefix.to_ascii_lowercase()))
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|b| *b == b'\n').count() + 1
+}
+
+fn de<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, AdviseError> {
+    toml::from_str(text).map_err(|e| AdviseError::Rules {
+        file: file.into(),
+        line: e.span().map(|s| line_of(text, s.start)).unwrap_or(1),
+        message: e.message().to_string(),
+    })
+}
+
+/// Line of the first `id = "<id>"` (for errors about one record).
+fn line_of_id(text: &str, key: &str, id: &str) -> usize {
+    let pat = format!("{key} = \"{id}\"");
+    text.find(&pat).map(|o| line_of(text, o)).unwrap_or(1)
+}
+
+fn check_schema(file: &str, got: &str, want: &str) -> Result<(), AdviseError> {
+    if got != want {
+        return Err(AdviseError::Rules { file: file.into(), line: 1, message: format!("schema: expected `{want}`, found `{got}`") });
+    }
+    Ok(())
+}
+
+fn conds(file: &str, text: &str, id: &str, list: &[String], field: &str) -> Result<Vec<Cond>, AdviseError> {
+    list.iter()
+        .map(|c| {
+            Cond::parse(c).map_err(|m| AdviseError::Rules {
+                file: file.into(),
+                line: line_of_id(text, "id", id),
+                message: format!("{id}.{field}: {m}"),
+            })
+        })
+        .collect()
+}
+
+pub fn parse_fit(file: &str, text: &str) -> Result<FitRules, AdviseError> {
+    let raw: RawFit = de(file, text)?;
+    check_schema(file, &raw.schema, "katlas.rules.fit.v1")?;
+    let mut rules = Vec::new();
+    for r in raw.rule {
+        if !matches!(r.kind.as_str(), "limit" | "left" | "stop" | "caveat") {
+            return Err(AdviseError::Rules {
+                file: file.into(),
+                line: line_of_id(text, "id", &r.id),
+                message: format!("{}.kind: expected limit, left, stop or caveat, found `{}`", r.id, r.kind),
+            });
+        }
+        if rules.iter().any(|x: &FitRule| x.id == r.id) {
+            return Err(AdviseError::Rules { file: file.into(), line: line_of_id(text, "id", &r.id), message: format!("duplicate rule id `{}`", r.id) });
+        }
+        let when = conds(file, text, &r.id, &r.when, "when")?;
+        rules.push(FitRule { id: r.id, kind: r.kind, when, text: r.text, emits: r.emits, source: r.source });
+    }
+    let mut bands = raw.band;
+    bands.sort_by(|a, b| b.min_pct.total_cmp(&a.min_pct));
+    Ok(FitRules { settings: raw.settings, bands, rules, file: file.into() })
+}
+
+pub fn parse_quant(file: &str, text: &str) -> Result<Vec<QuantIntent>, AdviseError> {
+    let raw: RawQuant = de(file, text)?;
+    check_schema(file, &raw.schema, "katlas.rules.quant.v1")?;
+    Ok(raw.quant)
+}
+
+pub fn parse_levers(file: &str, text: &str) -> Result<LeverCatalog, AdviseError> {
+    let raw: RawLevers = de(file, text)?;
+    check_schema(file, &raw.schema, "katlas.rules.levers.v1")?;
+    for v in raw.history.demote.keys() {
+        if v.parse::<katlas_model::ledger::Verdict>().is_err() {
+            return Err(AdviseError::Rules {
+                file: file.into(),
+                line: text.find("demote").map(|o| line_of(text, o)).unwrap_or(1),
+                message: format!("history.demote: unknown verdict `{v}`"),
+            });
+        }
+    }
+    let mut levers: Vec<Lever> = Vec::new();
+    for l in raw.lever {
+        let line = line_of_id(text, "id", &l.id);
+        if levers.iter().any(|x| x.id == l.id) {
+            return Err(AdviseError::Rules { file: file.into(), line, message: format!("duplicate lever id `{}`", l.id) });
+        }
+        if !matches!(l.scope.as_str(), "kernel" | "row") {
+            return Err(AdviseError::Rules { file: file.into(), line, message: format!("{}.scope: expected kernel or row, found `{}`", l.id, l.scope) });
+        }
+        if l.triggers.is_empty() {
+            return Err(AdviseError::Rules { file: file.into(), line, message: format!("{}.triggers: at least one fit signal", l.id) });
+        }
+        let legal = conds(file, text, &l.id, &l.legal, "legal")?;
+        let mut trigger_conds = Vec::new();
+        for t in &l.triggers {
+            let parts: Vec<String> = t.split('&').map(|x| x.trim().to_string()).collect();
+            trigger_conds.push(conds(file, text, &l.id, &parts, "triggers")?);
+        }
+        levers.push(Lever {
+            id: l.id,
+            name: l.name,
+            scope: l.scope,
+            triggers: l.triggers,
+            trigger_conds,
+            legal,
+            boost: l.boost,
+            damp: l.damp,
+            base: l.base,
+            risk: l.risk,
+            expected_impact: l.expected_impact,
+            hypothesis: l.hypothesis,
+            candidate_steps: l.candidate_steps,
+            magnitude: l.magnitude,
+            null_results: l.null_results,
+        });
+    }
+    Ok(LeverCatalog { settings: raw.settings, eval: raw.eval, history: raw.history, levers, file: file.into() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_rules_load() {
+        let r = Rules::builtin().unwrap();
+        assert!(r.fit.rules.iter().any(|x| x.id == "amdahl"));
+        assert_eq!(r.fit.band(85.0).unwrap().name, "sol");
+        assert_eq!(r.fit.band(65.0).unwrap().name, "good");
+        assert_eq!(r.fit.band(5.0).unwrap().name, "idle");
+        assert_eq!(r.quant_for("mq4").unwrap().label, "MQ4");
+        assert!(r.levers.levers.len() >= 11);
+    }
+
+    #[test]
+    fn bad_rule_names_file_and_line() {
+        let text = FIT_TOML.replace("when = [\"share_pct < 5\"]", "when = [\"share pct < 5\"]");
+        let e = parse_fit("x/fit.toml", &text).unwrap_err().to_string();
+        assert!(e.starts_with("x/fit.toml:"), "{e}");
+        assert!(e.contains("amdahl.when"), "{e}");
+        let line: usize = e.split(':').nth(1).unwrap().parse().unwrap();
+        assert!(text.lines().nth(line - 1).unwrap().contains("amdahl"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_is_an_error_with_line() {
+        let text = LEVERS_TOML.replace("base = 70.0", "base = 70.0\nbogus = 1");
+        let e = parse_levers("levers.toml", &text).unwrap_err().to_string();
+        assert!(e.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn override_dir_replaces_file() {
+        let d = tempfile::tempdir().unwrap();
+        let text = QUANT_TOML.replace("label = \"MQ4\"", "label = \"MQ4-local\"");
+        std::fs::write(d.path().join("quant.toml"), text).unwrap();
+        let r = Rules::load(Some(d.path())).unwrap();
+        assert_eq!(r.quant_for("mq4").unwrap().label, "MQ4-local");
+        assert!(r.quant_file.ends_with("quant.toml") && r.quant_file != "data/quant.toml");
+    }
+}

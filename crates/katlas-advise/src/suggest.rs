@@ -1,0 +1,551 @@
+//! Ranked one-lever experiments from a fit view, the lever catalog and the ledger.
+
+use crate::expr::{eval_all, fmt_num, Signals, Val};
+use crate::fit::{Finding, FitView, KernelFit};
+use crate::history::{judge, Ledger, SuggestionHistory, Target};
+use crate::rules::{Lever, Magnitude, Rules};
+use katlas_arch::ArchDb;
+use katlas_model::{OpClass, Row};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SuggestionQueue {
+    /// Always `katlas.suggestions.v1`.
+    pub schema: String,
+    pub created_at: String,
+    pub target: Target,
+    /// The fit read the queue is built on.
+    pub fit_read: FitRead,
+    pub history: HistorySummary,
+    /// Hot kernels left out because they cannot pay off (Amdahl).
+    pub stopped: Vec<String>,
+    pub suggestions: Vec<Suggestion>,
+    /// Evidence that would sharpen the queue.
+    pub missing_evidence: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct FitRead {
+    pub likely_limit: Option<String>,
+    pub likely_limit_rules: Vec<String>,
+    pub left_on_table: Vec<String>,
+    #[serde(default)]
+    pub quant_question: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct HistorySummary {
+    pub ledger: Option<String>,
+    pub entries: usize,
+    /// Entries that matched some suggestion's target.
+    pub matched: usize,
+    pub demoted: usize,
+    pub restored: usize,
+    /// Unreadable ledger lines (`file:line: reason`); good lines beside them are used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Suggestion {
+    /// Stable id: the same lever on the same target gets the same id.
+    pub id: String,
+    pub rank: usize,
+    pub score: f64,
+    pub score_before_history: f64,
+    /// Lever id from the catalog (`multirow_gemv`, `fusion` …).
+    pub lever: String,
+    pub lever_name: String,
+    pub title: String,
+    /// Hot kernel; `null` for a row-wide lever (graph capture).
+    pub kernel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<OpClass>,
+    pub share_pct: Option<f64>,
+    /// Fit signals that triggered the lever.
+    pub triggers: Vec<String>,
+    /// Fit rules behind the triggers.
+    pub fit_rules: Vec<String>,
+    /// Rationale quoting the fit numbers.
+    pub evidence: Vec<String>,
+    /// Score multipliers applied (`mem_sol x0.5`).
+    pub adjustments: Vec<String>,
+    pub risk: String,
+    pub expected_impact: String,
+    pub magnitude: Magnitude,
+    pub null_results: Vec<String>,
+    pub candidate_steps: Vec<String>,
+    pub allowed_files: Vec<String>,
+    /// `dispatch provenance`, `none known`.
+    pub allowed_files_source: String,
+    pub eval: EvalContract,
+    pub hypothesis: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<SuggestionHistory>,
+    /// Legality conditions that could not be checked (unknown signals).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub legality_unknown: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct EvalContract {
+    /// Metric to judge (`gen_tok_s`); `null` when the row has none (profile-only evidence).
+    pub metric: Option<String>,
+    /// `maximize` or `minimize`.
+    pub goal: String,
+    /// Benchmark argv (the row's command).
+    pub command: Vec<String>,
+    /// Output parser that reads the metric from a run (`hipfire-bench`, `kv` …), when the row says.
+    #[serde(default)]
+    pub parser: Option<String>,
+    /// Benchmark env with instrumentation switches stripped.
+    pub env: BTreeMap<String, String>,
+    pub stripped_env: Vec<String>,
+    pub fresh_baseline_required: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fresh_baseline_why: Vec<String>,
+}
+
+/// Dispatch provenance of one kernel: where its source lives and who launches it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct KernelProvenance {
+    pub kernel: String,
+    /// Source files, best first.
+    pub sources: Vec<String>,
+    /// `path:line` of dispatch sites.
+    pub dispatch_refs: Vec<String>,
+    pub env_controls: Vec<String>,
+}
+
+pub struct SuggestOptions<'a> {
+    pub ledger: Option<&'a Ledger>,
+    pub provenance: &'a [KernelProvenance],
+    pub max: Option<usize>,
+}
+
+/// Whether an env name only switches on instrumentation.
+pub fn is_instrumentation(name: &str, declared: &[String]) -> bool {
+    declared.iter().any(|d| d == name)
+}
+
+fn matches_pattern(name: &str, pat: &str) -> bool {
+    match pat.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pat,
+    }
+}
+
+/// The metric an eval of this row should judge and its goal.
+pub fn preferred_metric(row: &Row) -> Option<(String, String)> {
+    for k in ["gen_tok_s", "decode_tok_s", "prefill_tok_s", "tok_s", "tokens_per_s"] {
+        if row.metrics.contains_key(k) {
+            return Some((k.into(), "maximize".into()));
+        }
+    }
+    let by_unit = |u: &str| row.metrics.iter().find(|(_, m)| m.unit.as_deref() == Some(u)).map(|(k, _)| k.clone());
+    if let Some(k) = by_unit("tok/s").or_else(|| by_unit("GB/s")).or_else(|| by_unit("GiB/s")) {
+        return Some((k, "maximize".into()));
+    }
+    if let Some(k) = by_unit("ms").or_else(|| by_unit("us")) {
+        return Some((k, "minimize".into()));
+    }
+    None
+}
+
+pub fn eval_contract(row: Option<&Row>, rules: &Rules) -> EvalContract {
+    let Some(r) = row else {
+        return EvalContract {
+            goal: "maximize".into(),
+            fresh_baseline_required: true,
+            fresh_baseline_why: vec!["no row: nothing measured yet".into()],
+            ..Default::default()
+        };
+    };
+    let mut c = EvalContract { command: r.command.clone(), parser: row_parser(r), ..Default::default() };
+    match preferred_metric(r) {
+        Some((m, g)) => {
+            c.metric = Some(m);
+            c.goal = g;
+        }
+        None => {
+            c.goal = "maximize".into();
+            c.fresh_baseline_why.push("the row carries no run metric (profile-only evidence): measure one".into());
+        }
+    }
+    for (k, v) in &r.variant.env {
+        let instr = is_instrumentation(k, &r.variant.instrumentation)
+            || rules.levers.eval.instrumentation_env.iter().any(|p| matches_pattern(k, p));
+        if instr {
+            c.stripped_env.push(k.clone());
+        } else {
+            c.env.insert(k.clone(), v.clone());
+        }
+    }
+    if !c.stripped_env.is_empty() {
+        c.fresh_baseline_why.push(format!("the row ran with instrumentation on ({}): its numbers are not a baseline", c.stripped_env.join(", ")));
+    }
+    if r.identity.source.dirty == Some(true) {
+        c.fresh_baseline_why.push("the row was captured from a dirty tree".into());
+    }
+    if r.command.is_empty() {
+        c.fresh_baseline_why.push("the row records no command: set the benchmark command in the task".into());
+    }
+    c.fresh_baseline_required = !c.fresh_baseline_why.is_empty();
+    c
+}
+
+/// The parser that produced the row's metrics: the collector's record, or hipfire's
+/// bench/DFlash output for imported hipfire rows.
+pub fn row_parser(r: &Row) -> Option<String> {
+    let o = r.origin.as_ref()?;
+    if let Some(p) = o.parsers.iter().find(|p| !matches!(p.as_str(), "ncu-csv" | "torch-trace") && !p.starts_with("rocprof")) {
+        return Some(p.clone());
+    }
+    if o.schema.as_deref() == Some(katlas_model::hipfire::HIPFIRE_V0) {
+        return Some(if r.workload_kind.as_deref() == Some("dflash") { "hipfire-dflash" } else { "hipfire-bench" }.into());
+    }
+    None
+}
+
+/// Provenance from a row's `artifacts.dispatch` (hipfire's dispatch manifest shape:
+/// `entries[{name, source_files[{path}], dispatch_refs[{path,line}], env_controls}]`).
+pub fn provenance_from_row(row: &Row) -> Vec<KernelProvenance> {
+    let Some(entries) = row.artifacts.get("dispatch").and_then(|d| d.get("entries")).and_then(|e| e.as_array()) else {
+        return vec![];
+    };
+    entries
+        .iter()
+        .filter_map(|e| {
+            let kernel = e.get("name")?.as_str()?.to_string();
+            let list = |key: &str, f: &dyn Fn(&serde_json::Value) -> Option<String>| -> Vec<String> {
+                e.get(key).and_then(|v| v.as_array()).map(|a| a.iter().filter_map(f).collect()).unwrap_or_default()
+            };
+            Some(KernelProvenance {
+                kernel,
+                sources: list("source_files", &|v| v.get("path").and_then(|p| p.as_str()).map(str::to_string)),
+                dispatch_refs: list("dispatch_refs", &|v| {
+                    let p = v.get("path")?.as_str()?;
+                    Some(match v.get("line").and_then(|l| l.as_u64()) {
+                        Some(l) => format!("{p}:{l}"),
+                        None => p.to_string(),
+                    })
+                }),
+                env_controls: list("env_controls", &|v| v.as_str().map(str::to_string)),
+            })
+        })
+        .collect()
+}
+
+fn suggestion_id(lever: &str, kernel: &Option<String>, t: &Target) -> String {
+    let key = format!(
+        "{lever}|{}|{}|{}|{}|{}",
+        kernel.as_deref().unwrap_or("-"),
+        t.arch.as_deref().unwrap_or("-"),
+        t.phase.as_deref().unwrap_or("-"),
+        t.shape.as_deref().unwrap_or("-"),
+        t.quant.as_deref().unwrap_or("-")
+    );
+    format!("sug-{}", &katlas_model::digest::md5_hex(key.as_bytes())[..12])
+}
+
+/// Trigger texts of `lever` whose every condition holds on `sig`.
+fn held_triggers(lever: &Lever, sig: &Signals) -> Vec<String> {
+    lever
+        .triggers
+        .iter()
+        .zip(&lever.trigger_conds)
+        .filter(|(_, c)| eval_all(c, sig).0 == Some(true))
+        .map(|(t, _)| t.clone())
+        .collect()
+}
+
+fn truthy(s: &Signals, name: &str) -> bool {
+    matches!(s.get(name), Some(Val::Bool(true)))
+}
+
+/// Fit findings that emitted (or whose conditions use) one of `names`.
+fn findings_for<'a>(k: &'a KernelFit, rules: &Rules, names: &[String]) -> Vec<&'a Finding> {
+    k.findings
+        .iter()
+        .filter(|f| {
+            rules.fit.rules.iter().find(|r| r.id == f.rule).map(|r| r.emits.iter().any(|e| names.contains(e))).unwrap_or(false)
+        })
+        .collect()
+}
+
+fn profile_line(k: &KernelFit, phase: Option<&str>) -> Option<String> {
+    let share = k.share_pct?;
+    let mut s = format!("{}: {}% of {} GPU time", crate::names::display_name(&k.name), fmt_num(share, Some(1)), phase.unwrap_or("phase"));
+    if let (Some(c), Some(a)) = (k.calls, k.avg_us) {
+        s.push_str(&format!(", {c} calls x {} us", fmt_num(a, Some(1))));
+    }
+    if let (Some(bw), Some(src)) = (k.throughput.bw_gbps, &k.throughput.bw_source) {
+        s.push_str(&format!(", {} GB/s ({src})", fmt_num(bw, Some(1))));
+        if let Some(p) = k.throughput.bw_pct_of_peak {
+            s.push_str(&format!(" = {}% of peak", fmt_num(p, Some(1))));
+        }
+    }
+    Some(s)
+}
+
+pub fn target_of(fit: &FitView) -> Target {
+    Target {
+        arch: fit.header.arch.clone(),
+        arch_class: fit.header.arch_class.clone(),
+        product: fit.header.product.clone(),
+        workload: fit.header.workload.clone(),
+        phase: fit.header.phase.clone(),
+        shape: fit.header.shape.clone(),
+        quant: fit.header.quant.clone(),
+        row_id: fit.header.row_id.clone(),
+    }
+}
+
+pub fn suggest(fit: &FitView, row: Option<&Row>, db: &ArchDb, rules: &Rules, opts: &SuggestOptions) -> SuggestionQueue {
+    let target = target_of(fit);
+    let contract = eval_contract(row, rules);
+    let phase = fit.header.phase.as_deref();
+    let mut out: Vec<Suggestion> = Vec::new();
+    let mut stopped = Vec::new();
+    let entries = opts.ledger.map(|l| l.entries.as_slice()).unwrap_or(&[]);
+    let mut provenance: Vec<KernelProvenance> = opts.provenance.to_vec();
+    if let Some(r) = row {
+        provenance.extend(provenance_from_row(r));
+    }
+
+    let live: Vec<&KernelFit> = fit
+        .kernels
+        .iter()
+        .filter(|k| {
+            let stop = truthy(&k.signals, "amdahl_stop");
+            if stop {
+                stopped.push(k.name.clone());
+            }
+            !stop
+        })
+        .collect();
+
+    for lever in &rules.levers.levers {
+        if lever.scope == "kernel" {
+            for k in &live {
+                let prov = provenance.iter().find(|p| p.kernel == k.name || crate::names::variant_base(&p.kernel) == crate::names::variant_base(&k.name));
+                let mut sig = k.signals.clone();
+                if prov.map(|p| !p.env_controls.is_empty()).unwrap_or(false) {
+                    sig.insert("dispatch_knobs".into(), Val::Bool(true));
+                }
+                if let Some(s) = build_one(lever, &[k], &sig, fit, rules, &target, &contract, prov, phase) {
+                    out.push(s);
+                }
+            }
+        } else {
+            // Row-wide lever: every live kernel whose triggers hold contributes its share.
+            let hit: Vec<&KernelFit> = live.iter().copied().filter(|k| !held_triggers(lever, &k.signals).is_empty()).collect();
+            if let Some(first) = hit.first() {
+                if let Some(s) = build_one(lever, &hit, &first.signals, fit, rules, &target, &contract, None, phase) {
+                    out.push(s);
+                }
+            }
+        }
+    }
+
+    // Memory.
+    let mut summary = HistorySummary {
+        ledger: opts.ledger.map(|l| l.path.clone()),
+        entries: entries.len(),
+        errors: opts.ledger.map(|l| l.errors.clone()).unwrap_or_default(),
+        ..Default::default()
+    };
+    let mut matched_ids = std::collections::BTreeSet::new();
+    for s in &mut out {
+        let signals = s
+            .kernel
+            .as_ref()
+            .and_then(|n| fit.kernels.iter().find(|k| &k.name == n))
+            .map(|k| k.signals.clone())
+            .unwrap_or_default();
+        if let Some(h) = judge(db, &rules.levers.history, entries, &s.lever, &s.kernel, &target, &signals) {
+            for a in &h.attempts {
+                matched_ids.insert(a.ledger_id.clone());
+            }
+            match h.status.as_str() {
+                "demoted" => summary.demoted += 1,
+                "restored" => summary.restored += 1,
+                _ => {}
+            }
+            s.score = (s.score_before_history - h.demotion).max(0.0);
+            for a in &h.attempts {
+                let mut line = format!("prior attempt {} ({}): verdict {}, {}", a.ledger_id, a.recorded_at, a.verdict, a.disposition);
+                if let Some(g) = a.gain {
+                    line.push_str(&format!(", gain {}%", fmt_num(100.0 * g, Some(2))));
+                }
+                line.push_str(&format!(" — {}", a.note));
+                s.evidence.push(line);
+            }
+            s.history = Some(h);
+        }
+    }
+    summary.matched = matched_ids.len();
+
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.lever.cmp(&b.lever))
+            .then(a.kernel.cmp(&b.kernel))
+    });
+    out.truncate(opts.max.unwrap_or(rules.levers.settings.max_suggestions));
+    for (i, s) in out.iter_mut().enumerate() {
+        s.rank = i + 1;
+    }
+
+    let headline = fit.likely_limit.first();
+    SuggestionQueue {
+        schema: crate::SUGGESTIONS_SCHEMA.into(),
+        created_at: katlas_model::row::now_rfc3339(),
+        target,
+        fit_read: FitRead {
+            likely_limit: headline.map(|f| f.text.clone()),
+            likely_limit_rules: fit.likely_limit.iter().map(|f| f.rule.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect(),
+            left_on_table: fit.left_on_table.iter().map(|f| f.text.clone()).collect(),
+            quant_question: fit.quant.as_ref().map(|q| q.fit_question.clone()),
+        },
+        history: summary,
+        stopped,
+        suggestions: out,
+        missing_evidence: fit.evidence.missing.iter().map(|m| m.evidence.clone()).collect(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_one(
+    lever: &Lever,
+    kernels: &[&KernelFit],
+    sig: &Signals,
+    fit: &FitView,
+    rules: &Rules,
+    target: &Target,
+    contract: &EvalContract,
+    prov: Option<&KernelProvenance>,
+    phase: Option<&str>,
+) -> Option<Suggestion> {
+    let triggers = held_triggers(lever, sig);
+    if triggers.is_empty() {
+        return None;
+    }
+    let (legal, unknown) = eval_all(&lever.legal, sig);
+    if legal == Some(false) {
+        return None;
+    }
+    let share: f64 = kernels.iter().filter_map(|k| k.share_pct).sum();
+    let mut score = lever.base + share * rules.levers.settings.share_weight;
+    let mut adjustments = Vec::new();
+    for (name, f) in lever.boost.iter().chain(lever.damp.iter()) {
+        if truthy(sig, name) {
+            score *= f;
+            adjustments.push(format!("{name} x{}", fmt_num(*f, None)));
+        }
+    }
+    let row_wide = lever.scope == "row";
+    let kernel = if row_wide { None } else { Some(kernels[0].name.clone()) };
+    let mut watched: Vec<String> = lever.trigger_conds.iter().flatten().map(|c| c.signal.clone()).collect();
+    watched.extend(lever.boost.keys().cloned());
+    watched.extend(lever.damp.keys().cloned());
+    let mut evidence = Vec::new();
+    let mut fit_rules = Vec::new();
+    for k in kernels {
+        if let Some(l) = profile_line(k, phase) {
+            evidence.push(l);
+        }
+        for f in findings_for(k, rules, &watched) {
+            if !fit_rules.contains(&f.rule) {
+                fit_rules.push(f.rule.clone());
+            }
+            evidence.push(format!("[{}] {}", f.rule, f.text));
+        }
+    }
+    for k in kernels {
+        for f in k.findings.iter().filter(|f| f.kind == "caveat") {
+            evidence.push(format!("caveat [{}] {}", f.rule, f.text));
+        }
+    }
+    if truthy(sig, "library_kernel") && !row_wide {
+        evidence.push(format!(
+            "{} is a library kernel (its source is not in this project): change how it is called (shapes, dispatch, fusion) or replace it",
+            crate::names::display_name(&kernels[0].name)
+        ));
+    }
+    if triggers.iter().any(|t| t.contains("route_knobs")) {
+        if let Some(Val::Str(list)) = sig.get("route_knob_list") {
+            evidence.push(format!("route knobs in the row's env: {list}"));
+        }
+    }
+    if let Some(p) = prov.filter(|p| !p.env_controls.is_empty()) {
+        evidence.push(format!("dispatch provenance exposes env controls: {}", p.env_controls.join(", ")));
+    }
+    for (name, f) in &lever.damp {
+        if truthy(sig, name) {
+            evidence.push(format!("damped x{}: `{name}` holds — {}", fmt_num(*f, None), lever.null_results.first().cloned().unwrap_or_default()));
+        }
+    }
+    let (allowed_files, src) = match prov {
+        Some(p) if !(p.sources.is_empty() && p.dispatch_refs.is_empty()) => {
+            let mut files: Vec<String> = p.sources.clone();
+            for d in &p.dispatch_refs {
+                let path = d.rsplit_once(':').filter(|(_, l)| l.chars().all(|c| c.is_ascii_digit())).map(|(p, _)| p).unwrap_or(d);
+                if !files.iter().any(|f| f == path) {
+                    files.push(path.to_string());
+                }
+            }
+            (files, "dispatch provenance".to_string())
+        }
+        _ => (vec![], "none known: run `katlas collect` with dispatch roots, or name files in the task".to_string()),
+    };
+    let arch = target.arch.as_deref().unwrap_or("unknown arch");
+    let who = kernel.as_deref().map(crate::names::display_name).unwrap_or_else(|| format!("{} hot kernels", kernels.len()));
+    let where_ = match (&target.phase, &target.shape) {
+        (Some(p), Some(s)) => format!("{p}, {s}"),
+        (Some(p), None) => p.clone(),
+        (None, Some(s)) => s.clone(),
+        (None, None) => "this workload".into(),
+    };
+    let metric = contract.metric.clone().unwrap_or_else(|| format!("{who} kernel time"));
+    let risk_detail = lever.null_results.first().map(|n| format!("{}: {n}", lever.risk)).unwrap_or_else(|| lever.risk.clone());
+    let hypothesis = format!(
+        "On {arch}/{who}/{where_}, {} should improve {metric} because {}; risk is {risk_detail}.",
+        lever.name.to_lowercase(),
+        lever.hypothesis
+    );
+    let title = match &kernel {
+        Some(k) => format!("{} on {}", lever.name, crate::names::display_name(k)),
+        None => format!("{} for {}", lever.name, phase.unwrap_or("the phase")),
+    };
+    let _ = fit;
+    Some(Suggestion {
+        id: suggestion_id(&lever.id, &kernel, target),
+        rank: 0,
+        score,
+        score_before_history: score,
+        lever: lever.id.clone(),
+        lever_name: lever.name.clone(),
+        title,
+        kernel,
+        op: if row_wide { None } else { kernels[0].op.clone() },
+        share_pct: if share > 0.0 { Some(share) } else { None },
+        triggers,
+        fit_rules,
+        evidence,
+        adjustments,
+        risk: lever.risk.clone(),
+        expected_impact: lever.expected_impact.clone(),
+        magnitude: lever.magnitude.clone(),
+        null_results: lever.null_results.clone(),
+        candidate_steps: lever.candidate_steps.clone(),
+        allowed_files,
+        allowed_files_source: src,
+        eval: contract.clone(),
+        hypothesis,
+        history: None,
+        legality_unknown: unknown,
+    })
+}

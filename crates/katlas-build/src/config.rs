@@ -1,0 +1,265 @@
+//! The `[build]` and `[reach]` sections of `katlas.toml`, resolved against the project into
+//! [`Settings`]: the matrix (validated against the arch table), kernel roots, dispatch roots.
+
+use crate::error::{BuildError, Result};
+use katlas_arch::{ArchDb, Atom};
+use katlas_project::Project;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// The matrix when `[build] matrix` is not set: one atom per shipping family we target.
+pub const DEFAULT_MATRIX: &[&str] = &[
+    "gfx906", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1151", "gfx1201", "sm_80", "sm_90",
+];
+
+/// `[build]` in katlas.toml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildConfig {
+    /// Arch atoms every change must compile for.
+    pub matrix: Option<Vec<String>>,
+    /// Kernel source directories (default: `[project] kernel_roots`, or `kernels/src` with the hipfire preset).
+    pub kernel_roots: Option<Vec<String>>,
+    /// Extra include directories searched after the including file's own directory.
+    #[serde(default)]
+    pub include_dirs: Vec<String>,
+    /// File extensions compiled as HIP (default `["hip"]`).
+    pub hip_extensions: Option<Vec<String>>,
+    /// File extensions compiled as CUDA (default `["cu"]`).
+    pub cuda_extensions: Option<Vec<String>>,
+    /// `auto` (hipcc when present, else clang), `clang`, `hipcc`, or a path.
+    pub hip_compiler: Option<String>,
+    /// `auto` (nvcc when present, else NVRTC), `nvrtc`, `nvcc`, or a path.
+    pub cuda_compiler: Option<String>,
+    /// libnvrtc.so (or its folder) for CUDA without nvcc; default: `KATLAS_NVRTC`, the repo's
+    /// `.cache/nvrtc` (scripts/fetch-nvrtc), a CUDA toolkit, the loader path.
+    pub nvrtc: Option<String>,
+    /// Flags appended to every HIP compile (after `-O3 -std=c++17`).
+    #[serde(default)]
+    pub hip_flags: Vec<String>,
+    /// Flags appended to every CUDA compile.
+    #[serde(default)]
+    pub cuda_flags: Vec<String>,
+    /// `replace` (default, hipfire: a tagged file replaces the base for its atoms) or
+    /// `add` (a tagged file is compiled beside the base for its atoms).
+    pub tags: Option<String>,
+    /// Source paths (relative to the project root) never compiled.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Parallel compiles (default: available cores).
+    pub jobs: Option<usize>,
+    /// Seconds one compile may take before it is killed (default 900, or `KATLAS_BUILD_TIMEOUT`).
+    pub timeout_s: Option<u64>,
+}
+
+/// `[reach]` in katlas.toml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReachConfig {
+    /// Host code directories (default: `[project] dispatch_roots`).
+    pub dispatch_roots: Option<Vec<String>>,
+    /// Host file extensions scanned for dispatch references.
+    pub extensions: Option<Vec<String>>,
+    /// Macros that declare a kernel entry point besides `__global__` (e.g. `LAB_KERNEL`).
+    #[serde(default)]
+    pub kernel_macros: Vec<String>,
+    /// Kernels knowingly compiled without a dispatch (tests, tools): not reported.
+    #[serde(default)]
+    pub allow_undispatched: Vec<String>,
+}
+
+pub const DEFAULT_HOST_EXTENSIONS: &[&str] = &[
+    "rs", "c", "cc", "cpp", "cxx", "h", "hh", "hpp", "hxx", "py", "go", "zig", "swift", "js", "ts",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TagMode {
+    Replace,
+    Add,
+}
+
+/// Everything the build, reach and lint stages need, resolved and validated.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub root: PathBuf,
+    pub config_file: PathBuf,
+    pub db: ArchDb,
+    /// Matrix atoms (canonical names, table order of the config).
+    pub matrix: Vec<String>,
+    pub kernel_roots: Vec<PathBuf>,
+    pub include_dirs: Vec<PathBuf>,
+    pub hip_extensions: Vec<String>,
+    pub cuda_extensions: Vec<String>,
+    pub hip_compiler: String,
+    pub cuda_compiler: String,
+    pub nvrtc: Option<PathBuf>,
+    pub hip_flags: Vec<String>,
+    pub cuda_flags: Vec<String>,
+    pub tag_mode: TagMode,
+    pub exclude: Vec<String>,
+    pub jobs: Option<usize>,
+    pub timeout_s: u64,
+    pub dispatch_roots: Vec<PathBuf>,
+    pub host_extensions: Vec<String>,
+    pub kernel_macros: Vec<String>,
+    pub allow_undispatched: Vec<String>,
+}
+
+fn cfg_err(e: katlas_project::ConfigError) -> BuildError {
+    BuildError::BadInput(e.to_string())
+}
+
+impl Settings {
+    /// Read `[build]`/`[reach]` from the project. `matrix_override` is `--arch LIST`.
+    pub fn load(project: &Project, matrix_override: Option<&[String]>) -> Result<Settings> {
+        let build: BuildConfig = project
+            .section(&["build"])
+            .map_err(cfg_err)?
+            .unwrap_or_default();
+        let reach: ReachConfig = project
+            .section(&["reach"])
+            .map_err(cfg_err)?
+            .unwrap_or_default();
+        let db = ArchDb::load(Some(&ArchDb::override_dir(&project.root)))
+            .map_err(|e| BuildError::BadInput(e.to_string()))?;
+        let config_file = project.config_file();
+        let shown = config_file.display().to_string();
+        let (names, from): (Vec<String>, String) = match (matrix_override, &build.matrix) {
+            (Some(m), _) => (m.to_vec(), "--arch".into()),
+            (None, Some(m)) => (m.clone(), format!("{shown}: build.matrix")),
+            (None, None) => (
+                DEFAULT_MATRIX.iter().map(|s| s.to_string()).collect(),
+                "default matrix".into(),
+            ),
+        };
+        let matrix = validate_matrix(&db, &names, &from)?;
+        let root = std::fs::canonicalize(&project.root).unwrap_or_else(|_| project.root.clone());
+        let rel = |v: &[String]| v.iter().map(|s| root.join(s)).collect::<Vec<_>>();
+        let kernel_roots = match &build.kernel_roots {
+            Some(r) => rel(r),
+            None if !project.config.project.kernel_roots.is_empty() => {
+                rel(&project.config.project.kernel_roots)
+            }
+            None if project.config.project.preset.as_deref() == Some("hipfire") => {
+                vec![root.join("kernels/src")]
+            }
+            None => vec![],
+        };
+        let dispatch_roots = match &reach.dispatch_roots {
+            Some(r) => rel(r),
+            None => rel(&project.config.project.dispatch_roots),
+        };
+        let tag_mode = match build.tags.as_deref() {
+            None | Some("replace") => TagMode::Replace,
+            Some("add") => TagMode::Add,
+            Some(o) => {
+                return Err(BuildError::BadInput(format!(
+                    "{shown}: build.tags: unknown mode `{o}` (expected `replace` or `add`)"
+                )))
+            }
+        };
+        if build.jobs == Some(0) {
+            return Err(BuildError::BadInput(format!(
+                "{shown}: build.jobs: must be at least 1"
+            )));
+        }
+        Ok(Settings {
+            config_file,
+            db,
+            matrix,
+            kernel_roots,
+            include_dirs: rel(&build.include_dirs),
+            hip_extensions: build.hip_extensions.unwrap_or_else(|| vec!["hip".into()]),
+            cuda_extensions: build.cuda_extensions.unwrap_or_else(|| vec!["cu".into()]),
+            hip_compiler: build.hip_compiler.unwrap_or_else(|| "auto".into()),
+            cuda_compiler: build.cuda_compiler.unwrap_or_else(|| "auto".into()),
+            nvrtc: build.nvrtc.map(|p| root.join(p)),
+            hip_flags: build.hip_flags,
+            cuda_flags: build.cuda_flags,
+            tag_mode,
+            exclude: build.exclude,
+            jobs: build.jobs,
+            timeout_s: build
+                .timeout_s
+                .or_else(|| {
+                    std::env::var("KATLAS_BUILD_TIMEOUT")
+                        .ok()
+                        .and_then(|v| v.parse().ok())
+                })
+                .unwrap_or(900)
+                .max(1),
+            dispatch_roots,
+            host_extensions: reach.extensions.unwrap_or_else(|| {
+                DEFAULT_HOST_EXTENSIONS
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
+            }),
+            kernel_macros: reach.kernel_macros,
+            allow_undispatched: reach.allow_undispatched,
+            root,
+        })
+    }
+
+    pub fn atom(&self, name: &str) -> &Atom {
+        self.db
+            .atom(name)
+            .expect("matrix atoms were validated against the table")
+    }
+
+    /// Project-relative display path.
+    pub fn rel(&self, p: &Path) -> String {
+        p.strip_prefix(&self.root)
+            .unwrap_or(p)
+            .display()
+            .to_string()
+    }
+
+    /// Where build state lives: `.katlas/build/`.
+    pub fn build_dir(&self) -> PathBuf {
+        self.root.join(".katlas").join("build")
+    }
+}
+
+/// Canonical atom names for `names`; an unknown or non-atom name (a family, a class) is an error.
+pub fn validate_matrix(db: &ArchDb, names: &[String], from: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for n in names
+        .iter()
+        .flat_map(|s| s.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        let canon = katlas_arch::canonical_atom(n);
+        match db.atoms().find(|a| a.name == canon) {
+            Some(a) => {
+                if !out.contains(&a.name) {
+                    out.push(a.name.clone())
+                }
+            }
+            None => {
+                let members: Vec<&str> = db
+                    .family_members(n)
+                    .iter()
+                    .map(|a| a.name.as_str())
+                    .collect();
+                let hint = if members.len() > 1 || db.families().contains(n) {
+                    format!(
+                        " (`{n}` is a family: list its atoms, e.g. {})",
+                        members.join(" ")
+                    )
+                } else {
+                    String::new()
+                };
+                return Err(BuildError::BadInput(format!(
+                    "{from}: `{n}` is not an arch atom of the table{hint}"
+                )));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(BuildError::BadInput(format!("{from}: the matrix is empty")));
+    }
+    Ok(out)
+}

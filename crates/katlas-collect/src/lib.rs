@@ -1,0 +1,21 @@
+//! katlas-collect: how evidence enters the corpus.
+//!
+//! - [`parse`]: output and profiler parsers, selected by name.
+//! - [`summary`]: per-phase kernel tables.
+//! - [`ops`]: op classification of kernel names (rules in `data/ops.toml`).
+//! - [`spec`]: workload specs and presets.
+//! - [`runner`]: the fresh-process runner with full output capture.
+//! - [`collect`]: spec -> runs -> rows.
+//! - [`provenance`]: kernel -> source files and dispatch references.
+
+pub mod names;
+pub mod ops;
+pub mod parse;
+pub mod spec;
+pub mod runner;
+pub mod collect;
+pub mod provenance;
+pub mod summary;
+
+pub use parse::{parse, parse_with, Input, ParseError, ParseOutput, ParserOptions};
+pub use summary::PhaseTable;

@@ -1,0 +1,311 @@
+//! Output and profiler parsers, selected by name.
+//!
+//! Every parser turns one text or file into a [`ParseOutput`]: whole-run
+//! metrics, per-phase kernel tables ([`PhaseTable`]), reported route facts and
+//! tags. Parsers read through `BufRead` so a large profiler file is never held
+//! whole in memory; `.gz` files are decompressed on the fly.
+
+use crate::summary::PhaseTable;
+use katlas_model::Metric;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+pub mod csvutil;
+pub mod hipfire_bench;
+pub mod hipfire_dflash;
+pub mod json_lines;
+pub mod json_scan;
+pub mod kv;
+pub mod ncu;
+pub mod rocprof;
+pub mod rows;
+pub mod torch_trace;
+
+pub const PARSE_SCHEMA: &str = "katlas.parse.v1";
+
+/// What one parser extracted from one input (`katlas.parse.v1`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ParseOutput {
+    /// Always `katlas.parse.v1`.
+    pub schema: String,
+    pub parser: String,
+    /// File or stream the output came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Whole-run metrics (hipfire `SUMMARY`, DFlash BENCH METRICS, kv keys).
+    #[serde(default)]
+    pub metrics: BTreeMap<String, Metric>,
+    /// Per-phase kernel tables and phase-specific metrics.
+    #[serde(default)]
+    pub phases: Vec<PhaseTable>,
+    /// Route facts the output reports (`graph_blob_count`, `kv_mode`, device).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub route: BTreeMap<String, Value>,
+    /// Tags for the rows (`BLINDSPOT`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Other structured findings (coverage block, blindspot list).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub artifacts: BTreeMap<String, Value>,
+    /// Whole rows a workload printed itself (`katlas-rows`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<katlas_model::Row>,
+    /// Lines skipped as malformed, each `source:line: reason`; good records beside them are kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl ParseOutput {
+    pub fn new(parser: &str, source: &str) -> Self {
+        Self {
+            schema: PARSE_SCHEMA.into(),
+            parser: parser.into(),
+            source: Some(source.into()),
+            ..Default::default()
+        }
+    }
+
+    pub fn phase(&self, name: &str) -> Option<&PhaseTable> {
+        self.phases.iter().find(|p| p.phase == name)
+    }
+
+    pub fn phase_mut(&mut self, name: &str) -> &mut PhaseTable {
+        if let Some(i) = self.phases.iter().position(|p| p.phase == name) {
+            return &mut self.phases[i];
+        }
+        self.phases.push(PhaseTable::new(name));
+        self.phases.last_mut().unwrap()
+    }
+
+    pub fn metric(&self, key: &str) -> Option<f64> {
+        self.metrics.get(key).map(|m| m.value)
+    }
+
+    pub fn tag(&mut self, tag: &str) {
+        if !self.tags.iter().any(|t| t == tag) {
+            self.tags.push(tag.into());
+        }
+    }
+
+    /// Merge another parser's output into this one (several parsers on one run).
+    pub fn merge(&mut self, other: ParseOutput) {
+        self.metrics.extend(other.metrics);
+        for p in other.phases {
+            let mine = self.phase_mut(&p.phase.clone());
+            if mine.kernels.is_empty() {
+                let metrics = std::mem::take(&mut mine.metrics);
+                *mine = p;
+                mine.metrics.extend(metrics);
+            } else {
+                mine.metrics.extend(p.metrics);
+                mine.kernels.extend(p.kernels);
+            }
+        }
+        self.route.extend(other.route);
+        for t in other.tags {
+            self.tag(&t);
+        }
+        self.artifacts.extend(other.artifacts);
+        self.rows.extend(other.rows);
+        self.warnings.extend(other.warnings);
+    }
+}
+
+/// Options a workload spec may give a parser.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ParserOptions {
+    /// `kv`: the keys to take (all numeric keys when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
+    /// `json-lines`: only objects carrying this key are records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marker: Option<String>,
+    /// Phase name for tables that carry no phase of their own (profiler files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// `torch-trace`: GPU annotation (`record_function`) names that delimit phases.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<String>,
+    /// `ncu-csv`: extra metric-name prefixes to drop from counters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop_counters: Vec<String>,
+}
+
+/// A parse failure naming source, line and key where known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParseError {
+    pub source: String,
+    pub line: Option<u64>,
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl ParseError {
+    pub fn new(source: &str, line: Option<u64>, message: impl Into<String>) -> Self {
+        Self { source: source.into(), line, key: None, message: message.into() }
+    }
+    pub fn key(source: &str, line: u64, key: &str, message: impl Into<String>) -> Self {
+        Self { source: source.into(), line: Some(line), key: Some(key.into()), message: message.into() }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.source)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if let Some(k) = &self.key {
+            write!(f, ": key `{k}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// What to parse: text already in memory, or a file (streamed; `.gz` by magic bytes).
+pub enum Input<'a> {
+    Text { text: &'a str, source: &'a str },
+    File(&'a Path),
+}
+
+type ParseFn = fn(&mut dyn BufRead, &str, &ParserOptions) -> Result<ParseOutput, ParseError>;
+
+/// The registry: name, one-line description, function.
+pub const PARSERS: &[(&str, &str, ParseFn)] = &[
+    ("hipfire-bench", "hipfire AR bench stdout: SUMMARY/PREFILL_SUMMARY, PROFILE tables, rocprof coverage, hipGraph blobs", hipfire_bench::parse),
+    ("hipfire-dflash", "hipfire DFlash demo stdout: BENCH METRICS block, emitted: and cycles:/accepted:/tau lines", hipfire_dflash::parse),
+    ("kv", "`key=value` and `key: value` lines (keys chosen with `keys`)", kv::parse),
+    ("json-lines", "JSON objects, one a line, carrying the `marker` key", json_lines::parse),
+    ("rocprofv3-kernel-trace", "rocprofv3 kernel_trace.csv (2024 and 2026 column sets)", rocprof::parse_v3_trace),
+    ("rocprofv3-counters", "rocprofv3 counter_collection.csv", rocprof::parse_v3_counters),
+    ("rocprof-v1", "rocprof (v1) results.csv with BeginNs/EndNs and counter columns", rocprof::parse_v1),
+    ("ncu-csv", "Nsight Compute `--csv --page raw` output", ncu::parse),
+    ("torch-trace", "torch.profiler Chrome trace JSON (optionally .gz), streamed", torch_trace::parse),
+    ("katlas-rows", "katlas.row.v1 JSON lines printed by the workload itself (the lab binary)", rows::parse),
+];
+
+pub fn parser_names() -> Vec<&'static str> {
+    PARSERS.iter().map(|p| p.0).collect()
+}
+
+fn lookup(name: &str) -> Result<ParseFn, ParseError> {
+    PARSERS.iter().find(|p| p.0 == name).map(|p| p.2).ok_or_else(|| {
+        ParseError::new(name, None, format!("unknown parser; known parsers: {}", parser_names().join(", ")))
+    })
+}
+
+/// Parse with default options.
+pub fn parse(name: &str, input: Input<'_>) -> Result<ParseOutput, ParseError> {
+    parse_with(name, input, &ParserOptions::default())
+}
+
+pub fn parse_with(name: &str, input: Input<'_>, opts: &ParserOptions) -> Result<ParseOutput, ParseError> {
+    let f = lookup(name)?;
+    match input {
+        Input::Text { text, source } => {
+            let mut r = text.as_bytes();
+            f(&mut r, source, opts)
+        }
+        Input::File(path) => {
+            let source = path.display().to_string();
+            let mut reader = open_maybe_gz(path).map_err(|e| ParseError::new(&source, None, e.to_string()))?;
+            f(&mut *reader, &source, opts)
+        }
+    }
+}
+
+/// Open a file for buffered reading, decompressing gzip when the file starts with its magic.
+pub fn open_maybe_gz(path: &Path) -> std::io::Result<Box<dyn BufRead>> {
+    let mut f = std::fs::File::open(path)?;
+    let mut magic = [0u8; 2];
+    let n = f.read(&mut magic)?;
+    use std::io::Seek;
+    f.seek(std::io::SeekFrom::Start(0))?;
+    const BUF: usize = 1 << 20;
+    if n == 2 && magic == [0x1f, 0x8b] {
+        let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(BUF, f));
+        Ok(Box::new(BufReader::with_capacity(BUF, gz)))
+    } else {
+        Ok(Box::new(BufReader::with_capacity(BUF, f)))
+    }
+}
+
+/// Iterate lines of a reader with 1-based numbers; invalid UTF-8 is replaced, never fatal.
+pub(crate) fn for_each_line(
+    r: &mut dyn BufRead,
+    source: &str,
+    mut f: impl FnMut(u64, &str) -> Result<(), ParseError>,
+) -> Result<(), ParseError> {
+    let mut buf = Vec::with_capacity(256);
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        let got = r.read_until(b'\n', &mut buf).map_err(|e| ParseError::new(source, Some(n + 1), e.to_string()))?;
+        if got == 0 {
+            return Ok(());
+        }
+        n += 1;
+        let line = String::from_utf8_lossy(&buf);
+        f(n, line.trim_end_matches(['\n', '\r']))?;
+    }
+}
+
+/// Parse a number as printed by tools: optional sign, decimals, exponents,
+/// thousands separators (`1,234.5`). `None` when it is not a number.
+pub fn parse_number(s: &str) -> Option<f64> {
+    let t = s.trim();
+    if t.is_empty() {
+        return None;
+    }
+    if let Ok(v) = t.parse::<f64>() {
+        return v.is_finite().then_some(v);
+    }
+    if t.contains(',') && valid_thousands(t) {
+        let cleaned: String = t.chars().filter(|c| *c != ',').collect();
+        return cleaned.parse::<f64>().ok().filter(|v| v.is_finite());
+    }
+    None
+}
+
+/// `1,234,567.8` style: groups of three digits after the first comma.
+fn valid_thousands(t: &str) -> bool {
+    let body = t.strip_prefix(['-', '+']).unwrap_or(t);
+    let int = body.split(['.', 'e', 'E']).next().unwrap_or("");
+    let mut groups = int.split(',');
+    let first = groups.next().unwrap_or("");
+    if first.is_empty() || first.len() > 3 || !first.chars().all(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    groups.all(|g| g.len() == 3 && g.chars().all(|c| c.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(parse_number("-3.41"), Some(-3.41));
+        assert_eq!(parse_number("1.5e-3"), Some(0.0015));
+        assert_eq!(parse_number("11,008"), Some(11008.0));
+        assert_eq!(parse_number("590,680,286"), Some(590680286.0));
+        assert_eq!(parse_number("1,24"), None);
+        assert_eq!(parse_number("abc"), None);
+        assert_eq!(parse_number("nan"), None);
+    }
+
+    #[test]
+    fn unknown_parser_lists_known() {
+        let e = parse("nope", Input::Text { text: "", source: "x" }).unwrap_err().to_string();
+        assert!(e.contains("unknown parser") && e.contains("torch-trace"), "{e}");
+    }
+}

@@ -1,0 +1,269 @@
+//! rocprof CSV outputs: rocprofv3 kernel trace and counter collection, rocprof
+//! (v1) `results.csv`. Columns are found by header name; each known column
+//! has aliases across the 2024 and 2026 rocprofv3 column sets
+//! (`Private_Segment_Size`/`Scratch_Size`, `Group_Segment_Size`/`LDS_Block_Size`).
+//! A repeated header line (files concatenated) starts a new column map.
+//!
+//! AMD grid sizes are in work-items; `grid` on a kernel sample is in
+//! workgroups (as CUDA's), the work-item grid is kept in `extra.grid_workitems`.
+
+use super::csvutil::{self, field, line_of, num, uint, Header};
+use super::{ParseError, ParseOutput, ParserOptions};
+use crate::summary::{KernelAcc, PhaseAcc};
+use serde_json::json;
+use std::collections::{HashMap, HashSet};
+use std::io::BufRead;
+
+struct V3Cols {
+    kind: Option<usize>,
+    name: usize,
+    start: Option<usize>,
+    end: Option<usize>,
+    lds: Option<usize>,
+    scratch: Option<usize>,
+    vgpr: Option<usize>,
+    agpr: Option<usize>,
+    sgpr: Option<usize>,
+    wg: [Option<usize>; 3],
+    grid: [Option<usize>; 3],
+    wg1: Option<usize>,
+    grid1: Option<usize>,
+    dispatch: Option<usize>,
+    counter_name: Option<usize>,
+    counter_value: Option<usize>,
+}
+
+impl V3Cols {
+    fn new(h: &Header, source: &str, line: u64) -> Result<Self, ParseError> {
+        Ok(Self {
+            kind: h.col(&["Kind"]),
+            name: h.require(&["Kernel_Name", "KernelName", "Kernel-Name"], source, line)?,
+            start: h.col(&["Start_Timestamp", "BeginNs", "Begin_Timestamp"]),
+            end: h.col(&["End_Timestamp", "EndNs"]),
+            lds: h.col(&["LDS_Block_Size", "Group_Segment_Size", "lds"]),
+            scratch: h.col(&["Scratch_Size", "Private_Segment_Size", "scr"]),
+            vgpr: h.col(&["VGPR_Count", "Arch_VGPR_Count", "arch_vgpr", "vgpr"]),
+            agpr: h.col(&["Accum_VGPR_Count", "accum_vgpr"]),
+            sgpr: h.col(&["SGPR_Count", "sgpr"]),
+            wg: [h.col(&["Workgroup_Size_X"]), h.col(&["Workgroup_Size_Y"]), h.col(&["Workgroup_Size_Z"])],
+            grid: [h.col(&["Grid_Size_X"]), h.col(&["Grid_Size_Y"]), h.col(&["Grid_Size_Z"])],
+            wg1: h.col(&["Workgroup_Size", "wgr"]),
+            grid1: h.col(&["Grid_Size", "grd"]),
+            dispatch: h.col(&["Dispatch_Id", "Index"]),
+            counter_name: h.col(&["Counter_Name"]),
+            counter_value: h.col(&["Counter_Value"]),
+        })
+    }
+
+    fn dims(&self, rec: &csv::ByteRecord) -> (Option<[u32; 3]>, Option<[u32; 3]>) {
+        let get3 = |c: &[Option<usize>; 3]| -> Option<[u32; 3]> {
+            let x = uint(rec, c[0])? as u32;
+            Some([x, uint(rec, c[1]).unwrap_or(1) as u32, uint(rec, c[2]).unwrap_or(1) as u32])
+        };
+        let wg = get3(&self.wg).or_else(|| uint(rec, self.wg1).map(|x| [x as u32, 1, 1]));
+        let grid = get3(&self.grid).or_else(|| uint(rec, self.grid1).map(|x| [x as u32, 1, 1]));
+        (wg, grid)
+    }
+
+    /// Launch configuration of the first dispatch; later differing ones are flagged.
+    fn launch(&self, acc: &mut KernelAcc, rec: &csv::ByteRecord) {
+        let (wg, grid) = self.dims(rec);
+        let s = &mut acc.sample;
+        let groups = match (wg, grid) {
+            (Some(w), Some(g)) => Some([0, 1, 2].map(|i| if w[i] == 0 { g[i] } else { g[i].div_ceil(w[i]) })),
+            _ => None,
+        };
+        let shared = uint(rec, self.lds);
+        let regs = uint(rec, self.vgpr).map(|v| v as u32);
+        if s.calls <= 1 && s.block.is_none() && s.grid.is_none() {
+            s.block = wg;
+            s.grid = groups;
+            s.shared_bytes = shared;
+            s.registers = regs;
+            if let Some(g) = grid {
+                s.extra.insert("grid_workitems".into(), json!(g));
+            }
+            if let Some(x) = uint(rec, self.sgpr) {
+                s.extra.insert("sgpr".into(), json!(x));
+            }
+            if let Some(x) = uint(rec, self.agpr) {
+                s.extra.insert("accum_vgpr".into(), json!(x));
+            }
+            if let Some(x) = uint(rec, self.scratch) {
+                s.extra.insert("scratch_bytes".into(), json!(x));
+            }
+        } else if s.block != wg || s.grid != groups || s.shared_bytes != shared {
+            s.extra.insert("launch_config_varies".into(), json!(true));
+        }
+    }
+}
+
+fn is_header(rec: &csv::ByteRecord) -> bool {
+    rec.iter().any(|f| f == b"Kernel_Name" || f == b"KernelName")
+}
+
+fn kernel_name(raw: &str) -> &str {
+    // rocprof v1 prints code-object symbol names (`foo.kd`, `foo [clone .kd]`).
+    let n = raw.trim();
+    let n = n.strip_suffix(" [clone .kd]").unwrap_or(n);
+    n.strip_suffix(".kd").unwrap_or(n)
+}
+
+fn phase_name(opts: &ParserOptions) -> String {
+    opts.phase.clone().unwrap_or_else(|| "run".into())
+}
+
+/// Kernel trace: one row per dispatch with start and end timestamps (ns).
+fn parse_trace(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, parser: &str) -> Result<ParseOutput, ParseError> {
+    let mut out = ParseOutput::new(parser, source);
+    let mut acc = PhaseAcc::default();
+    let mut rd = csvutil::reader(r);
+    let mut rec = csv::ByteRecord::new();
+    let mut cols: Option<V3Cols> = None;
+    let mut counters: Vec<(usize, String)> = Vec::new();
+    let mut skipped = 0u64;
+    loop {
+        match rd.read_byte_record(&mut rec) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => {
+                let line = e.position().map(|p| p.line());
+                out.warnings.push(format!("{source}:{}: {e}", line.unwrap_or(0)));
+                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
+                    return Err(ParseError::new(source, line, e.to_string()));
+                }
+                continue;
+            }
+        }
+        let line = line_of(&rec);
+        if is_header(&rec) {
+            let h = Header::new(&rec);
+            let c = V3Cols::new(&h, source, line)?;
+            if c.start.is_none() || c.end.is_none() {
+                return Err(ParseError::new(source, Some(line), "no Start_Timestamp/End_Timestamp (or BeginNs/EndNs) columns: not a kernel trace"));
+            }
+            if parser == "rocprof-v1" {
+                counters = v1_counter_columns(&h);
+            }
+            cols = Some(c);
+            continue;
+        }
+        let Some(c) = &cols else {
+            return Err(ParseError::new(source, Some(line), "no header line with a Kernel_Name column before the first record"));
+        };
+        if let Some(kind) = field(&rec, c.kind) {
+            if !kind.is_empty() && kind != "KERNEL_DISPATCH" {
+                continue;
+            }
+        }
+        let (Some(name), Some(start), Some(end)) = (field(&rec, Some(c.name)), uint(&rec, c.start), uint(&rec, c.end)) else {
+            skipped += 1;
+            if skipped <= 20 {
+                out.warnings.push(format!("{source}:{line}: missing kernel name or timestamps; row skipped"));
+            }
+            continue;
+        };
+        if end < start {
+            skipped += 1;
+            if skipped <= 20 {
+                out.warnings.push(format!("{source}:{line}: End_Timestamp before Start_Timestamp; row skipped"));
+            }
+            continue;
+        }
+        let k = acc.kernel(kernel_name(name));
+        c.launch(k, &rec);
+        k.add_duration((end - start) as f64 / 1000.0);
+        for (i, cname) in &counters {
+            if let Some(v) = num(&rec, Some(*i)) {
+                k.add_counter(cname, v);
+            }
+        }
+    }
+    if cols.is_none() {
+        return Err(ParseError::new(source, None, "empty input: no CSV header"));
+    }
+    if skipped > 20 {
+        out.warnings.push(format!("{source}: {skipped} rows skipped in all"));
+    }
+    let phase = phase_name(opts);
+    out.phases.push(acc.finish(&phase));
+    Ok(out)
+}
+
+pub fn parse_v3_trace(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<ParseOutput, ParseError> {
+    parse_trace(r, source, opts, "rocprofv3-kernel-trace")
+}
+
+pub fn parse_v1(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<ParseOutput, ParseError> {
+    parse_trace(r, source, opts, "rocprof-v1")
+}
+
+/// rocprof v1 puts requested counters as extra columns after the fixed ones.
+fn v1_counter_columns(h: &Header) -> Vec<(usize, String)> {
+    const FIXED: &[&str] = &[
+        "Index", "KernelName", "gpu-id", "queue-id", "queue-index", "pid", "tid", "grd", "wgr", "lds", "scr",
+        "arch_vgpr", "accum_vgpr", "vgpr", "sgpr", "wave_size", "sig", "obj", "fbar", "DispatchNs", "BeginNs",
+        "EndNs", "CompleteNs", "DurationNs",
+    ];
+    h.names.iter().enumerate().filter(|(_, n)| !FIXED.contains(&n.as_str()) && !n.is_empty()).map(|(i, n)| (i, n.clone())).collect()
+}
+
+/// Counter collection: one row per (dispatch, counter).
+pub fn parse_v3_counters(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<ParseOutput, ParseError> {
+    let mut out = ParseOutput::new("rocprofv3-counters", source);
+    let mut acc = PhaseAcc::default();
+    let mut seen: HashMap<String, HashSet<u64>> = HashMap::new();
+    let mut rd = csvutil::reader(r);
+    let mut rec = csv::ByteRecord::new();
+    let mut cols: Option<V3Cols> = None;
+    let mut rows = 0u64;
+    loop {
+        match rd.read_byte_record(&mut rec) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => {
+                let line = e.position().map(|p| p.line());
+                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
+                    return Err(ParseError::new(source, line, e.to_string()));
+                }
+                out.warnings.push(format!("{source}:{}: {e}", line.unwrap_or(0)));
+                continue;
+            }
+        }
+        let line = line_of(&rec);
+        if is_header(&rec) {
+            let h = Header::new(&rec);
+            let c = V3Cols::new(&h, source, line)?;
+            if c.counter_name.is_none() || c.counter_value.is_none() {
+                return Err(ParseError::new(source, Some(line), "no Counter_Name/Counter_Value columns: not a counter collection"));
+            }
+            cols = Some(c);
+            continue;
+        }
+        let Some(c) = &cols else {
+            return Err(ParseError::new(source, Some(line), "no header line with a Kernel_Name column before the first record"));
+        };
+        let (Some(name), Some(cname)) = (field(&rec, Some(c.name)), field(&rec, c.counter_name)) else {
+            out.warnings.push(format!("{source}:{line}: missing kernel or counter name; row skipped"));
+            continue;
+        };
+        let Some(value) = num(&rec, c.counter_value) else {
+            out.warnings.push(format!("{source}:{line}: key `Counter_Value`: not a number; row skipped"));
+            continue;
+        };
+        rows += 1;
+        let name = kernel_name(name).to_string();
+        let dispatch = uint(&rec, c.dispatch).unwrap_or(rows);
+        let k = acc.kernel(&name);
+        if seen.entry(name).or_default().insert(dispatch) {
+            c.launch(k, &rec);
+            k.add_call();
+        }
+        k.add_counter(cname, value);
+    }
+    if cols.is_none() {
+        return Err(ParseError::new(source, None, "empty input: no CSV header"));
+    }
+    out.phases.push(acc.finish(&phase_name(opts)));
+    Ok(out)
+}

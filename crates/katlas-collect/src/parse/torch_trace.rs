@@ -1,0 +1,321 @@
+//! torch.profiler Chrome traces, streamed event by event (see `json_scan`).
+//!
+//! GPU kernels are the `cat: "kernel"` events: name, `dur` (us), and from
+//! `args` grid, block, registers per thread and shared memory. Phases come
+//! from GPU-side `record_function` ranges (`cat: "gpu_user_annotation"`) whose
+//! names are listed in the parser's `phases`; a kernel belongs to the range
+//! that contains its start. Memory held: the read buffer plus 16 bytes per
+//! kernel event (start, duration, name id) and one entry per distinct name.
+
+use super::json_scan::{ScanError, Scanner};
+use super::{ParseError, ParseOutput, ParserOptions};
+use crate::summary::PhaseAcc;
+use katlas_model::{KernelSample, Metric};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io::BufRead;
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(default, borrow)]
+    ph: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    cat: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default)]
+    ts: Option<f64>,
+    #[serde(default)]
+    dur: Option<f64>,
+    #[serde(default, borrow)]
+    args: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize, Default)]
+struct KernelArgs {
+    #[serde(default)]
+    grid: Option<[u32; 3]>,
+    #[serde(default)]
+    block: Option<[u32; 3]>,
+    #[serde(default, rename = "registers per thread")]
+    registers: Option<u32>,
+    #[serde(default, rename = "shared memory")]
+    shared: Option<u64>,
+    #[serde(default)]
+    device: Option<u32>,
+    #[serde(default)]
+    stream: Option<i64>,
+}
+
+struct KernelInfo {
+    name: String,
+    grid: Option<[u32; 3]>,
+    block: Option<[u32; 3]>,
+    registers: Option<u32>,
+    shared: Option<u64>,
+    varies: bool,
+}
+
+struct Dispatch {
+    ts: f64,
+    dur: f32,
+    id: u32,
+}
+
+#[derive(Default)]
+struct State {
+    names: HashMap<String, u32>,
+    infos: Vec<KernelInfo>,
+    dispatches: Vec<Dispatch>,
+    ranges: Vec<(f64, f64, String)>,
+    memcpy_us: f64,
+    memcpy_n: u64,
+    memset_us: f64,
+    memset_n: u64,
+    events: u64,
+    bad: u64,
+    devices: Vec<String>,
+    streams: std::collections::BTreeSet<i64>,
+}
+
+fn scan_err(source: &str, e: ScanError) -> ParseError {
+    ParseError::new(source, Some(e.line), e.message)
+}
+
+pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<ParseOutput, ParseError> {
+    let mut out = ParseOutput::new("torch-trace", source);
+    let mut st = State::default();
+    let mut sc = Scanner::new(r);
+    let mut saw_events = false;
+    sc.expect(b'{').map_err(|e| scan_err(source, e))?;
+    loop {
+        match sc.peek().map_err(|e| scan_err(source, e))? {
+            Some(b'}') => break,
+            Some(b',') => {
+                sc.bump();
+                continue;
+            }
+            None => return Err(ParseError::new(source, Some(sc.line()), "truncated: top-level object not closed")),
+            _ => {}
+        }
+        let line = sc.line();
+        let key: String = serde_json::from_slice(sc.value().map_err(|e| scan_err(source, e))?)
+            .map_err(|e| ParseError::new(source, Some(line), format!("expected an object key: {e}")))?;
+        sc.expect(b':').map_err(|e| scan_err(source, e))?;
+        if key == "traceEvents" {
+            saw_events = true;
+            sc.expect(b'[').map_err(|e| scan_err(source, e))?;
+            loop {
+                match sc.peek().map_err(|e| scan_err(source, e))? {
+                    Some(b']') => {
+                        sc.bump();
+                        break;
+                    }
+                    Some(b',') => {
+                        sc.bump();
+                        continue;
+                    }
+                    _ => {}
+                }
+                let line = sc.line();
+                let bytes = sc.value().map_err(|e| scan_err(source, e))?;
+                if let Err(msg) = event(&mut st, bytes, opts) {
+                    st.bad += 1;
+                    if st.bad <= 20 {
+                        out.warnings.push(format!("{source}:{line}: traceEvents element skipped: {msg}"));
+                    }
+                }
+            }
+        } else {
+            let bytes = sc.value().map_err(|e| scan_err(source, e))?;
+            if key == "deviceProperties" {
+                if let Ok(Value::Array(devs)) = serde_json::from_slice::<Value>(bytes) {
+                    for d in devs {
+                        if let Some(n) = d.get("name").and_then(Value::as_str) {
+                            st.devices.push(n.to_string());
+                        }
+                        if let (Some(a), Some(b)) = (d.get("computeMajor").and_then(Value::as_u64), d.get("computeMinor").and_then(Value::as_u64)) {
+                            out.route.entry("arch".into()).or_insert(json!(format!("sm_{a}{b}")));
+                        }
+                    }
+                }
+            } else if matches!(key.as_str(), "cuda_runtime_version" | "cuda_driver_version" | "cupti_version" | "roctracer_version") {
+                if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
+                    out.artifacts.insert(key, v);
+                }
+            }
+        }
+    }
+    if !saw_events {
+        return Err(ParseError::new(source, None, "no `traceEvents` array: not a Chrome trace"));
+    }
+    if st.bad > 20 {
+        out.warnings.push(format!("{source}: {} traceEvents elements skipped in all", st.bad));
+    }
+    finish(&mut out, st, opts);
+    Ok(out)
+}
+
+/// Categories never used here; events of these are counted, not deserialised
+/// (most of a trace is CPU ops with large argument lists).
+const SKIP_CATS: &[&[u8]] = &[b"cpu_op", b"cuda_runtime", b"cuda_driver", b"python_function", b"user_annotation", b"ac2g", b"overhead", b"fwdbwd", b"Trace", b"cpu_instant_event"];
+
+/// The value of the first `"cat"` key, when it is a plain string.
+fn quick_cat(bytes: &[u8]) -> Option<&[u8]> {
+    let i = memchr::memmem::find(bytes, b"\"cat\"")? + 5;
+    let rest = &bytes[i..];
+    let colon = rest.iter().position(|b| !b.is_ascii_whitespace())?;
+    if rest[colon] != b':' {
+        return None;
+    }
+    let rest = &rest[colon + 1..];
+    let q = rest.iter().position(|b| !b.is_ascii_whitespace())?;
+    if rest[q] != b'"' {
+        return None;
+    }
+    let rest = &rest[q + 1..];
+    let end = memchr::memchr2(b'"', b'\\', rest)?;
+    (rest[end] == b'"').then(|| &rest[..end])
+}
+
+fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), String> {
+    st.events += 1;
+    if quick_cat(bytes).is_some_and(|c| SKIP_CATS.contains(&c)) {
+        return Ok(());
+    }
+    let ev: Event = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    let cat = ev.cat.as_deref().unwrap_or("");
+    if ev.ph.as_deref() != Some("X") {
+        return Ok(());
+    }
+    match cat {
+        "kernel" => {
+            let name = ev.name.ok_or("kernel event without `name`")?;
+            let dur = ev.dur.ok_or("kernel event without `dur`")?;
+            let ts = ev.ts.ok_or("kernel event without `ts`")?;
+            let args: KernelArgs = match ev.args {
+                Some(raw) => serde_json::from_str(raw.get()).map_err(|e| format!("kernel args: {e}"))?,
+                None => KernelArgs::default(),
+            };
+            if let Some(s) = args.stream {
+                st.streams.insert(s);
+            }
+            let _ = args.device;
+            let id = match st.names.get(name.as_ref()) {
+                Some(&id) => {
+                    let info = &mut st.infos[id as usize];
+                    if info.grid != args.grid || info.block != args.block {
+                        info.varies = true;
+                    }
+                    id
+                }
+                None => {
+                    let id = st.infos.len() as u32;
+                    st.names.insert(name.to_string(), id);
+                    st.infos.push(KernelInfo {
+                        name: name.into_owned(),
+                        grid: args.grid,
+                        block: args.block,
+                        registers: args.registers,
+                        shared: args.shared,
+                        varies: false,
+                    });
+                    id
+                }
+            };
+            st.dispatches.push(Dispatch { ts, dur: dur as f32, id });
+        }
+        "gpu_memcpy" => {
+            st.memcpy_us += ev.dur.unwrap_or(0.0);
+            st.memcpy_n += 1;
+        }
+        "gpu_memset" => {
+            st.memset_us += ev.dur.unwrap_or(0.0);
+            st.memset_n += 1;
+        }
+        "gpu_user_annotation" => {
+            if let (Some(name), Some(ts), Some(dur)) = (ev.name, ev.ts, ev.dur) {
+                if opts.phases.iter().any(|p| p == name.as_ref()) {
+                    st.ranges.push((ts, ts + dur, name.into_owned()));
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions) {
+    let default_phase = opts.phase.clone().unwrap_or_else(|| "run".into());
+    let mut ranges = st.ranges;
+    ranges.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut accs: Vec<(String, PhaseAcc)> = Vec::new();
+    let slot = |name: &str, accs: &mut Vec<(String, PhaseAcc)>| -> usize {
+        match accs.iter().position(|(n, _)| n == name) {
+            Some(i) => i,
+            None => {
+                accs.push((name.to_string(), PhaseAcc::default()));
+                accs.len() - 1
+            }
+        }
+    };
+    let unphased = if ranges.is_empty() { default_phase.clone() } else { "unannotated".to_string() };
+    for d in &st.dispatches {
+        // Last range starting at or before the kernel, if it still covers it.
+        let i = ranges.partition_point(|r| r.0 <= d.ts);
+        let phase = if i > 0 && d.ts <= ranges[i - 1].1 { ranges[i - 1].2.as_str() } else { unphased.as_str() };
+        let p = slot(phase, &mut accs);
+        let info = &st.infos[d.id as usize];
+        accs[p].1.kernel(&info.name).add_duration(d.dur as f64);
+    }
+    for (name, acc) in accs {
+        let mut t = acc.finish(&name);
+        for k in &mut t.kernels {
+            let id = st.names[&k.name] as usize;
+            fill(k, &st.infos[id]);
+        }
+        out.phases.push(t);
+    }
+    out.metrics.insert("kernel_dispatches".into(), Metric::new(st.dispatches.len() as f64, Some("dispatches")));
+    out.metrics.insert("gpu_kernel_us".into(), Metric::new(st.dispatches.iter().map(|d| d.dur as f64).sum(), Some("us")));
+    out.metrics.insert("gpu_memcpy_us".into(), Metric::new(st.memcpy_us, Some("us")));
+    out.metrics.insert("gpu_memcpy_count".into(), Metric::new(st.memcpy_n as f64, None));
+    out.metrics.insert("gpu_memset_us".into(), Metric::new(st.memset_us, Some("us")));
+    out.metrics.insert("trace_events".into(), Metric::new(st.events as f64, Some("events")));
+    if let Some(d) = st.devices.first() {
+        out.route.insert("device".into(), json!(d));
+    }
+    if !st.streams.is_empty() {
+        out.route.insert("streams".into(), json!(st.streams));
+    }
+}
+
+fn fill(k: &mut KernelSample, info: &KernelInfo) {
+    k.grid = info.grid;
+    k.block = info.block;
+    k.registers = info.registers;
+    k.shared_bytes = info.shared;
+    if info.varies {
+        k.extra.insert("launch_config_varies".into(), json!(true));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skip_only_by_the_top_level_category() {
+        assert_eq!(quick_cat(br#"{"ph": "X", "cat" : "cpu_op", "name": "aten::mm"}"#), Some(&b"cpu_op"[..]));
+        assert_eq!(quick_cat(br#"{"ph": "X", "cat": "kernel", "args": {"cat": "cpu_op"}}"#), Some(&b"kernel"[..]));
+        assert_eq!(quick_cat(br#"{"ph": "M", "name": "process_name"}"#), None);
+        assert_eq!(quick_cat(br#"{"cat": "a\"b"}"#), None, "escaped values go through serde");
+        let mut st = State::default();
+        event(&mut st, br#"{"ph": "X", "cat": "cpu_op", "name": "x", "ts": "not a number"}"#, &ParserOptions::default()).unwrap();
+        event(&mut st, br#"{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, "args": {"grid": [1,1,1]}}"#, &ParserOptions::default()).unwrap();
+        assert_eq!((st.events, st.dispatches.len()), (2, 1));
+    }
+}

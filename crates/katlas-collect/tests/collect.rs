@@ -1,0 +1,205 @@
+//! The runner end to end: error rows for hangs, crashes and missing metrics
+//! beside intact good rows; one run per matrix combination; full output kept.
+
+use katlas_collect::collect::{collect, CollectOptions};
+use katlas_collect::spec::load_file;
+use katlas_model::{Row, Status};
+use std::path::Path;
+use std::time::Duration;
+
+fn setup(spec: &str) -> (tempfile::TempDir, CollectOptions, katlas_collect::spec::LoadedSpec) {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("w.toml");
+    std::fs::write(&f, spec).unwrap();
+    let ls = load_file(&f, None).unwrap();
+    let mut o = CollectOptions::new(d.path());
+    o.skip_devices = true;
+    o.kill_grace = Duration::from_millis(300);
+    o.output = Some(d.path().join("rows.jsonl"));
+    (d, o, ls)
+}
+
+fn rows(p: &Path) -> Vec<Row> {
+    let r = katlas_corpus::read_jsonl::<Row>(p, Some("katlas.row.v1")).unwrap();
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    r.records.into_iter().map(|l| l.record).collect()
+}
+
+#[test]
+fn hang_and_segfault_leave_error_rows_and_others_survive() {
+    let spec = r#"
+command = "case {mode} in ok*) echo 'noise'; echo 'tok_s=12.5'; echo 'lat_ms: 3';; hang) echo before-hang; sleep 60;; segv) echo dying >&2; kill -SEGV $$;; nometric) echo nothing;; esac"
+parsers = [{ name = "kv", keys = ["tok_s", "lat_ms"] }]
+required = ["tok_s"]
+timeout_s = 1.0
+phases = ["decode"]
+[matrix]
+mode = ["ok1", "hang", "segv", "nometric", "ok2"]
+"#;
+    let (_d, o, ls) = setup(spec);
+    let rep = collect(&ls, &o).unwrap();
+    assert_eq!(rep.runs, 5);
+    assert_eq!((rep.rows_ok, rep.rows_error), (2, 3));
+    let rows = rows(o.output.as_ref().unwrap());
+    assert_eq!(rows.len(), 5);
+    let by = |m: &str| rows.iter().find(|r| r.params["mode"] == m).unwrap();
+    for m in ["ok1", "ok2"] {
+        let r = by(m);
+        assert_eq!(r.status, Status::Ok);
+        assert_eq!(r.metric("tok_s"), Some(12.5));
+        assert_eq!(r.metric("lat_ms"), Some(3.0));
+        assert_eq!(r.phase, "decode");
+        assert!(r.identity.policy.as_ref().unwrap().fresh_process);
+        assert_eq!(r.command[0], "sh");
+    }
+    let hang = by("hang");
+    assert_eq!(hang.status, Status::Error);
+    let e = hang.error.as_ref().unwrap();
+    assert!(e.timed_out, "{e:?}");
+    assert_eq!(e.stdout_tail.as_deref(), Some("before-hang\n"));
+    let segv = by("segv").error.as_ref().unwrap();
+    assert_eq!(segv.signal, Some(11));
+    assert!(segv.message.as_ref().unwrap().contains("SIGSEGV"));
+    assert_eq!(segv.stderr_tail.as_deref(), Some("dying\n"));
+    let nm = by("nometric").error.as_ref().unwrap();
+    assert_eq!(nm.message.as_deref(), Some("missing metric tok_s"));
+    assert_eq!(nm.exit_code, Some(0));
+    // Full output and meta under .katlas/runs/<id>/.
+    let run_dir = o.project_root.join(by("ok1").origin.as_ref().unwrap().run_dir.as_ref().unwrap());
+    assert_eq!(std::fs::read_to_string(run_dir.join("stdout")).unwrap(), "noise\ntok_s=12.5\nlat_ms: 3\n");
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(run_dir.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["schema"], "katlas.run-meta.v1");
+    assert_eq!(meta["outcome"]["exit_code"], 0);
+}
+
+#[test]
+fn matrix_gives_one_run_per_combination_and_warmups() {
+    let spec = r#"
+command = ["sh", "-c", "echo v=$(({a} * 10)) b={b} ix={run_index}"]
+parsers = ["kv"]
+runs = 2
+warmup = 1
+shape_bucket = "a{a}"
+[matrix]
+a = [1, 2]
+b = ["x", "y"]
+"#;
+    let (_d, o, ls) = setup(spec);
+    let rep = collect(&ls, &o).unwrap();
+    assert_eq!(rep.runs, 4 * 3);
+    let rows = rows(o.output.as_ref().unwrap());
+    let measured: Vec<&Row> = rows.iter().filter(|r| r.pass == "measured").collect();
+    assert_eq!(measured.len(), 8);
+    assert_eq!(rows.iter().filter(|r| r.pass == "warmup").count(), 4);
+    let mut combos: Vec<(String, String, u32)> = measured.iter().map(|r| (r.params["a"].clone(), r.params["b"].clone(), r.run_index)).collect();
+    combos.sort();
+    combos.dedup();
+    assert_eq!(combos.len(), 8, "each (a, b, run_index) once");
+    for r in &measured {
+        let a: f64 = r.params["a"].parse().unwrap();
+        assert_eq!(r.metric("v"), Some(a * 10.0));
+        assert_eq!(r.metric("ix"), Some(r.run_index as f64));
+        assert_eq!(r.shape_bucket.as_deref(), Some(format!("a{}", r.params["a"]).as_str()));
+        assert_eq!(r.phase, "run");
+    }
+}
+
+#[test]
+fn profile_switches_are_recorded_as_instrumentation() {
+    let spec = r#"
+command = ["sh", "-c", "echo x=$PROF y=$MODE"]
+parsers = ["kv"]
+env = { MODE = "{m}" }
+[params]
+m = "fast"
+[inputs]
+binary = "w.toml"
+prompt = "prompt-{m}.txt"
+[profile]
+env = { PROF = "1" }
+"#;
+    let (d, mut o, ls) = setup(spec);
+    std::fs::write(d.path().join("prompt-fast.txt"), "hello").unwrap();
+    o.profile = true;
+    collect(&ls, &o).unwrap();
+    let rows = rows(o.output.as_ref().unwrap());
+    let r = &rows[0];
+    let md5 = |b: &[u8]| katlas_model::digest::md5_hex(b);
+    assert_eq!(r.identity.binary.as_ref().unwrap().md5.as_deref(), Some(md5(spec.as_bytes()).as_str()));
+    assert_eq!(r.identity.prompt.as_ref().unwrap().md5.as_deref(), Some(md5(b"hello").as_str()));
+    assert_eq!(r.metric("x"), Some(1.0));
+    assert_eq!(r.variant.env["MODE"], "fast");
+    assert_eq!(r.variant.env["PROF"], "1");
+    assert_eq!(r.variant.instrumentation, vec!["PROF".to_string()]);
+}
+
+#[test]
+fn profiler_file_parsed_into_observed_route() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/rocprofv3/kernel_trace.csv");
+    assert!(fixture.exists(), "fixture {} missing", fixture.display());
+    let spec = format!(
+        r#"
+command = ["sh", "-c", "cp {fixture} {{run_dir}}/kt.csv && echo tok_s=5"]
+parsers = ["kv", {{ name = "rocprofv3-kernel-trace", file = "{{run_dir}}/kt.csv" }}]
+phases = ["decode"]
+env = {{ HIP_FORCE = "1" }}
+"#,
+        fixture = fixture.display()
+    );
+    let (_d, o, ls) = setup(&spec);
+    collect(&ls, &o).unwrap();
+    let rows = rows(o.output.as_ref().unwrap());
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+    assert_eq!(r.kernels.len(), 3);
+    assert!(r.kernels.iter().all(|k| k.op.is_some()));
+    let route = r.route.as_ref().unwrap();
+    assert_eq!(route.basis, "observed");
+    assert_eq!(route.kernels_seen.len(), 3);
+    assert_eq!(route.env_requested["HIP_FORCE"], "1");
+    assert_eq!(r.kernels[0].block, Some([64, 1, 1]));
+}
+
+#[test]
+fn workload_printed_rows_are_stamped() {
+    let mut row = katlas_model::Row::new("lab-decode", "decode");
+    row.params.insert("kernel".into(), "gemv_hfq4g256".into());
+    row.metrics.insert("median_us".into(), katlas_model::Metric::new(12.5, Some("us")));
+    row.kernels.push(katlas_model::KernelSample { name: "gemv_hfq4g256_r4".into(), calls: 10, total_us: 125.0, ..Default::default() });
+    let line = serde_json::to_string(&row).unwrap();
+    let spec = "command = ['sh', '-c', 'echo KATLAS_METRIC x=1; cat rows.txt; echo {{\"schema\": \"katlas.row.v1\", \"bad\": 1}}']\nparsers = ['katlas-rows']\nrequired = ['median_us']\n";
+    let (d, o, ls) = setup(spec);
+    std::fs::write(d.path().join("rows.txt"), format!("{line}\n{line}\n")).unwrap();
+    let rep = collect(&ls, &o).unwrap();
+    assert_eq!((rep.rows_ok, rep.rows_error), (2, 0));
+    let rows = rows(o.output.as_ref().unwrap());
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(r.workload, "lab-decode");
+        assert_eq!(r.metric("median_us"), Some(12.5));
+        assert_eq!(r.params["kernel"], "gemv_hfq4g256");
+        assert_eq!(r.command[0], "sh");
+        assert_eq!(r.origin.as_ref().unwrap().kind, "collect");
+        assert_eq!(r.kernels[0].op.as_ref().unwrap().role, "gemv");
+        assert_eq!(r.route.as_ref().unwrap().kernels_seen, ["gemv_hfq4g256_r4"]);
+    }
+    assert_ne!(rows[0].id, rows[1].id);
+    assert_eq!(rows[0].extra["source_row_id"], serde_json::json!(row.id));
+}
+
+/// Every workload file shipped in the repository (workloads/*.toml) loads and validates,
+/// the lab's `lab-decode` included, through the same lookup `katlas collect NAME` uses.
+#[test]
+fn repo_workloads_load() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let project = katlas_project::Project::open(&root).unwrap();
+    let names: Vec<String> = katlas_collect::spec::available(&project).into_iter().map(|(n, _)| n).collect();
+    for want in ["lab-decode", "llama-decode", "llama-decode-ncu", "hipfire-ar", "hipfire-dflash"] {
+        assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
+        let ls = katlas_collect::spec::load(&project, want).unwrap_or_else(|e| panic!("{want}: {e}"));
+        assert!(!ls.spec.parsers.is_empty(), "{want}");
+        let combos = katlas_collect::spec::combinations(&ls.spec, &Default::default()).unwrap();
+        assert!(!combos.is_empty());
+    }
+}

@@ -1,0 +1,57 @@
+//! The `[eval]` and `[gate]` sections of katlas.toml: project defaults that
+//! command-line flags override.
+//!
+//! ```toml
+//! [eval]
+//! threshold = 0.015        # noise band (fraction)
+//! alpha = 0.05
+//! cv_limit = 0.10          # robust CV beyond which a side is unstable
+//! drift_limit = 0.03
+//! warmups = 2
+//! min_runs = 3
+//! max_runs = 30
+//! order = "abba"           # or "shuffle"
+//! settle = "./scripts/gpu-warm.sh"
+//! strip_env = ["HIPFIRE_PROFILE"]
+//! parser = "hipfire-bench"
+//! timeout_s = 900
+//! telemetry = true
+//!
+//! [gate]
+//! baselines = "tests/speed-baselines"
+//! command = "./bench.sh --all"
+//! runs = 5
+//! parser = "kv"
+//! threshold = 0.01
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalConfig {
+    pub threshold: Option<f64>,
+    pub alpha: Option<f64>,
+    pub cv_limit: Option<f64>,
+    pub drift_limit: Option<f64>,
+    pub warmups: Option<u32>,
+    pub min_runs: Option<u32>,
+    pub max_runs: Option<u32>,
+    pub order: Option<String>,
+    pub settle: Option<String>,
+    #[serde(default)]
+    pub strip_env: Vec<String>,
+    pub parser: Option<String>,
+    pub timeout_s: Option<f64>,
+    pub telemetry: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateConfig {
+    pub baselines: Option<String>,
+    pub command: Option<String>,
+    pub runs: Option<u32>,
+    pub parser: Option<String>,
+    pub threshold: Option<f64>,
+}

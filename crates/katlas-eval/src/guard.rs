@@ -1,0 +1,248 @@
+//! Checks that make a comparison invalid before (or regardless of) its
+//! statistics: identity mismatch, stale binary, allowed-files breach, and a
+//! result faster than the speed of light.
+
+use katlas_model::{FileDigest, Identity};
+use std::collections::BTreeSet;
+
+/// Differences between two sides' identities that make them incomparable.
+/// `knobs` are env names the comparison is allowed to differ in; `strip`
+/// names (instrumentation) are ignored on both sides.
+pub fn identity_mismatches(a: &Identity, b: &Identity, knobs: &BTreeSet<String>, strip: &[String], cross_host: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    file_mismatch("prompt", a.prompt.as_ref(), b.prompt.as_ref(), &mut out);
+    file_mismatch("model", a.model.as_ref(), b.model.as_ref(), &mut out);
+    if let (Some(x), Some(y)) = (a.arch(), b.arch()) {
+        if x != y {
+            out.push(format!("arch atom differs: {x} vs {y}"));
+        }
+    }
+    let product = |i: &Identity| i.devices.first().and_then(|d| d.product.clone());
+    if let (Some(x), Some(y)) = (product(a), product(b)) {
+        if x != y {
+            out.push(format!("device product differs: {x} vs {y}"));
+        }
+    }
+    let keys: BTreeSet<&String> = a.env.keys().chain(b.env.keys()).collect();
+    for k in keys {
+        if knobs.contains(k) || strip.contains(k) {
+            continue;
+        }
+        let (x, y) = (a.env.get(k), b.env.get(k));
+        if x != y {
+            out.push(format!(
+                "env {k} differs: {} vs {} (declare it as a variant knob if intended)",
+                x.map(|s| format!("`{s}`")).unwrap_or_else(|| "unset".into()),
+                y.map(|s| format!("`{s}`")).unwrap_or_else(|| "unset".into())
+            ));
+        }
+    }
+    if !cross_host {
+        if let (Some(x), Some(y)) = (&a.host.hostname, &b.host.hostname) {
+            if x != y {
+                out.push(format!("host differs: {x} vs {y} (pass --cross-host to compare across machines)"));
+            }
+        }
+    }
+    out
+}
+
+fn file_mismatch(what: &str, a: Option<&FileDigest>, b: Option<&FileDigest>, out: &mut Vec<String>) {
+    match (a, b) {
+        (Some(x), Some(y)) => match (&x.md5, &y.md5) {
+            (Some(m), Some(n)) if m != n => out.push(format!("{what} differs: md5 {m} vs {n}")),
+            (None, None) if x.path != y.path => out.push(format!(
+                "{what} differs: {} vs {} (no digests)",
+                x.path.as_deref().unwrap_or("?"),
+                y.path.as_deref().unwrap_or("?")
+            )),
+            _ => {}
+        },
+        (Some(_), None) | (None, Some(_)) => out.push(format!("{what} given on one side only")),
+        (None, None) => {}
+    }
+}
+
+/// A candidate whose binary is byte-identical to the baseline's while its
+/// sources differ did not rebuild: whatever it measures is the baseline.
+pub fn stale_binary(a: &Identity, b: &Identity) -> Option<String> {
+    let (ma, mb) = (a.binary.as_ref()?.md5.as_ref()?, b.binary.as_ref()?.md5.as_ref()?);
+    if ma != mb {
+        return None;
+    }
+    let sa = (&a.source.commit, &a.source.diff_md5);
+    let sb = (&b.source.commit, &b.source.diff_md5);
+    if sa == sb || (sa.0.is_none() && sb.0.is_none()) {
+        return None;
+    }
+    Some(format!(
+        "stale binary: candidate binary md5 {mb} equals the baseline's while the sources differ \
+         (commit {} vs {}); rebuild the candidate",
+        a.source.commit_short.as_deref().or(a.source.commit.as_deref()).unwrap_or("-"),
+        b.source.commit_short.as_deref().or(b.source.commit.as_deref()).unwrap_or("-")
+    ))
+}
+
+/// The code objects both sides loaded are byte-identical while their sources
+/// differ: the candidate ran a stale precompiled blob, whatever its binary.
+pub fn stale_code_objects(a: &Identity, b: &Identity) -> Option<String> {
+    if a.code_objects.is_empty() || b.code_objects.is_empty() {
+        return None;
+    }
+    let digests = |i: &Identity| -> Option<Vec<String>> {
+        let mut v: Vec<String> = i.code_objects.iter().map(|c| c.md5.clone()).collect::<Option<_>>()?;
+        v.sort();
+        Some(v)
+    };
+    let (da, db) = (digests(a)?, digests(b)?);
+    let sources_differ = (&a.source.commit, &a.source.diff_md5) != (&b.source.commit, &b.source.diff_md5)
+        && (a.source.commit.is_some() || b.source.commit.is_some());
+    (da == db && sources_differ).then(|| {
+        format!(
+            "stale code objects: the candidate loaded the same {} code object(s) as the baseline ({}) while the sources differ; rebuild or clear the kernel cache",
+            db.len(),
+            b.code_objects.iter().filter_map(|c| c.path.clone()).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+/// Changed files outside the allowed patterns. Patterns: exact paths,
+/// `dir/` (everything under it), `*` (within one path segment), `**` (any
+/// depth), `?` (one character).
+pub fn allowed_files_breach(changed: &[String], allowed: &[String]) -> Vec<String> {
+    changed.iter().filter(|f| !allowed.iter().any(|p| glob_match(p, f))).cloned().collect()
+}
+
+pub fn glob_match(pattern: &str, path: &str) -> bool {
+    if let Some(dir) = pattern.strip_suffix('/') {
+        return path.starts_with(&format!("{dir}/"));
+    }
+    fn m(p: &[u8], s: &[u8]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some(b'*') if p.get(1) == Some(&b'*') => {
+                let rest = if p.get(2) == Some(&b'/') { &p[3..] } else { &p[2..] };
+                (0..=s.len()).any(|i| (i == 0 || s[i - 1] == b'/' || p.get(2) != Some(&b'/')) && m(rest, &s[i..]))
+            }
+            Some(b'*') => (0..=s.len()).take_while(|i| *i == 0 || s[i - 1] != b'/').any(|i| m(&p[1..], &s[i..])),
+            Some(b'?') => !s.is_empty() && s[0] != b'/' && m(&p[1..], &s[1..]),
+            Some(c) => s.first() == Some(c) && m(&p[1..], &s[1..]),
+        }
+    }
+    m(pattern.as_bytes(), path.as_bytes())
+}
+
+/// Achieved bandwidth above the ceiling (with `margin`, e.g. 0.05) is
+/// physically impossible: the measurement or the byte count is wrong.
+pub fn speed_of_light(bytes: f64, seconds: f64, peak_gbps: f64, margin: f64) -> Option<String> {
+    if !(bytes > 0.0 && seconds > 0.0 && peak_gbps > 0.0) {
+        return None;
+    }
+    let achieved = bytes / seconds / 1e9;
+    (achieved > peak_gbps * (1.0 + margin)).then(|| {
+        format!(
+            "faster than the speed of light: {:.1} GB/s achieved ({bytes:.3e} bytes in {:.3} ms) exceeds the {:.1} GB/s ceiling",
+            achieved,
+            seconds * 1e3,
+            peak_gbps
+        )
+    })
+}
+
+/// Seconds from a metric value by its key's unit suffix (`_ms`, `_us`, `_ns`, `_s`).
+pub fn seconds_of(key: &str, v: f64) -> Option<f64> {
+    match katlas_model::unit_for_metric_key(key)? {
+        "ms" => Some(v / 1e3),
+        "us" => Some(v / 1e6),
+        "ns" => Some(v / 1e9),
+        "s" => Some(v),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use katlas_model::{Device, SourceIdentity};
+
+    fn ident(host: &str, arch: &str, bin: &str, commit: &str) -> Identity {
+        Identity {
+            binary: Some(FileDigest { path: Some("b".into()), md5: Some(bin.into()), ..Default::default() }),
+            source: SourceIdentity { commit: Some(commit.into()), ..Default::default() },
+            devices: vec![Device { index: 0, vendor: "amd".into(), arch: Some(arch.into()), product: Some("RX 7900".into()), ..Default::default() }],
+            host: katlas_model::HostIdentity { hostname: Some(host.into()), ..Default::default() },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn identity_guard() {
+        let a = ident("h1", "gfx1100", "m1", "c1");
+        let mut b = ident("h1", "gfx1100", "m2", "c2");
+        assert!(identity_mismatches(&a, &b, &BTreeSet::new(), &[], false).is_empty());
+        b.env.insert("HIPFIRE_GRAPH".into(), "1".into());
+        b.env.insert("HIPFIRE_PROFILE".into(), "1".into());
+        let m = identity_mismatches(&a, &b, &BTreeSet::new(), &["HIPFIRE_PROFILE".into()], false);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(m[0].contains("HIPFIRE_GRAPH"));
+        let knobs: BTreeSet<String> = ["HIPFIRE_GRAPH".to_string()].into();
+        assert!(identity_mismatches(&a, &b, &knobs, &["HIPFIRE_PROFILE".into()], false).is_empty());
+        let c = ident("h2", "gfx1201", "m2", "c2");
+        let m = identity_mismatches(&a, &c, &BTreeSet::new(), &[], false);
+        assert!(m.iter().any(|x| x.contains("arch atom")) && m.iter().any(|x| x.contains("host")), "{m:?}");
+        let m = identity_mismatches(&a, &c, &BTreeSet::new(), &[], true);
+        assert!(!m.iter().any(|x| x.contains("host")));
+        let mut p = a.clone();
+        p.prompt = Some(FileDigest { md5: Some("p1".into()), ..Default::default() });
+        let mut q = a.clone();
+        q.prompt = Some(FileDigest { md5: Some("p2".into()), ..Default::default() });
+        assert!(identity_mismatches(&p, &q, &BTreeSet::new(), &[], false)[0].contains("prompt"));
+    }
+
+    #[test]
+    fn stale() {
+        let a = ident("h", "gfx1100", "same", "c1");
+        let b = ident("h", "gfx1100", "same", "c2");
+        assert!(stale_binary(&a, &b).unwrap().contains("stale binary"));
+        assert!(stale_binary(&a, &a).is_none());
+        assert!(stale_binary(&a, &ident("h", "gfx1100", "other", "c2")).is_none());
+    }
+
+    #[test]
+    fn stale_blob() {
+        let co = |m: &str| FileDigest { path: Some("k.hsaco".into()), md5: Some(m.into()), ..Default::default() };
+        let mut a = ident("h", "gfx1100", "bin1", "c1");
+        let mut b = ident("h", "gfx1100", "bin2", "c2");
+        assert!(stale_code_objects(&a, &b).is_none(), "no code objects reported");
+        a.code_objects = vec![co("x")];
+        b.code_objects = vec![co("x")];
+        assert!(stale_code_objects(&a, &b).unwrap().contains("stale code objects"));
+        b.code_objects = vec![co("y")];
+        assert!(stale_code_objects(&a, &b).is_none());
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("kernels/src/*.hip", "kernels/src/gemv.hip"));
+        assert!(!glob_match("kernels/src/*.hip", "kernels/src/sub/gemv.hip"));
+        assert!(glob_match("kernels/**/*.hip", "kernels/src/sub/gemv.hip"));
+        assert!(glob_match("kernels/", "kernels/a/b.c"));
+        assert!(glob_match("a?.rs", "ab.rs"));
+        assert!(!glob_match("src/lib.rs", "src/lib.rsx"));
+        let breach = allowed_files_breach(
+            &["kernels/src/gemv.hip".into(), "src/dispatch.rs".into()],
+            &["kernels/src/gemv*.hip".into()],
+        );
+        assert_eq!(breach, vec!["src/dispatch.rs"]);
+    }
+
+    #[test]
+    fn light_speed() {
+        // 2 GB in 1 ms = 2000 GB/s: impossible on a 960 GB/s card, fine on 3350 GB/s.
+        assert!(speed_of_light(2e9, 1e-3, 960.0, 0.05).is_some());
+        assert!(speed_of_light(1e9, 1e-3, 960.0, 0.05).is_none(), "inside the 5% margin");
+        assert!(speed_of_light(2e9, 1e-3, 3350.0, 0.05).is_none());
+        assert_eq!(seconds_of("elapsed_ms", 2.0), Some(0.002));
+        assert_eq!(seconds_of("gen_tok_s", 2.0), None);
+    }
+}

@@ -1,0 +1,389 @@
+//! Statistics behind A/B verdicts. Pure functions over sample slices.
+//!
+//! Distribution quantiles come from `statrs`; the robust summaries, the
+//! bootstrap and the exact Mann–Whitney distribution are small enough to
+//! write here, where the seeding and tie handling are under our control.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+
+/// Sorted copy without NaNs (NaN is never a measurement).
+pub fn sorted(xs: &[f64]) -> Vec<f64> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v
+}
+
+fn median_sorted(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+pub fn median(xs: &[f64]) -> f64 {
+    median_sorted(&sorted(xs))
+}
+
+pub fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// Sample variance (n-1 denominator); NaN below two samples.
+pub fn variance(xs: &[f64]) -> f64 {
+    let n = xs.len();
+    if n < 2 {
+        return f64::NAN;
+    }
+    let m = mean(xs);
+    xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1) as f64
+}
+
+pub fn stddev(xs: &[f64]) -> f64 {
+    variance(xs).sqrt()
+}
+
+/// Coefficient of variation, stddev / |mean|.
+pub fn cv(xs: &[f64]) -> f64 {
+    stddev(xs) / mean(xs).abs()
+}
+
+/// Robust coefficient of variation: `1.4826 · MAD / |median|` (equals the CV
+/// for normal data; a single outlier barely moves it).
+pub fn robust_cv(xs: &[f64]) -> f64 {
+    1.4826 * mad(xs) / median(xs).abs()
+}
+
+/// Median absolute deviation from the median (unscaled).
+pub fn mad(xs: &[f64]) -> f64 {
+    let m = median(xs);
+    let dev: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
+    median(&dev)
+}
+
+/// Distribution-free CI of the median from order statistics (binomial with
+/// p = 1/2), at least `level` coverage. `None` when n is too small for the level.
+pub fn median_ci(xs: &[f64], level: f64) -> Option<[f64; 2]> {
+    let v = sorted(xs);
+    let n = v.len();
+    if n < 2 {
+        return None;
+    }
+    // Largest k with P(X < k) <= alpha/2 for X ~ Bin(n, 1/2); interval [x_(k), x_(n-k+1)] (1-based).
+    let alpha = 1.0 - level;
+    let mut cdf = 0.0;
+    let mut k = 0usize;
+    let mut pmf = 0.5f64.powi(n as i32);
+    for i in 0..n {
+        if cdf + pmf > alpha / 2.0 {
+            break;
+        }
+        cdf += pmf;
+        k = i + 1;
+        pmf = pmf * (n - i) as f64 / (i + 1) as f64;
+    }
+    if k == 0 {
+        return None;
+    }
+    Some([v[k - 1], v[n - k]])
+}
+
+/// Quantile of the standard normal.
+pub fn z_quantile(p: f64) -> f64 {
+    Normal::new(0.0, 1.0).expect("unit normal").inverse_cdf(p)
+}
+
+/// Quantile of Student's t with `df` degrees of freedom (normal for huge df).
+pub fn t_quantile(p: f64, df: f64) -> f64 {
+    if !df.is_finite() || df > 1e6 {
+        return z_quantile(p);
+    }
+    StudentsT::new(0.0, 1.0, df.max(1.0)).expect("valid t").inverse_cdf(p)
+}
+
+pub fn normal_cdf(x: f64) -> f64 {
+    Normal::new(0.0, 1.0).expect("unit normal").cdf(x)
+}
+
+/// Relative change of medians, `median(b) / median(a) - 1`.
+pub fn relative_change(a: &[f64], b: &[f64]) -> f64 {
+    median(b) / median(a) - 1.0
+}
+
+/// Seeded percentile bootstrap CI of `median(b)/median(a) - 1`, both sides
+/// resampled independently. Deterministic for a given seed.
+pub fn bootstrap_relative_change_ci(a: &[f64], b: &[f64], level: f64, resamples: u32, seed: u64) -> Option<[f64; 2]> {
+    let a = sorted(a);
+    let b = sorted(b);
+    if a.is_empty() || b.is_empty() || resamples == 0 {
+        return None;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut ba = vec![0.0; a.len()];
+    let mut bb = vec![0.0; b.len()];
+    let mut stats = Vec::with_capacity(resamples as usize);
+    for _ in 0..resamples {
+        for x in ba.iter_mut() {
+            *x = a[rng.random_range(0..a.len())];
+        }
+        for x in bb.iter_mut() {
+            *x = b[rng.random_range(0..b.len())];
+        }
+        let ma = select_median(&mut ba);
+        let mb = select_median(&mut bb);
+        stats.push(mb / ma - 1.0);
+    }
+    stats.sort_by(|x, y| x.total_cmp(y));
+    let alpha = 1.0 - level;
+    Some([quantile_sorted(&stats, alpha / 2.0), quantile_sorted(&stats, 1.0 - alpha / 2.0)])
+}
+
+fn select_median(v: &mut [f64]) -> f64 {
+    let n = v.len();
+    let (_, hi, _) = v.select_nth_unstable_by(n / 2, |x, y| x.total_cmp(y));
+    let hi = *hi;
+    if n % 2 == 1 {
+        hi
+    } else {
+        let lo = v[..n / 2].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        0.5 * (lo + hi)
+    }
+}
+
+/// Linear-interpolated quantile (type 7) of sorted data.
+pub fn quantile_sorted(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let h = (v.len() - 1) as f64 * q.clamp(0.0, 1.0);
+    let lo = h.floor() as usize;
+    let hi = h.ceil() as usize;
+    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+}
+
+/// Welch-t CI of the ratio of geometric means, as a relative change
+/// (`exp(mean(ln b) - mean(ln a)) - 1`). Needs two positive samples per side.
+pub fn welch_log_ci(a: &[f64], b: &[f64], level: f64) -> Option<[f64; 2]> {
+    if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|x| *x <= 0.0 || !x.is_finite()) {
+        return None;
+    }
+    let la: Vec<f64> = a.iter().map(|x| x.ln()).collect();
+    let lb: Vec<f64> = b.iter().map(|x| x.ln()).collect();
+    let (na, nb) = (la.len() as f64, lb.len() as f64);
+    let (va, vb) = (variance(&la) / na, variance(&lb) / nb);
+    let d = mean(&lb) - mean(&la);
+    let se2 = va + vb;
+    if se2 <= 0.0 {
+        return Some([d.exp() - 1.0, d.exp() - 1.0]);
+    }
+    // Welch–Satterthwaite degrees of freedom.
+    let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    let t = t_quantile(1.0 - (1.0 - level) / 2.0, df);
+    let hw = t * se2.sqrt();
+    Some([(d - hw).exp() - 1.0, (d + hw).exp() - 1.0])
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MannWhitney {
+    /// U statistic of `b` (count of pairs with b > a, ties counting 1/2).
+    pub u: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+    /// Whether `p` is from the exact permutation distribution.
+    pub exact: bool,
+}
+
+/// Two-sided Mann–Whitney U test. Exact (permutation distribution of U) when
+/// there are no ties and both sides have at most 30 samples; otherwise the
+/// normal approximation with tie-corrected variance and continuity correction.
+pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
+    let (n1, n2) = (a.len(), b.len());
+    if n1 == 0 || n2 == 0 {
+        return None;
+    }
+    // Ranks of the pooled sample, average ranks for ties.
+    let mut pooled: Vec<(f64, bool)> = a.iter().map(|x| (*x, false)).chain(b.iter().map(|x| (*x, true))).collect();
+    pooled.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let n = pooled.len();
+    let mut rank_b = 0.0;
+    let mut tie_term = 0.0;
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && pooled[j + 1].0 == pooled[i].0 {
+            j += 1;
+        }
+        let r = (i + j) as f64 / 2.0 + 1.0;
+        let t = (j - i + 1) as f64;
+        if t > 1.0 {
+            tie_term += t * t * t - t;
+        }
+        for item in &pooled[i..=j] {
+            if item.1 {
+                rank_b += r;
+            }
+        }
+        i = j + 1;
+    }
+    let u = rank_b - (n2 * (n2 + 1)) as f64 / 2.0;
+    let mu = (n1 * n2) as f64 / 2.0;
+    if tie_term == 0.0 && n1 <= 30 && n2 <= 30 {
+        let dist = u_distribution(n1, n2);
+        let total: f64 = dist.iter().sum();
+        let u_int = u.round() as usize;
+        let lo = u_int.min(n1 * n2 - u_int);
+        // P(U <= lo) doubled, by symmetry.
+        let tail: f64 = dist[..=lo].iter().sum::<f64>() / total;
+        return Some(MannWhitney { u, p: (2.0 * tail).min(1.0), exact: true });
+    }
+    let nf = n as f64;
+    let var = (n1 * n2) as f64 / 12.0 * ((nf + 1.0) - tie_term / (nf * (nf - 1.0)));
+    if var <= 0.0 {
+        return Some(MannWhitney { u, p: 1.0, exact: false });
+    }
+    let z = ((u - mu).abs() - 0.5).max(0.0) / var.sqrt();
+    Some(MannWhitney { u, p: (2.0 * (1.0 - normal_cdf(z))).min(1.0), exact: false })
+}
+
+/// Counts of each U value (0..=n1*n2) over all C(n1+n2, n1) arrangements.
+fn u_distribution(n1: usize, n2: usize) -> Vec<f64> {
+    // f[i][j][u]: arrangements of i a's and j b's with U = u; built row by row.
+    let max_u = n1 * n2;
+    let mut prev: Vec<Vec<f64>> = vec![vec![0.0; max_u + 1]; n2 + 1];
+    for row in prev.iter_mut() {
+        row[0] = 1.0; // i = 0: any number of b's, U = 0
+    }
+    for i in 1..=n1 {
+        let mut cur: Vec<Vec<f64>> = vec![vec![0.0; max_u + 1]; n2 + 1];
+        cur[0][0] = 1.0;
+        for j in 1..=n2 {
+            for u in 0..=i * j {
+                // Largest element is an a (adds nothing to U of b) or a b (beats all i a's).
+                let from_a = prev[j][u];
+                let from_b = if u >= i { cur[j - 1][u - i] } else { 0.0 };
+                cur[j][u] = from_a + from_b;
+            }
+        }
+        prev = cur;
+    }
+    prev[n2].clone()
+}
+
+/// Drift of a series in run order: `median(second half) / median(first half) - 1`,
+/// with the Mann–Whitney p-value between the halves.
+pub fn drift(series: &[f64]) -> Option<(f64, f64)> {
+    if series.len() < 6 {
+        return None;
+    }
+    let h = series.len() / 2;
+    let (first, second) = (&series[..h], &series[series.len() - h..]);
+    let d = relative_change(first, second);
+    let p = mann_whitney(first, second).map(|m| m.p).unwrap_or(1.0);
+    Some((d, p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn robust_summaries() {
+        let xs = [1.0, 2.0, 3.0, 4.0, 100.0];
+        assert_eq!(median(&xs), 3.0);
+        assert_eq!(mean(&xs), 22.0);
+        assert_eq!(mad(&xs), 1.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        assert!(close(stddev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), 2.138089935, 1e-8));
+        assert!(median(&[f64::NAN, 1.0, 3.0]) == 2.0);
+    }
+
+    #[test]
+    fn median_ci_order_statistics() {
+        let xs: Vec<f64> = (1..=10).map(f64::from).collect();
+        // n=10, 95%: k=2 -> [x(2), x(9)] (coverage 97.9%).
+        assert_eq!(median_ci(&xs, 0.95), Some([2.0, 9.0]));
+        // n=5 cannot reach 95% with order statistics (min coverage 93.75%).
+        assert_eq!(median_ci(&xs[..5], 0.95), None);
+        assert_eq!(median_ci(&xs[..5], 0.90), Some([1.0, 5.0]));
+    }
+
+    #[test]
+    fn quantiles_match_tables() {
+        assert!(close(z_quantile(0.975), 1.959964, 1e-5));
+        assert!(close(t_quantile(0.975, 4.0), 2.776445, 1e-4));
+        assert!(close(t_quantile(0.995, 10.0), 3.169273, 1e-4));
+    }
+
+    #[test]
+    fn bootstrap_is_seeded_and_covers_the_shift() {
+        let a: Vec<f64> = (0..20).map(|i| 100.0 + ((i * 7) % 20) as f64 * 0.37).collect();
+        let b: Vec<f64> = a.iter().map(|x| x * 1.10).collect();
+        let ci1 = bootstrap_relative_change_ci(&a, &b, 0.95, 10_000, 7).unwrap();
+        let ci2 = bootstrap_relative_change_ci(&a, &b, 0.95, 10_000, 7).unwrap();
+        assert_eq!(ci1, ci2, "same seed, same interval");
+        assert!(ci1[0] <= 0.10 && 0.10 <= ci1[1], "{ci1:?}");
+        assert!(ci1[0] > 0.05, "{ci1:?}");
+        let ci3 = bootstrap_relative_change_ci(&a, &b, 0.95, 10_000, 8).unwrap();
+        assert_ne!(ci1, ci3, "different seed, (slightly) different interval");
+    }
+
+    #[test]
+    fn welch_interval() {
+        let a = [100.0, 102.0, 98.0, 101.0, 99.0];
+        let b = [110.0, 112.2, 107.8, 111.1, 108.9];
+        let ci = welch_log_ci(&a, &b, 0.95).unwrap();
+        assert!(ci[0] < 0.10 && ci[1] > 0.10 && ci[0] > 0.07, "{ci:?}");
+        assert!(welch_log_ci(&a[..1], &b, 0.95).is_none());
+        assert!(welch_log_ci(&[1.0, -1.0], &b, 0.95).is_none());
+    }
+
+    #[test]
+    fn mann_whitney_exact_and_normal() {
+        // Complete separation at 4 vs 4: p = 2/70.
+        let m = mann_whitney(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0]).unwrap();
+        assert!(m.exact);
+        assert_eq!(m.u, 16.0);
+        assert!(close(m.p, 2.0 / 70.0, 1e-12), "{}", m.p);
+        // 3 vs 3 can never reach 0.05 two-sided.
+        let m = mann_whitney(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert!(close(m.p, 0.1, 1e-12));
+        // Identical samples: p = 1 (ties path, normal approximation).
+        let m = mann_whitney(&[1.0, 1.0, 1.0], &[1.0, 1.0, 1.0]).unwrap();
+        assert!(!m.exact);
+        assert_eq!(m.p, 1.0);
+        // With ties: U = 25.5, tie-corrected z = 10/sqrt(29.5909) -> p = 0.0660
+        // (scipy.stats.mannwhitneyu(..., method='asymptotic') agrees).
+        let m = mann_whitney(&[1.0, 2.0, 3.0, 4.0, 5.0], &[3.0, 4.0, 5.0, 6.0, 7.0, 8.0]).unwrap();
+        assert!(!m.exact);
+        assert_eq!(m.u, 25.5);
+        assert!(close(m.p, 0.0660, 1e-3), "{}", m.p);
+        // Exact distribution sums to C(n1+n2, n1).
+        let d = u_distribution(5, 7);
+        assert_eq!(d.iter().sum::<f64>(), 792.0);
+    }
+
+    #[test]
+    fn drift_halves() {
+        let flat: Vec<f64> = (0..12).map(|i| 100.0 + (i % 3) as f64).collect();
+        let (d, p) = drift(&flat).unwrap();
+        assert!(d.abs() < 0.01 && p > 0.5, "{d} {p}");
+        let ramp: Vec<f64> = (0..12).map(|i| 100.0 + 2.0 * i as f64).collect();
+        let (d, p) = drift(&ramp).unwrap();
+        assert!(d > 0.1 && p < 0.01, "{d} {p}");
+        assert!(drift(&flat[..5]).is_none());
+    }
+}

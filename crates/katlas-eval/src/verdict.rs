@@ -1,0 +1,302 @@
+//! From two sample series to a verdict, and the sequential (adaptive) plan
+//! whose repeated looks are paid for with a Bonferroni split of alpha.
+//!
+//! The decision interval is the hull of the seeded bootstrap CI of the ratio
+//! of medians and a Welch-t CI on log values: the bootstrap is robust to
+//! outliers but over-trusts very small samples (at n = 3 its interval is
+//! bounded by the data range), the t interval is honest at small n. A verdict
+//! needs the hull to clear the noise band `±threshold`:
+//!
+//! - hull entirely above `+threshold` (in the goal's direction): `improved`
+//! - entirely below `-threshold`: `regressed`
+//! - entirely inside `[-threshold, +threshold]`: `no_change`
+//! - otherwise `inconclusive`.
+
+use crate::stats;
+use katlas_model::ledger::{Effect, Goal, Verdict};
+
+#[derive(Debug, Clone)]
+pub struct JudgeConfig {
+    /// Relative noise threshold (0.01 = 1%).
+    pub threshold: f64,
+    /// Family-wise error rate over all looks (two-sided).
+    pub alpha: f64,
+    pub resamples: u32,
+    pub seed: u64,
+    pub goal: Goal,
+    /// Drift between halves beyond this (relative) and significant is `unstable`.
+    pub drift_limit: f64,
+    /// Significance the half-vs-half Mann–Whitney test needs to call drift.
+    pub drift_p: f64,
+    /// Coefficient of variation beyond this on either side is `unstable`.
+    pub cv_limit: f64,
+    /// Skip the bootstrap when the Welch interval alone cannot decide (the
+    /// hull contains it, so the verdict is the same; the report lacks the
+    /// bootstrap CI). For simulations and interim looks.
+    pub lazy_bootstrap: bool,
+}
+
+impl Default for JudgeConfig {
+    fn default() -> Self {
+        Self {
+            threshold: 0.01,
+            alpha: 0.05,
+            resamples: 10_000,
+            seed: 0x6b61_746c_6173,
+            goal: Goal::Maximize,
+            drift_limit: 0.03,
+            drift_p: 0.01,
+            cv_limit: 0.10,
+            lazy_bootstrap: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    pub effect: Option<Effect>,
+    pub reasons: Vec<String>,
+    /// (side label, drift) per side with enough samples.
+    pub drift: Vec<(String, f64)>,
+}
+
+/// Judge candidate series `b` against baseline `a`, both in run order, with a
+/// decision interval at `level`.
+pub fn judge(a: &[f64], b: &[f64], level: f64, cfg: &JudgeConfig) -> Judgement {
+    let mut reasons = Vec::new();
+    let mut drift_out = Vec::new();
+    if a.is_empty() {
+        return Judgement {
+            verdict: Verdict::NeedsBaseline,
+            effect: None,
+            reasons: vec!["baseline produced no usable samples".into()],
+            drift: drift_out,
+        };
+    }
+    if b.is_empty() {
+        return Judgement {
+            verdict: Verdict::Inconclusive,
+            effect: None,
+            reasons: vec!["candidate produced no usable samples".into()],
+            drift: drift_out,
+        };
+    }
+    let mut unstable = false;
+    for (label, s) in [("baseline", a), ("candidate", b)] {
+        // Robust spread (1.4826 MAD / median): a consistent spread, not one outlier.
+        let cv = stats::robust_cv(s);
+        if cv.is_finite() && cv > cfg.cv_limit {
+            unstable = true;
+            reasons.push(format!(
+                "{label} spread (robust CV) {:.1}% exceeds the {:.1}% limit",
+                cv * 100.0,
+                cfg.cv_limit * 100.0
+            ));
+        }
+        if let Some((d, p)) = stats::drift(s) {
+            drift_out.push((label.to_string(), d));
+            if d.abs() > cfg.drift_limit && p < cfg.drift_p {
+                unstable = true;
+                reasons.push(format!(
+                    "{label} drifted {:+.1}% between first and second half (p = {p:.3}, limit ±{:.1}%)",
+                    d * 100.0,
+                    cfg.drift_limit * 100.0
+                ));
+            }
+        }
+    }
+    let rel = stats::relative_change(a, b);
+    let welch = stats::welch_log_ci(a, b, level);
+    let sign = match cfg.goal {
+        Goal::Maximize => 1.0,
+        Goal::Minimize => -1.0,
+    };
+    let boot = if cfg.lazy_bootstrap && welch.is_some_and(|w| classify(w, sign, cfg.threshold) == Verdict::Inconclusive) {
+        None
+    } else {
+        stats::bootstrap_relative_change_ci(a, b, level, cfg.resamples, cfg.seed)
+    };
+    let hull = match (boot, welch) {
+        (Some(x), Some(y)) => Some([x[0].min(y[0]), x[1].max(y[1])]),
+        (Some(x), None) => Some(x),
+        (None, y) => y,
+    };
+    let p = stats::mann_whitney(a, b).map(|m| m.p);
+    let effect = hull.map(|ci| Effect {
+        relative_change: rel,
+        ci,
+        ci_level: level,
+        bootstrap_ci: boot,
+        gain: sign * rel,
+        p_value: p,
+        resamples: cfg.resamples,
+    });
+    let verdict = if unstable {
+        Verdict::Unstable
+    } else if a.len() < 2 || b.len() < 2 || hull.is_none() {
+        reasons.push(format!("too few samples for an interval ({} vs {})", a.len(), b.len()));
+        Verdict::Inconclusive
+    } else {
+        let ci = hull.expect("checked");
+        let (glo, ghi) = if sign > 0.0 { (ci[0], ci[1]) } else { (-ci[1], -ci[0]) };
+        let t = cfg.threshold;
+        let v = classify(ci, sign, t);
+        reasons.push(format!(
+            "gain {:+.2}%, {:.1}% interval [{:+.2}%, {:+.2}%] against noise threshold ±{:.2}%",
+            sign * rel * 100.0,
+            level * 100.0,
+            glo * 100.0,
+            ghi * 100.0,
+            t * 100.0
+        ));
+        v
+    };
+    Judgement { verdict, effect, reasons, drift: drift_out }
+}
+
+/// Verdict of an interval of relative change against the band `±t`;
+/// `sign` is -1 for metrics where lower is better.
+pub fn classify(ci: [f64; 2], sign: f64, t: f64) -> Verdict {
+    let (glo, ghi) = if sign > 0.0 { (ci[0], ci[1]) } else { (-ci[1], -ci[0]) };
+    if glo > t {
+        Verdict::Improved
+    } else if ghi < -t {
+        Verdict::Regressed
+    } else if glo >= -t && ghi <= t {
+        Verdict::NoChange
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+/// Planned looks of an eval: per-side sample counts at which a verdict may be drawn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub looks: Vec<u32>,
+}
+
+impl Plan {
+    /// A fixed-N protocol: one look.
+    pub fn fixed(n: u32) -> Self {
+        Self { looks: vec![n.max(1)] }
+    }
+    /// Adaptive: first look at `min`, then each look about 1.5× the last, ending at `max`.
+    pub fn adaptive(min: u32, max: u32) -> Self {
+        let min = min.max(2);
+        let max = max.max(min);
+        let mut looks = vec![min];
+        let mut n = min;
+        while n < max {
+            n = ((n as f64 * 1.5).ceil() as u32).max(n + 1).min(max);
+            looks.push(n);
+        }
+        Self { looks }
+    }
+    pub fn max(&self) -> u32 {
+        *self.looks.last().expect("a plan has at least one look")
+    }
+    /// Alpha spent at each look. They sum to `alpha`, so by Bonferroni's
+    /// inequality the chance that any look wrongly clears the band is at most
+    /// `alpha` however many looks are taken. Half goes to the first look (large
+    /// effects should stop at the minimum run count), the rest is split evenly.
+    pub fn look_alphas(&self, alpha: f64) -> Vec<f64> {
+        let k = self.looks.len();
+        if k == 1 {
+            return vec![alpha];
+        }
+        let rest = alpha / 2.0 / (k - 1) as f64;
+        std::iter::once(alpha / 2.0).chain(std::iter::repeat_n(rest, k - 1)).collect()
+    }
+    /// Confidence level of look `k` (0-based).
+    pub fn look_level(&self, k: usize, alpha: f64) -> f64 {
+        1.0 - self.look_alphas(alpha)[k.min(self.looks.len() - 1)]
+    }
+    pub fn is_adaptive(&self) -> bool {
+        self.looks.len() > 1
+    }
+}
+
+/// Whether a judgement at an interim look ends the eval. `unstable` does not:
+/// an early outlier should not end an eval that more samples would settle;
+/// it is judged again at the last look.
+pub fn is_final(v: Verdict) -> bool {
+    matches!(v, Verdict::Improved | Verdict::Regressed | Verdict::NoChange)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(center: f64, n: usize, spread: f64) -> Vec<f64> {
+        // Deterministic zig-zag around the centre.
+        (0..n).map(|i| center * (1.0 + spread * (((i * 7) % 5) as f64 - 2.0) / 2.0)).collect()
+    }
+
+    #[test]
+    fn clear_improvement_and_regression() {
+        let cfg = JudgeConfig::default();
+        let a = series(100.0, 10, 0.01);
+        let b = series(110.0, 10, 0.01);
+        let j = judge(&a, &b, 0.95, &cfg);
+        assert_eq!(j.verdict, Verdict::Improved, "{:?}", j.reasons);
+        let e = j.effect.unwrap();
+        assert!((e.relative_change - 0.10).abs() < 1e-9);
+        assert!(e.ci[0] > 0.05 && e.ci[1] < 0.15);
+        assert_eq!(judge(&b, &a, 0.95, &cfg).verdict, Verdict::Regressed);
+        // Latency metric: lower is better.
+        let cfg_min = JudgeConfig { goal: Goal::Minimize, ..JudgeConfig::default() };
+        assert_eq!(judge(&a, &b, 0.95, &cfg_min).verdict, Verdict::Regressed);
+        assert!(judge(&a, &b, 0.95, &cfg_min).effect.unwrap().gain < 0.0);
+    }
+
+    #[test]
+    fn no_change_and_inconclusive() {
+        let cfg = JudgeConfig::default();
+        let a = series(100.0, 20, 0.002);
+        let b = series(100.1, 20, 0.002);
+        assert_eq!(judge(&a, &b, 0.95, &cfg).verdict, Verdict::NoChange);
+        // Noisy and short: straddles the band.
+        let a = series(100.0, 4, 0.05);
+        let b = series(101.5, 4, 0.05);
+        assert_eq!(judge(&a, &b, 0.95, &cfg).verdict, Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn drift_and_spread_are_unstable() {
+        let cfg = JudgeConfig::default();
+        let a: Vec<f64> = (0..12).map(|i| 100.0 + 1.5 * i as f64).collect();
+        let b = series(130.0, 12, 0.005);
+        let j = judge(&a, &b, 0.95, &cfg);
+        assert_eq!(j.verdict, Verdict::Unstable);
+        assert!(j.reasons.iter().any(|r| r.contains("baseline drifted")), "{:?}", j.reasons);
+        let wild = [50.0, 150.0, 60.0, 140.0, 100.0, 45.0, 155.0];
+        let j = judge(&wild, &series(100.0, 7, 0.01), 0.95, &cfg);
+        assert_eq!(j.verdict, Verdict::Unstable);
+        assert!(j.reasons[0].contains("CV"));
+        // One outlier is not a spread.
+        let one = [100.0, 101.0, 99.0, 100.5, 180.0];
+        assert_ne!(judge(&one, &series(100.0, 5, 0.01), 0.95, &cfg).verdict, Verdict::Unstable);
+    }
+
+    #[test]
+    fn missing_sides() {
+        let cfg = JudgeConfig::default();
+        assert_eq!(judge(&[], &[1.0], 0.95, &cfg).verdict, Verdict::NeedsBaseline);
+        assert_eq!(judge(&[1.0, 1.0], &[], 0.95, &cfg).verdict, Verdict::Inconclusive);
+        assert_eq!(judge(&[1.0], &[2.0], 0.95, &cfg).verdict, Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn plans() {
+        assert_eq!(Plan::adaptive(3, 20).looks, vec![3, 5, 8, 12, 18, 20]);
+        assert_eq!(Plan::fixed(10).looks, vec![10]);
+        let p = Plan::adaptive(3, 20);
+        let alphas = p.look_alphas(0.05);
+        assert!((alphas.iter().sum::<f64>() - 0.05).abs() < 1e-12, "looks spend exactly alpha");
+        assert!((p.look_level(0, 0.05) - 0.975).abs() < 1e-12);
+        assert!((p.look_level(5, 0.05) - (1.0 - 0.005)).abs() < 1e-12);
+        assert_eq!(Plan::fixed(10).look_level(0, 0.05), 0.95);
+        assert_eq!(Plan::adaptive(5, 5).looks, vec![5]);
+    }
+}

@@ -1,0 +1,42 @@
+//! Minimal driver for the library (benchmarks use it when the `katlas` binary is not built):
+//! `scan [--mix] [--jobs N] PATH...` prints the manifest summary as JSON on stdout.
+use katlas_isa::{scan, DisasmMode, ScanOptions};
+
+fn main() {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mix = args.iter().any(|a| a == "--mix");
+    args.retain(|a| a != "--mix");
+    let mut jobs = None;
+    if let Some(i) = args.iter().position(|a| a == "--jobs") {
+        jobs = args.get(i + 1).and_then(|s| s.parse().ok());
+        args.drain(i..(i + 2).min(args.len()));
+    }
+    let full = args.iter().any(|a| a == "--full");
+    args.retain(|a| a != "--full");
+    let opts = ScanOptions {
+        disasm: if mix {
+            DisasmMode::Auto
+        } else {
+            DisasmMode::Never
+        },
+        jobs,
+        ..Default::default()
+    };
+    let paths: Vec<_> = args.iter().map(std::path::PathBuf::from).collect();
+    match scan(&paths, opts) {
+        Ok(m) => {
+            if full {
+                println!("{}", serde_json::to_string_pretty(&m).unwrap_or_default());
+            } else {
+                println!("{}", serde_json::to_string(&m.summary).unwrap_or_default());
+                for e in m.errors.iter().take(20) {
+                    eprintln!("error: {} {}: {}", e.path, e.chain, e.message);
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! The `katlas.isa.v1` manifest: what `katlas isa scan` writes and the fit view reads.
+//! Field names are a contract (documented in docs/isa.md); add fields, never rename.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const SCHEMA: &str = "katlas.isa.v1";
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct IsaManifest {
+    /// Always `katlas.isa.v1`.
+    pub schema: String,
+    /// UTC time of the scan, RFC 3339.
+    pub created_at: String,
+    pub tool: String,
+    pub tool_version: String,
+    /// `--arch` filter when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch_filter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_filter: Option<String>,
+    pub inputs: Vec<InputFile>,
+    pub objects: Vec<CodeObject>,
+    /// Problems that did not stop the scan: unreadable files, corrupt containers, failed tools.
+    pub errors: Vec<ScanError>,
+    /// Disassemblers looked for and what became of them.
+    pub disassemblers: Vec<ToolStatus>,
+    pub summary: Summary,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Summary {
+    pub files: u64,
+    pub bytes: u64,
+    pub objects: u64,
+    pub kernels: u64,
+    pub errors: u64,
+    pub elapsed_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct InputFile {
+    pub path: String,
+    pub size: u64,
+    /// What the content was recognised as: `amdgpu-elf`, `cubin`, `offload-bundle`, `ccob`,
+    /// `fatbin`, `host-elf`, `ptx` or `unrecognised`.
+    pub kind: String,
+    pub objects: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ScanError {
+    pub path: String,
+    /// Container chain down to where the error happened.
+    pub chain: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ToolStatus {
+    /// `amd` or `nvidia`.
+    pub vendor: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// `used`, `found`, `absent`, `disabled`.
+    pub status: String,
+}
+
+#[derive(
+    Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash, PartialOrd, Ord,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Vendor {
+    Amd,
+    Nvidia,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct CodeObject {
+    /// Top-level file the object came from.
+    pub path: String,
+    /// Container chain, outermost first, e.g. `["libx.so", ".hip_fatbin", "bundle[hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-]", "elf"]`.
+    pub chain: Vec<String>,
+    /// `chain` joined with ` › `.
+    pub chain_text: String,
+    /// md5 of the object's (decompressed) bytes.
+    pub md5: String,
+    pub size: u64,
+    pub vendor: Vendor,
+    /// `amdgpu-elf`, `cubin` or `ptx`.
+    pub format: String,
+    /// Full target: `amdgcn-amd-amdhsa--gfx90a:xnack-` or `sm_90a`.
+    pub target: String,
+    /// Architecture atom without features: `gfx90a`, `sm_90a`.
+    pub arch: String,
+    /// Target features such as `xnack-`, `sramecc+`.
+    #[serde(default)]
+    pub features: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amd: Option<AmdObject>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvidia: Option<NvObject>,
+    pub kernels: Vec<Kernel>,
+    /// For PTX: `.entry` names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ptx_entries: Vec<String>,
+    /// How the instruction mix was obtained: `disassembled:<tool>`, `disabled`, `absent:<tool>`, `failed:<why>`, `cached`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix_status: Option<String>,
+    /// Problems with this object that still left a record (e.g. one bad note among good ones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct AmdObject {
+    /// 4, 5 or 6 (from EI_ABIVERSION).
+    pub code_object_version: u32,
+    pub e_flags: u32,
+    /// `amdhsa.version` of the metadata.
+    #[serde(default)]
+    pub metadata_version: Vec<u64>,
+    /// Number of NT_AMDGPU_METADATA notes read.
+    pub metadata_notes: u32,
+    /// True for generic targets such as `gfx11-generic`.
+    pub generic_target: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct NvObject {
+    /// EI_ABIVERSION: 7 (CUDA 12 layout) or 8 (CUDA 13 layout).
+    pub abi_version: u8,
+    pub e_flags: u32,
+    /// SM number from e_flags, e.g. 90.
+    pub sm: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtual_sm: Option<u32>,
+    /// `sm_90a`-style accelerator target (from `.nv.compat`).
+    pub accelerator: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolkit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_options: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_api_version: Option<u32>,
+    /// Fatbin entry compression (`raw`, `lz4`, `zstd`) when the cubin came from a fatbin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fatbin_compression: Option<String>,
+}
+
+/// Resource numbers common to both vendors; vendor blocks hold the rest.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Resources {
+    /// AMD: `.vgpr_count`; NVIDIA: registers per thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vgpr: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sgpr: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agpr: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vgpr_spill: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sgpr_spill: Option<u32>,
+    /// Static LDS / shared memory per workgroup in bytes (NVIDIA: including the sm_90+ reserve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lds_bytes: Option<u64>,
+    /// Scratch / local memory per work-item in bytes (AMD private segment; NVIDIA stack frame).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scratch_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernarg_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wave_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_workgroup_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reqd_workgroup_size: Option<[u32; 3]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic_stack: Option<bool>,
+    /// NVIDIA: spill bytes from a ptxas `-v` log (`--ptxas-log`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spill_store_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spill_load_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barriers: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Kernel {
+    pub name: String,
+    pub symbol: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demangled: Option<String>,
+    pub resources: Resources,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amd: Option<AmdKernel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvidia: Option<NvKernel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<InstructionMix>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occupancy: Option<serde_json::Value>,
+    /// Why `occupancy` is missing, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occupancy_note: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct AmdKernel {
+    /// Every field of the kernel's metadata map except `.args` (see `args`), MessagePack converted
+    /// to JSON, keys as written (`.vgpr_count`).
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    pub args: Vec<KernelArg>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub descriptor: Option<KernelDescriptor>,
+    /// Disagreements between the descriptor and the metadata (empty when they agree).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub descriptor_mismatches: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct KernelArg {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub type_name: Option<String>,
+    pub value_kind: String,
+    pub offset: u64,
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_space: Option<String>,
+    /// `.access` or, when absent, `.actual_access`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<String>,
+    /// Every other field of the argument's metadata map, keys as written (`.value_type`, `.is_const` ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// The 64-byte `amd_kernel_code_t` successor (`<name>.kd`), decoded.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct KernelDescriptor {
+    pub group_segment_fixed_size: u32,
+    pub private_segment_fixed_size: u32,
+    pub kernarg_size: u32,
+    pub compute_pgm_rsrc1: u32,
+    pub compute_pgm_rsrc2: u32,
+    pub compute_pgm_rsrc3: u32,
+    pub kernel_code_properties: u16,
+    pub granulated_workitem_vgpr_count: u32,
+    pub granulated_wavefront_sgpr_count: u32,
+    /// VGPRs implied by the granulated count: (g+1) x encoding granule.
+    pub vgpr_alloc: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sgpr_alloc: Option<u32>,
+    pub enable_private_segment: bool,
+    pub wave32: bool,
+    pub uses_dynamic_stack: bool,
+    /// gfx90a/gfx942: first AGPR in the unified register file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accum_offset: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct NvKernel {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regcount: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_stack_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_stack_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_threads: Option<[u32; 3]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reqntid: Option<[u32; 3]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reg_count: Option<u32>,
+    /// EIATTR_PARAM_CBANK: offset and size of the parameters in constant bank 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param_cbank_offset: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param_cbank_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cbank_param_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_barriers: Option<u32>,
+    /// Size of `.nv.shared.<fn>` (what cuobjdump reports as SHARED).
+    pub shared_static_bytes: u64,
+    /// Part of that the sm_90+ toolchain reserves for itself (`EIATTR_RESERVED_SMEM_0_SIZE`
+    /// or `.nv.shared.reserved.*`); user shared memory is the difference.
+    pub shared_reserved_bytes: u64,
+    /// Size of `.nv.constant0.<fn>`.
+    pub constant0_bytes: u64,
+    /// Size of `.nv.local.<fn>` when present.
+    pub local_bytes: u64,
+    /// Number of parameters (EIATTR_KPARAM_INFO entries).
+    pub params: u32,
+    /// Attributes we read but do not name, as `0xNN`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_attributes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct InstructionMix {
+    pub total: u64,
+    /// Counts per category: matrix, dot, valu, salu, vmem_load, vmem_store, smem, lds, branch, wait, other.
+    pub categories: BTreeMap<String, u64>,
+    /// Counts per opcode mnemonic.
+    pub opcodes: BTreeMap<String, u64>,
+}
+
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(IsaManifest)).unwrap_or(serde_json::Value::Null)
+}

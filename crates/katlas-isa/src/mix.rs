@@ -1,0 +1,374 @@
+//! Instruction mix per kernel through an external disassembler (`llvm-objdump` for AMD,
+//! `nvdisasm` or `cuobjdump -sass` for NVIDIA). Decoding GPU ISAs by hand is out of scope;
+//! the listing is split at symbol labels so each kernel gets its own counts.
+
+use crate::manifest::{InstructionMix, ToolStatus, Vendor};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisasmMode {
+    Auto,
+    Never,
+    Always,
+}
+
+#[derive(Debug, Clone)]
+pub struct Tool {
+    pub name: String,
+    pub path: PathBuf,
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Disassemblers {
+    pub amd: Option<Tool>,
+    pub nvdisasm: Option<Tool>,
+    pub cuobjdump: Option<Tool>,
+}
+
+fn which(name: &str, extra: &[PathBuf]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(extra.iter().cloned())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn version_of(path: &Path, arg: &str) -> Option<String> {
+    let out = Command::new(path).arg(arg).output().ok()?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    text.lines()
+        .find(|l| l.to_lowercase().contains("version") || l.contains("release"))
+        .map(|l| l.trim().to_string())
+}
+
+fn from_env(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+}
+
+impl Disassemblers {
+    /// Looks on PATH (and LLVM 22's Debian directory, and KATLAS_LLVM_OBJDUMP / KATLAS_NVDISASM /
+    /// KATLAS_CUOBJDUMP) for the tools.
+    pub fn discover() -> Disassemblers {
+        let llvm_dirs = [PathBuf::from("/usr/lib/llvm-22/bin")];
+        let amd = from_env("KATLAS_LLVM_OBJDUMP")
+            .or_else(|| which("llvm-objdump-22", &llvm_dirs))
+            .or_else(|| which("llvm-objdump", &llvm_dirs))
+            .map(|p| Tool {
+                name: "llvm-objdump".into(),
+                version: version_of(&p, "--version"),
+                path: p,
+            });
+        let nvdisasm = from_env("KATLAS_NVDISASM")
+            .or_else(|| which("nvdisasm", &[]))
+            .map(|p| Tool {
+                name: "nvdisasm".into(),
+                version: version_of(&p, "--version"),
+                path: p,
+            });
+        let cuobjdump = from_env("KATLAS_CUOBJDUMP")
+            .or_else(|| which("cuobjdump", &[]))
+            .map(|p| Tool {
+                name: "cuobjdump".into(),
+                version: version_of(&p, "--version"),
+                path: p,
+            });
+        Disassemblers {
+            amd,
+            nvdisasm,
+            cuobjdump,
+        }
+    }
+
+    pub fn for_vendor(&self, v: Vendor) -> Option<&Tool> {
+        match v {
+            Vendor::Amd => self.amd.as_ref(),
+            Vendor::Nvidia => self.nvdisasm.as_ref().or(self.cuobjdump.as_ref()),
+        }
+    }
+
+    pub fn status(&self, mode: DisasmMode) -> Vec<ToolStatus> {
+        let mut out = Vec::new();
+        let mut one = |vendor: &str, name: &str, t: &Option<Tool>| {
+            out.push(ToolStatus {
+                vendor: vendor.into(),
+                name: name.into(),
+                path: t.as_ref().map(|t| t.path.display().to_string()),
+                version: t.as_ref().and_then(|t| t.version.clone()),
+                status: match (mode, t) {
+                    (DisasmMode::Never, _) => "disabled".into(),
+                    (_, Some(_)) => "found".into(),
+                    (_, None) => "absent".into(),
+                },
+            })
+        };
+        one("amd", "llvm-objdump", &self.amd);
+        one("nvidia", "nvdisasm", &self.nvdisasm);
+        one("nvidia", "cuobjdump", &self.cuobjdump);
+        out
+    }
+}
+
+/// Runs the disassembler on one object and returns per-symbol mixes.
+pub fn disassemble(
+    tool: &Tool,
+    vendor: Vendor,
+    object: &[u8],
+) -> Result<HashMap<String, InstructionMix>, String> {
+    let mut f = tempfile::Builder::new()
+        .prefix("katlas-isa-")
+        .suffix(if vendor == Vendor::Amd {
+            ".o"
+        } else {
+            ".cubin"
+        })
+        .tempfile()
+        .map_err(|e| format!("temp file: {e}"))?;
+    f.write_all(object).map_err(|e| format!("temp file: {e}"))?;
+    f.flush().map_err(|e| format!("temp file: {e}"))?;
+    let mut cmd = Command::new(&tool.path);
+    match (vendor, tool.name.as_str()) {
+        (Vendor::Amd, _) => cmd
+            .args(["-d", "--no-show-raw-insn", "--no-leading-addr"])
+            .arg(f.path()),
+        (Vendor::Nvidia, "nvdisasm") => cmd.arg("-c").arg(f.path()),
+        (Vendor::Nvidia, _) => cmd.arg("-sass").arg(f.path()),
+    };
+    // llvm-objdump writes its listing a line per syscall: a file takes that far cheaper than a
+    // pipe (measured 0.57 s vs 0.90 s for a 2.7 MB object); the file is then parsed streaming
+    let listing = tempfile::tempfile().map_err(|e| format!("temp file: {e}"))?;
+    let out = listing.try_clone().map_err(|e| format!("temp file: {e}"))?;
+    let result = cmd
+        .stdout(std::process::Stdio::from(out))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .map_err(|e| format!("{}: {e}", tool.path.display()))?;
+    if !result.status.success() {
+        let err = String::from_utf8_lossy(&result.stderr);
+        return Err(format!(
+            "{} exited with {}: {}",
+            tool.name,
+            result.status,
+            err.trim().chars().take(300).collect::<String>()
+        ));
+    }
+    use std::io::Seek;
+    let mut listing = listing;
+    listing.rewind().map_err(|e| format!("temp file: {e}"))?;
+    let reader = std::io::BufReader::with_capacity(1 << 20, listing);
+    Ok(match vendor {
+        Vendor::Amd => split_llvm_objdump_lines(reader),
+        Vendor::Nvidia => split_sass_lines(reader),
+    })
+}
+
+/// Per-symbol accumulation that only touches the map when the symbol changes.
+struct Splitter {
+    out: HashMap<String, InstructionMix>,
+    current: Option<(String, InstructionMix)>,
+}
+
+impl Splitter {
+    fn new() -> Self {
+        Splitter {
+            out: HashMap::new(),
+            current: None,
+        }
+    }
+    fn start(&mut self, name: &str) {
+        self.flush();
+        let prev = self.out.remove(name).unwrap_or_default();
+        self.current = Some((name.to_string(), prev));
+    }
+    fn flush(&mut self) {
+        if let Some((n, m)) = self.current.take() {
+            self.out.insert(n, m);
+        }
+    }
+    fn add(&mut self, op: &str, category: &str) {
+        if let Some((_, m)) = self.current.as_mut() {
+            add(m, op, category);
+        }
+    }
+    fn finish(mut self) -> HashMap<String, InstructionMix> {
+        self.flush();
+        self.out
+    }
+}
+
+fn each_line(mut r: impl std::io::BufRead, mut f: impl FnMut(&str)) {
+    let mut buf = Vec::with_capacity(256);
+    loop {
+        buf.clear();
+        match r.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => f(String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r'])),
+        }
+    }
+}
+
+pub fn split_llvm_objdump_lines(r: impl std::io::BufRead) -> HashMap<String, InstructionMix> {
+    let mut sp = Splitter::new();
+    each_line(r, |line| llvm_objdump_line(&mut sp, line));
+    sp.finish()
+}
+
+pub fn split_sass_lines(r: impl std::io::BufRead) -> HashMap<String, InstructionMix> {
+    let mut sp = Splitter::new();
+    each_line(r, |line| sass_line(&mut sp, line));
+    sp.finish()
+}
+
+fn add(mix: &mut InstructionMix, opcode: &str, category: &str) {
+    mix.total += 1;
+    *mix.categories.entry(category.to_string()).or_default() += 1;
+    *mix.opcodes.entry(opcode.to_string()).or_default() += 1;
+}
+
+/// llvm-objdump: `<symbol>:` (with or without a leading address) starts a function;
+/// instruction lines are indented.
+fn llvm_objdump_line(sp: &mut Splitter, line: &str) {
+    if let Some(rest) = line.strip_suffix(">:") {
+        if let Some(i) = rest.find('<') {
+            sp.start(&rest[i + 1..]);
+            return;
+        }
+    }
+    if !line.starts_with('\t') && !line.starts_with("  ") {
+        return;
+    }
+    let op = line.split_whitespace().next().unwrap_or("");
+    if op.is_empty() || op.starts_with("//") || op.starts_with('.') || op.starts_with('<') {
+        return;
+    }
+    sp.add(op, amd_category(op));
+}
+
+pub fn split_llvm_objdump(text: &str) -> HashMap<String, InstructionMix> {
+    split_llvm_objdump_lines(text.as_bytes())
+}
+
+/// nvdisasm (`.text.<fn>:` labels) and cuobjdump -sass (`Function : <fn>` headers).
+fn sass_line(sp: &mut Splitter, line: &str) {
+    let t = line.trim();
+    if let Some(name) = t.strip_prefix(".text.").and_then(|r| r.strip_suffix(':')) {
+        sp.start(name);
+        return;
+    }
+    if let Some(name) = t.strip_prefix("Function : ") {
+        sp.start(name.trim());
+        return;
+    }
+    let Some(i) = t.find("*/") else { return };
+    if !t.starts_with("/*") {
+        return;
+    }
+    let mut ins = t[i + 2..].trim().trim_start_matches('{').trim();
+    if ins.starts_with('@') {
+        ins = ins
+            .split_once(char::is_whitespace)
+            .map(|x| x.1)
+            .unwrap_or("")
+            .trim();
+    }
+    let mnemonic = ins
+        .split(|c: char| c.is_whitespace() || c == ';')
+        .next()
+        .unwrap_or("");
+    let base = mnemonic.split('.').next().unwrap_or("");
+    if base.is_empty() || !base.chars().next().is_some_and(|c| c.is_ascii_uppercase()) {
+        return;
+    }
+    sp.add(base, sass_category(base));
+}
+
+pub fn split_sass(text: &str) -> HashMap<String, InstructionMix> {
+    split_sass_lines(text.as_bytes())
+}
+
+pub fn amd_category(op: &str) -> &'static str {
+    let has = |s: &str| op.contains(s);
+    if has("mfma") || has("wmma") || has("swmmac") {
+        return "matrix";
+    }
+    if op.starts_with("v_dot") {
+        return "dot";
+    }
+    if op.starts_with("ds_") {
+        return "lds";
+    }
+    let vmem = [
+        "global_", "buffer_", "flat_", "scratch_", "tbuffer_", "image_",
+    ];
+    if vmem.iter().any(|p| op.starts_with(p)) {
+        return if has("_store") || has("_atomic") || op.starts_with("image_atomic") {
+            "vmem_store"
+        } else {
+            "vmem_load"
+        };
+    }
+    if op.starts_with("s_load")
+        || op.starts_with("s_buffer_")
+        || op.starts_with("s_store")
+        || op.starts_with("s_scratch_")
+        || op.starts_with("s_dcache")
+        || op.starts_with("s_atomic")
+        || op.starts_with("s_prefetch")
+    {
+        return "smem";
+    }
+    if op.starts_with("s_branch")
+        || op.starts_with("s_cbranch")
+        || op.starts_with("s_setpc")
+        || op.starts_with("s_swappc")
+        || op.starts_with("s_call")
+    {
+        return "branch";
+    }
+    // gfx12 splits s_waitcnt into s_wait_loadcnt, s_wait_dscnt, ...: still waits, not scalar ALU
+    if op.starts_with("s_waitcnt")
+        || op.starts_with("s_wait_")
+        || op.starts_with("s_barrier")
+        || op == "s_sleep"
+    {
+        return "wait";
+    }
+    if op == "s_nop" || op == "s_endpgm" || op == "s_code_end" || op.starts_with("s_trap") {
+        return "other";
+    }
+    if op.starts_with("s_") {
+        return "salu";
+    }
+    if op.starts_with("v_") {
+        return "valu";
+    }
+    "other"
+}
+
+pub fn sass_category(op: &str) -> &'static str {
+    match op {
+        "HMMA" | "HGMMA" | "IMMA" | "IGMMA" | "QGMMA" | "BMMA" | "BGMMA" | "DMMA" | "OMMA"
+        | "QMMA" => "matrix",
+        o if o.starts_with("UTC") && o.ends_with("MMA") => "matrix",
+        "IDP" | "IDP4A" => "dot",
+        "LDG" | "LD" | "LDL" | "LDGSTS" | "UBLKCP" | "UTMALDG" | "LDGDEPBAR" | "TLD" | "TEX"
+        | "TLD4" | "SULD" => "vmem_load",
+        "STG" | "ST" | "STL" | "RED" | "REDG" | "ATOM" | "ATOMG" | "UTMASTG" | "UTMAREDG"
+        | "SUST" | "SUATOM" | "SURED" => "vmem_store",
+        "LDC" | "ULDC" => "smem",
+        "LDS" | "STS" | "LDSM" | "STSM" | "ATOMS" | "LDSU" => "lds",
+        "BRA" | "BRX" | "JMP" | "JMX" | "CALL" | "RET" | "EXIT" | "BSSY" | "BSYNC" | "BREAK"
+        | "BRXU" | "JMXU" | "KILL" => "branch",
+        "BAR" | "DEPBAR" | "MEMBAR" | "WARPSYNC" | "SYNCS" | "ERRBAR" | "NANOSLEEP" | "CCTL"
+        | "FENCE" => "wait",
+        "NOP" | "S2R" | "CS2R" | "S2UR" | "PMTRIG" | "BPT" => "other",
+        o if o.starts_with('U') => "salu",
+        _ => "valu",
+    }
+}

@@ -1,0 +1,71 @@
+//! Occupancy per kernel, computed by `katlas-arch` from its architecture table (data, not
+//! code); this module only maps manifest resources onto its inputs.
+
+use crate::manifest::{CodeObject, Kernel, Vendor};
+use katlas_arch::{occupancy, ArchDb, KernelResources};
+
+fn resources(vendor: Vendor, k: &Kernel) -> KernelResources {
+    let r = &k.resources;
+    let wg = r
+        .reqd_workgroup_size
+        .map(|t| t.iter().product::<u32>())
+        .or(r.max_workgroup_size);
+    match vendor {
+        Vendor::Amd => KernelResources {
+            vgprs: r.vgpr,
+            agprs: r.agpr,
+            sgprs: r.sgpr,
+            lds_bytes: r.lds_bytes.unwrap_or(0),
+            scratch_bytes_per_lane: r.scratch_bytes.unwrap_or(0),
+            wave_size: r.wave_size,
+            workgroup_size: wg,
+            ..Default::default()
+        },
+        Vendor::Nvidia => {
+            let nv = k.nvidia.as_ref();
+            // katlas-arch adds the runtime's per-block reservation itself
+            let shared = nv
+                .map(|n| {
+                    n.shared_static_bytes
+                        .saturating_sub(n.shared_reserved_bytes)
+                })
+                .unwrap_or(0);
+            KernelResources {
+                regs_per_thread: r.vgpr,
+                shared_bytes: shared,
+                wave_size: Some(32),
+                workgroup_size: wg,
+                ..Default::default()
+            }
+        }
+    }
+}
+
+pub fn attach(obj: &mut CodeObject) {
+    if obj.format == "ptx" {
+        return;
+    }
+    let db = ArchDb::builtin();
+    let Some(atom) = db.atom(&obj.arch) else {
+        for k in &mut obj.kernels {
+            k.occupancy = None;
+            k.occupancy_note = Some(format!(
+                "architecture {} is not in the katlas-arch table",
+                obj.arch
+            ));
+        }
+        return;
+    };
+    for k in &mut obj.kernels {
+        match occupancy(atom, &resources(obj.vendor, k)) {
+            Ok(o) => {
+                k.occupancy = serde_json::to_value(&o).ok();
+                k.occupancy_note = None;
+            }
+            Err(e) => {
+                k.occupancy = None;
+                k.occupancy_note = Some(e.to_string());
+            }
+        }
+    }
+}

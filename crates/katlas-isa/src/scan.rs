@@ -1,0 +1,703 @@
+//! The scan: recognise files by content, open nested containers, parse every code object,
+//! in parallel, with a content-digest cache. Errors become records beside the good objects.
+
+use crate::blob::{md5_hex, Blob};
+use crate::bundle::{self, BUNDLE_MAGIC, CCOB_MAGIC};
+use crate::elf::{Elf, EM_AMDGPU, EM_CUDA};
+use crate::error::IsaError;
+use crate::manifest::*;
+use crate::mix::{self, DisasmMode, Disassemblers};
+use crate::nv::{cubin, fatbin, ptx, ptxas_log};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub const SEP: &str = " › ";
+const MAX_DEPTH: usize = 8;
+
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// Keep only kernels whose name (or demangled name) matches.
+    pub filter: Option<regex::Regex>,
+    /// Keep only objects of this architecture atom (`gfx90a`, `sm_90`; `sm_90` also matches `sm_90a`).
+    pub arch: Option<String>,
+    pub jobs: Option<usize>,
+    pub disasm: DisasmMode,
+    pub ptxas_log: Option<PathBuf>,
+    /// Directory for per-object results keyed by md5 (reused across runs).
+    pub cache_dir: Option<PathBuf>,
+    /// Disassemblers to use instead of looking them up (tests; embedding tools).
+    pub disassemblers: Option<Disassemblers>,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            filter: None,
+            arch: None,
+            jobs: None,
+            disasm: DisasmMode::Auto,
+            ptxas_log: None,
+            cache_dir: None,
+            disassemblers: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScanFailure {
+    #[error("--disasm always: no disassembler found for {0} (install llvm-22 for AMD, nvidia-cuda-nvdisasm for NVIDIA)")]
+    MissingDisassembler(String),
+    #[error("{0}")]
+    BadInput(String),
+}
+
+/// What content a buffer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    AmdElf,
+    Cubin,
+    HostElf,
+    Bundle,
+    Ccob,
+    Fatbin,
+    Ptx,
+    Unrecognised,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::AmdElf => "amdgpu-elf",
+            Kind::Cubin => "cubin",
+            Kind::HostElf => "host-elf",
+            Kind::Bundle => "offload-bundle",
+            Kind::Ccob => "ccob",
+            Kind::Fatbin => "fatbin",
+            Kind::Ptx => "ptx",
+            Kind::Unrecognised => "unrecognised",
+        }
+    }
+}
+
+pub fn detect(d: &[u8]) -> Kind {
+    if d.starts_with(b"\x7fELF") {
+        if d.len() < 20 {
+            return Kind::Unrecognised;
+        }
+        let le = d[5] != 2;
+        let m = if le {
+            u16::from_le_bytes([d[18], d[19]])
+        } else {
+            u16::from_be_bytes([d[18], d[19]])
+        };
+        return match m {
+            EM_AMDGPU => Kind::AmdElf,
+            EM_CUDA => Kind::Cubin,
+            _ => Kind::HostElf,
+        };
+    }
+    if d.starts_with(BUNDLE_MAGIC) {
+        return Kind::Bundle;
+    }
+    if d.starts_with(CCOB_MAGIC) {
+        return Kind::Ccob;
+    }
+    if fatbin::is_fatbin(d) {
+        return Kind::Fatbin;
+    }
+    if ptx::looks_like_ptx(d) {
+        return Kind::Ptx;
+    }
+    Kind::Unrecognised
+}
+
+/// Shared, read-only state of one scan.
+pub struct Ctx {
+    pub opts: ScanOptions,
+    pub tools: Disassemblers,
+    pub ptxas: HashMap<(String, String), ptxas_log::PtxasFunction>,
+    memo: Mutex<HashMap<String, Arc<CodeObject>>>,
+    /// When set, every object's bytes are kept by chain text (tests compare them with vendor tools).
+    pub keep_bytes: Option<Mutex<HashMap<String, Blob>>>,
+}
+
+impl Ctx {
+    pub fn new(opts: ScanOptions) -> Result<Ctx, ScanFailure> {
+        let tools = match (&opts.disassemblers, opts.disasm) {
+            (_, DisasmMode::Never) => Disassemblers::default(),
+            (Some(t), _) => t.clone(),
+            (None, _) => Disassemblers::discover(),
+        };
+        let ptxas = match &opts.ptxas_log {
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .map_err(|e| ScanFailure::BadInput(format!("{}: {e}", p.display())))?;
+                ptxas_log::parse(&text)
+            }
+            None => HashMap::new(),
+        };
+        Ok(Ctx {
+            opts,
+            tools,
+            ptxas,
+            memo: Mutex::new(HashMap::new()),
+            keep_bytes: None,
+        })
+    }
+}
+
+#[derive(Default)]
+pub struct Found {
+    pub objects: Vec<CodeObject>,
+    pub errors: Vec<ScanError>,
+}
+
+impl Found {
+    fn merge(mut self, o: Found) -> Found {
+        self.objects.extend(o.objects);
+        self.errors.extend(o.errors);
+        self
+    }
+    fn error(path: &str, chain: &[String], e: impl std::fmt::Display) -> Found {
+        Found {
+            objects: vec![],
+            errors: vec![ScanError {
+                path: path.to_string(),
+                chain: chain.join(SEP),
+                message: e.to_string(),
+            }],
+        }
+    }
+}
+
+fn push(chain: &[String], s: impl Into<String>) -> Vec<String> {
+    let mut c = chain.to_vec();
+    c.push(s.into());
+    c
+}
+
+/// Opens whatever `blob` holds and everything nested in it.
+pub fn explore(ctx: &Ctx, path: &str, blob: Blob, chain: Vec<String>, depth: usize) -> Found {
+    if depth > MAX_DEPTH {
+        return Found::error(path, &chain, "containers nested deeper than 8 levels");
+    }
+    let d = blob.bytes();
+    match detect(d) {
+        Kind::AmdElf => leaf(ctx, path, &blob, push(&chain, "elf"), Vendor::Amd),
+        Kind::Cubin => leaf(ctx, path, &blob, push(&chain, "cubin"), Vendor::Nvidia),
+        Kind::Ptx => ptx_leaf(path, d, push(&chain, "ptx")),
+        Kind::HostElf => host_elf(ctx, path, &blob, chain, depth),
+        Kind::Bundle => match bundle::parse_bundle(d) {
+            Ok(b) => b
+                .entries
+                .par_iter()
+                .filter(|e| e.size > 0 && !e.triple.starts_with("host-"))
+                .map(|e| {
+                    let c = push(&chain, format!("bundle[{}]", e.triple));
+                    match blob.slice(e.offset..e.offset + e.size, "offload bundle entry") {
+                        Ok(child) => explore(ctx, path, child, c, depth + 1),
+                        Err(err) => Found::error(path, &c, err),
+                    }
+                })
+                .reduce(Found::default, Found::merge),
+            Err(e) => Found::error(path, &chain, e),
+        },
+        Kind::Ccob => match bundle::decompress_ccob(d) {
+            Ok((h, inner)) => {
+                let c = push(&chain, format!("ccob[v{},{}]", h.version, h.method));
+                explore(ctx, path, Blob::from_vec(inner), c, depth + 1)
+            }
+            Err(e) => Found::error(path, &chain, e),
+        },
+        Kind::Fatbin => fatbin_region(ctx, path, &blob, chain, depth),
+        Kind::Unrecognised => Found::default(),
+    }
+}
+
+fn host_elf(ctx: &Ctx, path: &str, blob: &Blob, chain: Vec<String>, depth: usize) -> Found {
+    let d = blob.bytes();
+    let elf = match Elf::parse(d, "host ELF") {
+        Ok(e) => e,
+        Err(e) => return Found::error(path, &chain, e),
+    };
+    let mut found = Found::default();
+    for (_, sh) in elf.iter_sections() {
+        let name = String::from_utf8_lossy(elf.section_name(sh)).into_owned();
+        let is_hip = name == ".hip_fatbin" || name.starts_with("__CLANG_OFFLOAD_BUNDLE__");
+        let is_nv = name == ".nv_fatbin" || name == "__nv_relfatbin";
+        if !is_hip && !is_nv {
+            continue;
+        }
+        let c = push(&chain, name.clone());
+        let Some(range) = elf.section_range(sh) else {
+            found = found.merge(Found::error(
+                path,
+                &c,
+                format!("section {name} lies outside the file"),
+            ));
+            continue;
+        };
+        let region = match blob.slice(range, "fatbin section") {
+            Ok(r) => r,
+            Err(e) => {
+                found = found.merge(Found::error(path, &c, e));
+                continue;
+            }
+        };
+        if is_hip {
+            let (records, errs) = bundle::split_records(&region);
+            for e in errs {
+                found.errors.push(ScanError {
+                    path: path.into(),
+                    chain: c.join(SEP),
+                    message: e.to_string(),
+                });
+            }
+            let many = records.len() > 1;
+            let sub = records
+                .into_par_iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let cc = if many {
+                        let mut cc = chain.clone();
+                        cc.push(format!("{name}#{i}"));
+                        cc
+                    } else {
+                        c.clone()
+                    };
+                    explore(ctx, path, r.blob, cc, depth + 1)
+                })
+                .reduce(Found::default, Found::merge);
+            found = found.merge(sub);
+        } else {
+            found = found.merge(fatbin_region(ctx, path, &region, c, depth + 1));
+        }
+    }
+    found
+}
+
+fn fatbin_region(ctx: &Ctx, path: &str, region: &Blob, chain: Vec<String>, depth: usize) -> Found {
+    let d = region.bytes();
+    let (containers, errs) = fatbin::split_containers(d);
+    let mut found = Found::default();
+    for e in errs {
+        found.errors.push(ScanError {
+            path: path.into(),
+            chain: chain.join(SEP),
+            message: e.to_string(),
+        });
+    }
+    let mut work = Vec::new();
+    for (base, f) in &containers {
+        for e in &f.entries {
+            work.push((*base, e.clone()));
+        }
+    }
+    let sub = work
+        .into_par_iter()
+        .map(|(base, e)| {
+            let label = format!("fatbin[sm_{},{},{}]", e.sm, e.kind_name(), e.compression());
+            let c = push(&chain, label);
+            let cd = &d[base as usize..];
+            let payload = match fatbin::entry_payload(cd, &e) {
+                Ok(p) => p,
+                Err(err) => return Found::error(path, &c, err),
+            };
+            match e.kind {
+                fatbin::KIND_ELF => {
+                    let b = Blob::from_vec(payload);
+                    if detect(b.bytes()) == Kind::Cubin {
+                        let mut f = leaf(ctx, path, &b, push(&c, "cubin"), Vendor::Nvidia);
+                        f.objects.iter_mut().for_each(|o| {
+                            if let Some(n) = o.nvidia.as_mut() {
+                                n.fatbin_compression = Some(e.compression().into());
+                            }
+                        });
+                        f
+                    } else {
+                        explore(ctx, path, b, c, depth + 1)
+                    }
+                }
+                fatbin::KIND_PTX => ptx_leaf(path, &payload, push(&c, "ptx")),
+                k => Found::error(path, &c, format!("fatbin entry kind {k} is not PTX or ELF")),
+            }
+        })
+        .reduce(Found::default, Found::merge);
+    found.merge(sub)
+}
+
+fn ptx_leaf(path: &str, d: &[u8], chain: Vec<String>) -> Found {
+    let text = String::from_utf8_lossy(d);
+    let target = text
+        .lines()
+        .find_map(|l| {
+            l.trim_start()
+                .strip_prefix(".target")
+                .map(|t| t.split(',').next().unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_default();
+    Found {
+        objects: vec![CodeObject {
+            path: path.into(),
+            chain_text: chain.join(SEP),
+            chain,
+            md5: md5_hex(d),
+            size: d.len() as u64,
+            vendor: Vendor::Nvidia,
+            format: "ptx".into(),
+            arch: target.clone(),
+            target,
+            features: vec![],
+            amd: None,
+            nvidia: None,
+            kernels: vec![],
+            ptx_entries: ptx::entries(&text),
+            mix_status: None,
+            warnings: vec![],
+        }],
+        errors: vec![],
+    }
+}
+
+fn arch_matches(want: &str, arch: &str) -> bool {
+    arch == want || (want.starts_with("sm_") && arch.strip_suffix('a') == Some(want))
+}
+
+/// Parses one code object (cached by md5), applies filters, mix and ptxas numbers.
+fn leaf(ctx: &Ctx, path: &str, blob: &Blob, chain: Vec<String>, vendor: Vendor) -> Found {
+    let d = blob.bytes();
+    let md5 = md5_hex(d);
+    let want_mix = ctx.opts.disasm != DisasmMode::Never;
+    let cached = ctx
+        .memo
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&md5).cloned())
+        .or_else(|| disk_get(ctx, &md5, want_mix));
+    let mut obj = match cached {
+        Some(o) => (*o).clone(),
+        None => {
+            let o = match parse_object(ctx, d, vendor, &md5) {
+                Ok(o) => o,
+                Err(e) => return Found::error(path, &chain, e),
+            };
+            disk_put(ctx, &o, want_mix);
+            // parsing is cheap; only a disassembled object is worth keeping for duplicates
+            if want_mix {
+                if let Ok(mut m) = ctx.memo.lock() {
+                    m.insert(md5.clone(), Arc::new(o.clone()));
+                }
+            }
+            o
+        }
+    };
+    obj.path = path.to_string();
+    obj.chain_text = chain.join(SEP);
+    obj.chain = chain;
+    if let Some(keep) = &ctx.keep_bytes {
+        if let Ok(mut k) = keep.lock() {
+            k.insert(obj.chain_text.clone(), blob.clone());
+        }
+    }
+    if let Some(a) = &ctx.opts.arch {
+        if !arch_matches(a, &obj.arch) {
+            return Found::default();
+        }
+    }
+    if let Some(re) = &ctx.opts.filter {
+        obj.kernels.retain(|k| {
+            re.is_match(&k.name) || k.demangled.as_deref().is_some_and(|d| re.is_match(d))
+        });
+        if obj.kernels.is_empty() {
+            return Found::default();
+        }
+    }
+    if vendor == Vendor::Nvidia && !ctx.ptxas.is_empty() {
+        for k in &mut obj.kernels {
+            let hit = ctx
+                .ptxas
+                .get(&(k.name.clone(), obj.arch.clone()))
+                .or_else(|| ctx.ptxas.get(&(k.name.clone(), String::new())));
+            if let Some(p) = hit {
+                k.resources.spill_store_bytes = Some(p.spill_stores);
+                k.resources.spill_load_bytes = Some(p.spill_loads);
+            }
+        }
+    }
+    crate::occupancy::attach(&mut obj);
+    Found {
+        objects: vec![obj],
+        errors: vec![],
+    }
+}
+
+fn parse_object(ctx: &Ctx, d: &[u8], vendor: Vendor, md5: &str) -> Result<CodeObject, IsaError> {
+    let mut obj = match vendor {
+        Vendor::Amd => {
+            let p = crate::amd::parse(d)?;
+            CodeObject {
+                path: String::new(),
+                chain: vec![],
+                chain_text: String::new(),
+                md5: md5.to_string(),
+                size: d.len() as u64,
+                vendor,
+                format: "amdgpu-elf".into(),
+                target: p.target,
+                arch: p.arch,
+                features: p.features,
+                amd: Some(p.info),
+                nvidia: None,
+                kernels: p.kernels,
+                ptx_entries: vec![],
+                mix_status: None,
+                warnings: p.warnings,
+            }
+        }
+        Vendor::Nvidia => {
+            let p = cubin::parse(d)?;
+            CodeObject {
+                path: String::new(),
+                chain: vec![],
+                chain_text: String::new(),
+                md5: md5.to_string(),
+                size: d.len() as u64,
+                vendor,
+                format: "cubin".into(),
+                target: p.target,
+                arch: p.arch,
+                features: vec![],
+                amd: None,
+                nvidia: Some(p.info),
+                kernels: p.kernels,
+                ptx_entries: vec![],
+                mix_status: None,
+                warnings: p.warnings,
+            }
+        }
+    };
+    obj.mix_status = Some(match ctx.opts.disasm {
+        DisasmMode::Never => "disabled".into(),
+        _ => match ctx.tools.for_vendor(vendor) {
+            None => format!(
+                "absent:{}",
+                if vendor == Vendor::Amd {
+                    "llvm-objdump"
+                } else {
+                    "nvdisasm/cuobjdump"
+                }
+            ),
+            Some(tool) => match mix::disassemble(tool, vendor, d) {
+                Ok(mixes) => {
+                    for k in &mut obj.kernels {
+                        k.mix = Some(mixes.get(&k.name).cloned().unwrap_or_default());
+                    }
+                    format!("disassembled:{}", tool.name)
+                }
+                Err(e) => format!("failed:{e}"),
+            },
+        },
+    });
+    Ok(obj)
+}
+
+const CACHE_VERSION: &str = "isa-v1";
+
+fn cache_path(ctx: &Ctx, md5: &str, mix: bool) -> Option<PathBuf> {
+    let dir = ctx.opts.cache_dir.as_ref()?;
+    Some(
+        dir.join(CACHE_VERSION)
+            .join(format!("{md5}{}.json", if mix { "-mix" } else { "" })),
+    )
+}
+
+fn disk_get(ctx: &Ctx, md5: &str, mix: bool) -> Option<Arc<CodeObject>> {
+    let p = cache_path(ctx, md5, mix)?;
+    let text = std::fs::read(&p).ok()?;
+    let o: CodeObject = serde_json::from_slice(&text).ok()?;
+    // a cached "tool absent" result is not reused once a tool is there
+    if mix
+        && o.mix_status
+            .as_deref()
+            .is_none_or(|s| !s.starts_with("disassembled"))
+    {
+        return None;
+    }
+    Some(Arc::new(o))
+}
+
+fn disk_put(ctx: &Ctx, o: &CodeObject, mix: bool) {
+    let Some(p) = cache_path(ctx, &o.md5, mix) else {
+        return;
+    };
+    if let Some(dir) = p.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Ok(bytes) = serde_json::to_vec(o) {
+        // write then rename so concurrent scans never read half a file
+        let tmp = p.with_extension(format!("tmp{}", std::process::id()));
+        if std::fs::write(&tmp, bytes).is_ok() {
+            let _ = std::fs::rename(&tmp, &p);
+        }
+    }
+}
+
+/// Files under `paths` (directories walked recursively, symlinks inside them skipped so a
+/// library and its soname link are read once).
+pub fn collect_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<ScanError>) {
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            for e in walkdir::WalkDir::new(p)
+                .follow_links(false)
+                .sort_by_file_name()
+            {
+                match e {
+                    Ok(e) if e.file_type().is_file() => files.push(e.into_path()),
+                    Ok(_) => {}
+                    Err(e) => errors.push(ScanError {
+                        path: p.display().to_string(),
+                        chain: String::new(),
+                        message: e.to_string(),
+                    }),
+                }
+            }
+        } else if p.exists() {
+            files.push(p.clone());
+        } else {
+            errors.push(ScanError {
+                path: p.display().to_string(),
+                chain: String::new(),
+                message: "no such file or directory".into(),
+            });
+        }
+    }
+    (files, errors)
+}
+
+/// Scans one file already in memory (used by tests and fuzzing as well as `scan`).
+pub fn scan_blob(ctx: &Ctx, path: &str, blob: Blob) -> (Kind, Found) {
+    let kind = detect(blob.bytes());
+    let name = Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string());
+    (kind, explore(ctx, path, blob, vec![name], 0))
+}
+
+pub fn scan(paths: &[PathBuf], opts: ScanOptions) -> Result<IsaManifest, ScanFailure> {
+    let started = std::time::Instant::now();
+    let mode = opts.disasm;
+    let jobs = opts.jobs;
+    let ctx = Ctx::new(opts)?;
+    let (files, mut errors) = collect_files(paths);
+    let run = || {
+        files
+            .par_iter()
+            .map(|f| {
+                let path = f.display().to_string();
+                let file = match std::fs::File::open(f) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        return (
+                            InputFile {
+                                path: path.clone(),
+                                size: 0,
+                                kind: "unreadable".into(),
+                                objects: 0,
+                            },
+                            Found::error(&path, &[], e),
+                        )
+                    }
+                };
+                let blob = match Blob::map_file(&file) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        return (
+                            InputFile {
+                                path: path.clone(),
+                                size: 0,
+                                kind: "unreadable".into(),
+                                objects: 0,
+                            },
+                            Found::error(&path, &[], e),
+                        )
+                    }
+                };
+                let size = blob.len() as u64;
+                let (kind, found) = scan_blob(&ctx, &path, blob);
+                (
+                    InputFile {
+                        path,
+                        size,
+                        kind: kind.name().into(),
+                        objects: found.objects.len() as u64,
+                    },
+                    found,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let results = match jobs {
+        Some(n) if n > 0 => match rayon::ThreadPoolBuilder::new().num_threads(n).build() {
+            Ok(pool) => pool.install(run),
+            Err(e) => return Err(ScanFailure::BadInput(format!("--jobs {n}: {e}"))),
+        },
+        _ => run(),
+    };
+    let mut inputs = Vec::new();
+    let mut objects = Vec::new();
+    for (i, f) in results {
+        inputs.push(i);
+        objects.extend(f.objects);
+        errors.extend(f.errors);
+    }
+    // --disasm always: a vendor whose objects were found must have had its disassembler
+    if mode == DisasmMode::Always {
+        if let Some(o) = objects.iter().find(|o| {
+            o.mix_status
+                .as_deref()
+                .is_some_and(|s| s.starts_with("absent:"))
+        }) {
+            let which = if o.vendor == Vendor::Amd {
+                "AMD (llvm-objdump)"
+            } else {
+                "NVIDIA (nvdisasm or cuobjdump)"
+            };
+            return Err(ScanFailure::MissingDisassembler(which.into()));
+        }
+    }
+    let mut disassemblers = ctx.tools.status(mode);
+    for t in &mut disassemblers {
+        let used = objects
+            .iter()
+            .any(|o| o.mix_status.as_deref() == Some(&format!("disassembled:{}", t.name)));
+        if used {
+            t.status = "used".into();
+        }
+    }
+    let summary = Summary {
+        files: inputs.len() as u64,
+        bytes: inputs.iter().map(|i| i.size).sum(),
+        objects: objects.len() as u64,
+        kernels: objects.iter().map(|o| o.kernels.len() as u64).sum(),
+        errors: errors.len() as u64,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    };
+    Ok(IsaManifest {
+        schema: SCHEMA.into(),
+        created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        tool: "katlas".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        arch_filter: ctx.opts.arch.clone(),
+        name_filter: ctx.opts.filter.as_ref().map(|r| r.as_str().to_string()),
+        inputs,
+        objects,
+        errors,
+        disassemblers,
+        summary,
+    })
+}

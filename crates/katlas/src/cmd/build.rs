@@ -1,0 +1,210 @@
+//! `katlas build`: compile the arch matrix (see docs/build.md).
+
+use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::output::{paint, print_json, table, Format, FormatArg};
+use katlas_build::{run_build, BuildError, BuildOptions, JobResult, JobStatus, Settings};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// Atoms to build instead of the matrix (comma separated: gfx1100,sm_90).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        conflicts_with = "touched"
+    )]
+    pub arch: Option<Vec<String>>,
+    /// Build every matrix atom that can reach a file changed since REV (git diff --name-only REV, plus untracked files).
+    #[arg(long, value_name = "REV")]
+    pub touched: Option<String>,
+    /// Parallel compiles (default: [build] jobs, else all cores).
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Skip disassembly (no instruction mix in the manifest; faster).
+    #[arg(long)]
+    pub no_mix: bool,
+    /// Only sources at or under these paths (default: every kernel root).
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+pub fn cli_err(e: BuildError) -> CliError {
+    CliError {
+        code: e.exit_code(),
+        message: e.to_string(),
+    }
+}
+
+pub fn settings(ctx: &Ctx, arch: Option<&[String]>) -> Result<Settings, CliError> {
+    Settings::load(ctx.project()?, arch).map_err(cli_err)
+}
+
+pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
+    if a.jobs == Some(0) {
+        return Err(CliError::bad_input("--jobs: must be at least 1"));
+    }
+    let s = settings(ctx, a.arch.as_deref())?;
+    let opts = BuildOptions {
+        touched: a.touched.clone(),
+        paths: a.paths.iter().map(|p| ctx.resolve(p)).collect(),
+        jobs: a.jobs,
+        mix: !a.no_mix,
+    };
+    let color = ctx.color;
+    let progress = move |r: &JobResult, n: usize, total: usize| {
+        let st = match r.status {
+            JobStatus::Compiled => paint(color, "32", "ok    "),
+            JobStatus::Cached => paint(color, "2", "cached"),
+            JobStatus::Failed => paint(color, "31", "FAILED"),
+        };
+        eprintln!(
+            "[{n:>3}/{total}] {st} {:<8} {} ({:.1}s)",
+            r.atom,
+            r.file,
+            r.duration_ms as f64 / 1000.0
+        );
+    };
+    let report = run_build(&s, &opts, Some(&progress)).map_err(cli_err)?;
+    let code = if report.summary.failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    };
+    if a.format.format == Format::Json {
+        print_json(&report);
+        return Ok(code);
+    }
+    if let Some(t) = &report.touched {
+        println!(
+            "touched since {}: {} changed file(s); atoms: {}",
+            t.rev,
+            t.changed.len(),
+            if t.atoms.is_empty() {
+                "none".into()
+            } else {
+                t.atoms.join(" ")
+            }
+        );
+        for (atom, files) in &t.reasons {
+            println!("  {atom}: {}", files.join(", "));
+        }
+    }
+    for c in &report.compilers {
+        println!(
+            "{} compiler: {} {} ({})",
+            c.lang,
+            c.kind,
+            c.path.as_deref().unwrap_or("-"),
+            c.version
+        );
+    }
+    // Every failure with everything its compiler said, per atom.
+    for j in report.jobs.iter().filter(|j| j.status == JobStatus::Failed) {
+        println!();
+        println!(
+            "{}",
+            paint(
+                color,
+                "31",
+                &format!(
+                    "error: {} failed for {} (exit {}; log {})",
+                    j.file,
+                    j.atom,
+                    j.exit_code.map(|c| c.to_string()).unwrap_or("-".into()),
+                    j.log
+                )
+            )
+        );
+        for l in j.message.as_deref().unwrap_or("").lines() {
+            println!("  {l}");
+        }
+    }
+    let mut per_atom: BTreeMap<&str, [usize; 3]> = BTreeMap::new();
+    for j in &report.jobs {
+        let e = per_atom.entry(j.atom.as_str()).or_default();
+        e[match j.status {
+            JobStatus::Compiled => 0,
+            JobStatus::Cached => 1,
+            JobStatus::Failed => 2,
+        }] += 1;
+    }
+    let mut t = table(a.format.format, &["atom", "compiled", "cached", "failed"]);
+    for atom in &report.atoms {
+        let c = per_atom.get(atom.as_str()).copied().unwrap_or_default();
+        t.add_row(vec![
+            atom.clone(),
+            c[0].to_string(),
+            c[1].to_string(),
+            c[2].to_string(),
+        ]);
+    }
+    println!();
+    println!("{t}");
+    if let Some(d) = &report.isa_diff {
+        if d.kernels.is_empty() && d.added.is_empty() && d.removed.is_empty() {
+            println!("ISA: no resource or mix change against the previous build");
+        } else {
+            println!("ISA changes against the previous build:");
+            for k in &d.kernels {
+                let res: Vec<String> = k
+                    .resources
+                    .iter()
+                    .map(|x| format!("{} {}→{} ({:+})", x.field, opt(x.a), opt(x.b), x.delta))
+                    .collect();
+                let mix: Vec<String> = k
+                    .mix
+                    .iter()
+                    .map(|x| format!("{} {:+}", x.field, x.delta))
+                    .collect();
+                let flags = if k.flags.is_empty() {
+                    String::new()
+                } else {
+                    format!("  [{}]", k.flags.join(", "))
+                };
+                let mut parts = Vec::new();
+                if !res.is_empty() {
+                    parts.push(res.join(", "));
+                }
+                if !mix.is_empty() {
+                    parts.push(format!("mix {}", mix.join(", ")));
+                }
+                println!("  {} {}: {}{}", k.arch, k.name, parts.join("; "), flags);
+            }
+            for x in &d.added {
+                println!("  + {x}");
+            }
+            for x in &d.removed {
+                println!("  - {x}");
+            }
+        }
+    }
+    for e in &report.isa_errors {
+        eprintln!("katlas: warning: {e}");
+    }
+    if let Some(m) = &report.manifest {
+        println!("manifest: {m}");
+    }
+    let s = &report.summary;
+    println!(
+        "{} job(s): {} compiled, {} cached, {} failed{} in {:.1}s",
+        s.jobs,
+        s.compiled,
+        s.cached,
+        s.failed,
+        if s.failed_atoms.is_empty() {
+            String::new()
+        } else {
+            format!(" (atoms: {})", s.failed_atoms.join(" "))
+        },
+        s.elapsed_ms as f64 / 1000.0
+    );
+    Ok(code)
+}
+
+fn opt(v: Option<i64>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
+}

@@ -1,0 +1,119 @@
+//! `katlas collect WORKLOAD`: run a workload spec in fresh processes and
+//! append one row per (run, phase) to the corpus.
+
+use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::output::{print_json, table, Format, FormatArg};
+use katlas_collect::collect::{collect, CollectOptions};
+use katlas_collect::ops::OpRules;
+use katlas_collect::runner;
+use katlas_collect::spec::{self, SpecError};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct CollectArgs {
+    /// Workload name: `[workload.NAME]` in katlas.toml, `workloads/NAME.toml`, or a preset.
+    #[arg(required_unless_present_any = ["list", "spec"])]
+    pub workload: Option<String>,
+    /// Read the spec from this TOML file instead.
+    #[arg(long, value_name = "FILE")]
+    pub spec: Option<PathBuf>,
+    /// Set a parameter (repeatable); overrides params and pins a matrix key.
+    #[arg(long = "set", value_name = "K=V")]
+    pub set: Vec<String>,
+    /// Measured runs per combination (overrides the spec).
+    #[arg(long)]
+    pub runs: Option<u32>,
+    /// Fresh-process warmup runs per combination (overrides the spec).
+    #[arg(long)]
+    pub warmup: Option<u32>,
+    /// Apply the spec's profiling switches ([profile]); recorded as instrumentation.
+    #[arg(long)]
+    pub profile: bool,
+    /// Append rows here instead of .katlas/corpus/<host>-<day>.jsonl.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// List the workloads this project can run.
+    #[arg(long)]
+    pub list: bool,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+fn spec_err(e: SpecError) -> CliError {
+    CliError::bad_input(e)
+}
+
+pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
+    let project = ctx.project()?;
+    if args.list {
+        let all = spec::available(project);
+        match args.format.format {
+            Format::Json => print_json(&all.iter().map(|(n, s)| serde_json::json!({"name": n, "source": s})).collect::<Vec<_>>()),
+            f => {
+                let mut t = table(f, &["workload", "source"]);
+                for (n, s) in all {
+                    t.add_row(vec![n, s]);
+                }
+                println!("{t}");
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ls = match &args.spec {
+        Some(f) => spec::load_file(&ctx.resolve(f), args.workload.as_deref()).map_err(spec_err)?,
+        None => spec::load(project, args.workload.as_deref().expect("clap requires it")).map_err(spec_err)?,
+    };
+    let mut set = BTreeMap::new();
+    for kv in &args.set {
+        let (k, v) = kv.split_once('=').ok_or_else(|| CliError::bad_input(format!("--set {kv}: expected KEY=VALUE")))?;
+        set.insert(k.trim().to_string(), v.to_string());
+    }
+    let layout = ctx.layout()?;
+    let mut opts = CollectOptions::new(&project.root);
+    opts.ops = OpRules::with_project(&layout.rules_dir()).map_err(CliError::bad_input)?;
+    opts.layout = layout;
+    opts.set = set;
+    opts.runs = args.runs;
+    opts.warmup = args.warmup;
+    opts.profile = args.profile;
+    opts.output = args.output.as_ref().map(|p| ctx.resolve(p));
+    opts.progress = std::io::stderr().is_terminal();
+    runner::install_interrupt_handler();
+    let rep = collect(&ls, &opts).map_err(CliError::bad_input)?;
+    match args.format.format {
+        Format::Json => print_json(&rep),
+        f => {
+            let mut t = table(f, &["run", "pass", "#", "params", "phase", "status", "metrics", "kernels", "error"]);
+            for r in &rep.rows {
+                t.add_row(vec![
+                    r.run_id.clone(),
+                    r.pass.clone(),
+                    r.run_index.to_string(),
+                    r.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
+                    r.phase.clone(),
+                    format!("{:?}", r.status).to_lowercase(),
+                    r.metrics.to_string(),
+                    r.kernels.to_string(),
+                    r.message.clone().unwrap_or_default(),
+                ]);
+            }
+            println!("{t}");
+            println!(
+                "{}: {} runs, {} ok rows, {} error rows -> {}{}",
+                rep.workload,
+                rep.runs,
+                rep.rows_ok,
+                rep.rows_error,
+                rep.output.display(),
+                if rep.interrupted { " (interrupted: rows measured so far are kept)" } else { "" }
+            );
+        }
+    }
+    if rep.interrupted {
+        return Ok(ExitCode::from(130));
+    }
+    Ok(if rep.rows_error > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

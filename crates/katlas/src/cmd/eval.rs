@@ -1,0 +1,784 @@
+//! `katlas eval` and `katlas ab`: the fresh-process A/B protocol.
+
+use crate::ctx::{exit, CliError, CmdResult, Ctx};
+use crate::output::{paint, print_json, table, Format, FormatArg};
+use katlas_eval::config::EvalConfig;
+use katlas_eval::eval::{run_eval, CaptureContext, EvalReport, EvalSpec, Meta, SideInput, SolSpec};
+use katlas_eval::protocol::{Order, ProtocolError, Settings, Side};
+use katlas_eval::routes::RouteSpec;
+use katlas_eval::verdict::{JudgeConfig, Plan};
+use katlas_eval::worktree;
+use katlas_model::digest::md5_hex;
+use katlas_model::ledger::{Disposition, Goal, Verdict};
+use katlas_model::task::Task;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GoalArg {
+    Maximize,
+    Minimize,
+}
+
+/// Protocol knobs shared by `eval` and `ab`.
+#[derive(Debug, clap::Args)]
+pub struct ProtocolArgs {
+    /// Metric to read from each run's output.
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// Whether larger (maximize, default) or smaller (minimize) is better.
+    #[arg(long, value_enum)]
+    pub goal: Option<GoalArg>,
+    /// Output parser (katlas-collect registry name).
+    #[arg(long)]
+    pub parser: Option<String>,
+    /// Shell command that runs one sample (for git-ref sides, --variant and --aa).
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
+    /// Executable to hash per side for the stale-binary check, relative to each side's
+    /// directory (default: the command's program when it is compiled, not a script).
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// Shell command that builds a git-ref side inside its worktree.
+    #[arg(long, value_name = "CMD")]
+    pub build: Option<String>,
+    /// Fixed number of measured runs per side (turns adaptive mode off).
+    #[arg(long, short = 'n')]
+    pub runs: Option<u32>,
+    /// Adaptive sequential mode (the default without --runs): sample until the interval
+    /// clears or sits inside the noise band, or the budget ends.
+    #[arg(long, conflicts_with = "runs")]
+    pub auto: bool,
+    /// Adaptive budget: at most this many measured runs per side [default: 30].
+    #[arg(long)]
+    pub max_runs: Option<u32>,
+    /// Adaptive: first look after this many runs per side [default: 3].
+    #[arg(long)]
+    pub min_runs: Option<u32>,
+    /// Warmup runs per side, discarded [default: 1].
+    #[arg(long)]
+    pub warmups: Option<u32>,
+    /// abba or shuffle [default: abba].
+    #[arg(long)]
+    pub order: Option<String>,
+    /// Seed of the order shuffle and the bootstrap.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Shell command run before each block (clock warmup, cool-down).
+    #[arg(long, value_name = "CMD")]
+    pub settle: Option<String>,
+    /// Relative noise threshold (0.01 = 1%); default: the --aa calibration, else 1%.
+    #[arg(long)]
+    pub threshold: Option<f64>,
+    /// Family-wise error rate over all looks [default: 0.05].
+    #[arg(long)]
+    pub alpha: Option<f64>,
+    /// Robust CV beyond which a side is unstable [default: 0.10].
+    #[arg(long)]
+    pub cv_limit: Option<f64>,
+    /// Half-vs-half drift beyond which a side is unstable [default: 0.03].
+    #[arg(long)]
+    pub drift_limit: Option<f64>,
+    /// Per-sample timeout, seconds [default: 600].
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    /// Env names that only switch on instrumentation; stripped from every side.
+    #[arg(long = "strip-env", value_name = "NAME")]
+    pub strip_env: Vec<String>,
+    /// Record GPU clocks and temperature per sample (nvidia-smi, hwmon) when readable [default: true].
+    #[arg(long, action = clap::ArgAction::Set)]
+    pub telemetry: Option<bool>,
+    /// Allow sides from different hosts (the verdict says so).
+    #[arg(long)]
+    pub cross_host: bool,
+    /// Do not append to the ledger.
+    #[arg(long)]
+    pub no_ledger: bool,
+    /// Start a new eval directory instead of resuming an interrupted one.
+    #[arg(long)]
+    pub fresh: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// Task id (`.katlas/tasks/<id>/task.json`): baseline ref, build, bench, allowed files, routes.
+    pub task: Option<String>,
+    /// Baseline: a git ref (built in its own worktree) or a shell command.
+    #[arg(long, value_name = "CMD|REF")]
+    pub baseline: Option<String>,
+    /// Candidate: a git ref or a shell command (default with a ref baseline: the working tree).
+    #[arg(long, value_name = "CMD|REF")]
+    pub candidate: Option<String>,
+    /// Env variant of one binary: `--variant KEY=A --variant KEY=B`.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub variant: Vec<String>,
+    /// Run the baseline against itself to calibrate the noise threshold.
+    #[arg(long)]
+    pub aa: bool,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
+    /// Correctness route claim classes to run on the candidate (`[route.CLAIM]`).
+    #[arg(long = "claim", value_name = "CLAIM")]
+    pub claims: Vec<String>,
+    /// Allowed files (globs) for the candidate's diff against the baseline.
+    #[arg(long = "allowed", value_name = "GLOB")]
+    pub allowed: Vec<String>,
+    /// Bytes moved per run (speed-of-light check).
+    #[arg(long)]
+    pub bytes: Option<f64>,
+    /// Metric key holding bytes moved per run.
+    #[arg(long)]
+    pub bytes_key: Option<String>,
+    /// Time metric key for the speed-of-light check (default: the metric, when it is a time).
+    #[arg(long)]
+    pub time_key: Option<String>,
+    /// Bandwidth ceiling, GB/s (default: the arch database's product, see --product).
+    #[arg(long)]
+    pub peak_gbps: Option<f64>,
+    /// Product name in the arch database for the ceiling (default: the detected GPU).
+    #[arg(long)]
+    pub product: Option<String>,
+    /// Verdict that counts as success for the exit code (default: improved).
+    #[arg(long, value_name = "VERDICT")]
+    pub expect: Option<String>,
+    #[arg(long)]
+    pub lever: Option<String>,
+    #[arg(long)]
+    pub kernel: Option<String>,
+    #[arg(long)]
+    pub phase: Option<String>,
+    #[arg(long)]
+    pub shape: Option<String>,
+    #[arg(long)]
+    pub quant: Option<String>,
+    #[arg(long)]
+    pub hypothesis: Option<String>,
+    /// Why it is faster or slower, as understood (ledger note).
+    #[arg(long)]
+    pub mechanism: Option<String>,
+    /// promote, reject, opt-in or `revisit-if: CONDITION` (default: from the verdict).
+    #[arg(long)]
+    pub disposition: Option<String>,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AbArgs {
+    /// Git refs; the first is the reference.
+    #[arg(required = true, num_args = 2..)]
+    pub refs: Vec<String>,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+fn split_cmd(s: &str) -> Vec<String> {
+    vec!["sh".into(), "-c".into(), s.into()]
+}
+
+fn is_ref(root: &Path, s: &str) -> bool {
+    !s.contains(char::is_whitespace) && worktree::resolve(root, s).is_ok()
+}
+
+fn goal(g: Option<GoalArg>, metric: &str) -> Goal {
+    match g {
+        Some(GoalArg::Maximize) => Goal::Maximize,
+        Some(GoalArg::Minimize) => Goal::Minimize,
+        // Times are better smaller, everything else (rates) larger. A bare
+        // `_s` suffix is ambiguous (`tok_s` is a rate), so it is not a time here.
+        None => {
+            let m = metric.to_ascii_lowercase();
+            let time = ["_ms", "_us", "_ns"].iter().any(|s| m.ends_with(s))
+                || ["latency", "elapsed", "time", "duration"].iter().any(|w| m.contains(w));
+            if time {
+                Goal::Minimize
+            } else {
+                Goal::Maximize
+            }
+        }
+    }
+}
+
+/// `[eval]` of katlas.toml (project defaults under the flags).
+fn eval_config(ctx: &Ctx) -> Result<EvalConfig, CliError> {
+    Ok(ctx.project()?.section::<EvalConfig>(&["eval"]).map_err(CliError::bad_input)?.unwrap_or_default())
+}
+
+fn settings(p: &ProtocolArgs, cfg: &EvalConfig, metric: String, g: Goal, parser: String, threshold: f64, mut strip: Vec<String>) -> Result<Settings, CliError> {
+    let order: Order = p.order.clone().or(cfg.order.clone()).unwrap_or_else(|| "abba".into()).parse().map_err(CliError::bad_input)?;
+    if !(0.0..1.0).contains(&threshold) {
+        return Err(CliError::bad_input(format!("--threshold {threshold}: expected a fraction in [0, 1)")));
+    }
+    let alpha = p.alpha.or(cfg.alpha).unwrap_or(0.05);
+    if !(0.0 < alpha && alpha < 1.0) {
+        return Err(CliError::bad_input(format!("--alpha {alpha}: expected a fraction in (0, 1)")));
+    }
+    let d = JudgeConfig::default();
+    let cv_limit = p.cv_limit.or(cfg.cv_limit).unwrap_or(d.cv_limit);
+    let drift_limit = p.drift_limit.or(cfg.drift_limit).unwrap_or(d.drift_limit);
+    if cv_limit <= 0.0 || drift_limit <= 0.0 {
+        return Err(CliError::bad_input("--cv-limit and --drift-limit must be positive fractions"));
+    }
+    let plan = match p.runs {
+        Some(0) => return Err(CliError::bad_input("--runs 0: at least one run per side")),
+        Some(n) => Plan::fixed(n),
+        None => Plan::adaptive(p.min_runs.or(cfg.min_runs).unwrap_or(3), p.max_runs.or(cfg.max_runs).unwrap_or(30)),
+    };
+    strip.extend(cfg.strip_env.iter().cloned());
+    strip.sort();
+    strip.dedup();
+    Ok(Settings {
+        metric,
+        parser,
+        warmups: p.warmups.or(cfg.warmups).unwrap_or(1),
+        plan,
+        order,
+        seed: p.seed,
+        settle: p.settle.clone().or(cfg.settle.clone()),
+        timeout: Duration::from_secs_f64(p.timeout.or(cfg.timeout_s).unwrap_or(600.0).max(0.001)),
+        judge: JudgeConfig { threshold, alpha, seed: p.seed, goal: g, cv_limit, drift_limit, ..d },
+        telemetry: p.telemetry.or(cfg.telemetry).unwrap_or(true),
+        strip_env: strip,
+    })
+}
+
+/// Noise calibrations from `katlas eval --aa`, by command fingerprint.
+fn noise_file(ctx: &Ctx) -> Result<PathBuf, CliError> {
+    Ok(ctx.layout()?.root.join("noise.json"))
+}
+
+fn calibrated_threshold(ctx: &Ctx, key: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(noise_file(ctx).ok()?).ok()?;
+    let v: BTreeMap<String, f64> = serde_json::from_str(&text).ok()?;
+    v.get(key).copied()
+}
+
+fn fingerprint(parts: &[&str]) -> String {
+    md5_hex(parts.join("\u{1f}").as_bytes())[..12].to_string()
+}
+
+fn cx(ctx: &Ctx) -> Result<CaptureContext, CliError> {
+    let project = ctx.project()?;
+    let env_prefixes = project.config.identity.env_prefixes.clone().unwrap_or_default();
+    Ok(CaptureContext {
+        cache_dir: Some(ctx.layout()?.cache_dir()),
+        env_prefixes,
+        hash_model: project.config.identity.hash_model,
+        ..Default::default()
+    })
+}
+
+/// A missing program is a missing environment (exit 3). Only simple commands
+/// are checked; a shell pipeline's failure shows in its samples instead.
+fn check_programs(sides: &[SideInput]) -> Result<(), CliError> {
+    for s in sides {
+        let simple = match s.side.argv.as_slice() {
+            [sh, c, cmd] if sh == "sh" && c == "-c" => !cmd.contains([';', '|', '&', '$', '(', '`', '<', '>']),
+            _ => true,
+        };
+        if simple && katlas_eval::eval::resolve_binary(&s.side).is_none() {
+            return Err(CliError::missing_env(format!(
+                "{}: program `{}` not found",
+                s.side.name,
+                s.side.argv.first().map(String::as_str).unwrap_or("")
+            )));
+        }
+    }
+    Ok(())
+}
+
+type ProgressBox = Box<dyn Fn(usize, usize, &str)>;
+
+fn progress_fn() -> Option<ProgressBox> {
+    if std::io::stderr().is_terminal() {
+        Some(Box::new(|i, n, m| eprint!("\r\x1b[K[{}/{}] {m}", i + 1, n)))
+    } else {
+        None
+    }
+}
+
+fn map_err(e: ProtocolError) -> CliError {
+    CliError::bad_input(e)
+}
+
+/// A new eval directory under `parent` (`<n>` for tasks), or the latest
+/// unfinished one to resume.
+fn next_dir(parent: &Path, fresh: bool) -> (PathBuf, String) {
+    let mut max = 0u32;
+    if let Ok(rd) = std::fs::read_dir(parent) {
+        for e in rd.flatten() {
+            if let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) {
+                max = max.max(n);
+            }
+        }
+    }
+    if max > 0 && !fresh {
+        let d = parent.join(max.to_string());
+        if !d.join("result.json").exists() {
+            return (d, max.to_string());
+        }
+    }
+    (parent.join((max + 1).to_string()), (max + 1).to_string())
+}
+
+pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
+    let project = ctx.project()?;
+    let root = project.root.clone();
+    let layout = ctx.layout()?;
+    let p = &a.protocol;
+    let expect = a.expect.as_deref().map(str::parse::<Verdict>).transpose().map_err(CliError::bad_input)?;
+    let disposition = a.disposition.as_deref().map(str::parse::<Disposition>).transpose().map_err(CliError::bad_input)?;
+    let mut meta = Meta {
+        lever: a.lever.clone(),
+        kernel: a.kernel.clone(),
+        phase: a.phase.clone(),
+        shape: a.shape.clone(),
+        quant: a.quant.clone(),
+        hypothesis: a.hypothesis.clone(),
+        mechanism: a.mechanism.clone(),
+        disposition,
+        ..Default::default()
+    };
+    let mut sides: Vec<SideInput> = Vec::new();
+    let mut knobs = BTreeSet::new();
+    let mut allowed = None;
+    let mut correctness: Vec<(String, Option<RouteSpec>)> = Vec::new();
+    let mut strip = p.strip_env.clone();
+    let ecfg = eval_config(ctx)?;
+    let mut reference_identity = None;
+    let wt_dir = layout.root.join("worktrees");
+    let mk = |label: &str, name: &str, argv: Vec<String>, cwd: &Path, git_ref: Option<String>, src: Option<PathBuf>| SideInput {
+        side: Side { label: label.into(), name: name.into(), argv, env: BTreeMap::new(), cwd: cwd.to_path_buf() },
+        git_ref,
+        source_root: src,
+        knobs: BTreeMap::new(),
+        binary: p.binary.clone(),
+    };
+    let (metric, parser, g, eval_dir, eval_id);
+    if let Some(task_id) = &a.task {
+        let tdir = layout.tasks_dir().join(task_id);
+        let tpath = tdir.join("task.json");
+        let text = std::fs::read_to_string(&tpath).map_err(|e| CliError::bad_input(format!("{}: {e}", tpath.display())))?;
+        let task: Task = serde_json::from_str(&text).map_err(|e| CliError::bad_input(format!("{}: {e}", tpath.display())))?;
+        metric = p.metric.clone().unwrap_or(task.bench.metric.clone());
+        parser = p.parser.clone().or(task.bench.parser.clone()).or(ecfg.parser.clone()).unwrap_or_else(|| "kv".into());
+        g = match p.goal {
+            Some(_) => goal(p.goal, &metric),
+            None => task.bench.goal,
+        };
+        strip.extend(task.bench.stripped_env.iter().cloned());
+        meta.task_id = Some(task.id.clone());
+        meta.lever = meta.lever.or(task.lever.clone());
+        meta.kernel = meta.kernel.or(task.kernel.clone());
+        meta.arch = task.target.arch.clone();
+        meta.phase = meta.phase.or(task.target.phase.clone());
+        meta.shape = meta.shape.or(task.target.shape.clone());
+        meta.quant = meta.quant.or(task.target.quant.clone());
+        meta.hypothesis = meta.hypothesis.or(Some(task.hypothesis.clone()));
+        if task.bench.command.is_empty() {
+            return Err(CliError::bad_input(format!("{}: bench.command: empty", tpath.display())));
+        }
+        let build = task.build.as_ref().map(|b| b.join(" "));
+        let (d, id) = next_dir(&tdir.join("evals"), p.fresh);
+        eval_dir = d;
+        eval_id = format!("{task_id}/{id}");
+        let Some(base_ref) = task.baseline.git_ref.clone() else {
+            return needs_baseline(a, ctx, &meta, &metric, g, &eval_dir, &eval_id, "the task names no baseline git ref");
+        };
+        let wt = worktree::prepare(&root, &base_ref, &wt_dir, build.as_deref()).map_err(env_or_bad)?;
+        if let Some(b) = &build {
+            let st = std::process::Command::new("sh").args(["-c", b]).current_dir(&root).status();
+            if !st.map(|s| s.success()).unwrap_or(false) {
+                return Err(CliError::bad_input(format!("build `{b}` failed in the working tree")));
+            }
+        }
+        let argv = task.bench.command.clone();
+        let mut base = mk("A", &format!("baseline {}", &wt.commit[..12]), argv.clone(), &wt.path, Some(base_ref.clone()), Some(wt.path.clone()));
+        let mut cand = mk("B", "candidate (working tree)", argv, &root, None, Some(root.clone()));
+        base.side.env = task.bench.env.clone();
+        cand.side.env = task.bench.env.clone();
+        sides = vec![base, cand];
+        if !task.allowed_files.is_empty() {
+            let changed = worktree::changed_in_worktree(&root, &wt.commit).map_err(env_or_bad)?;
+            allowed = Some((task.allowed_files.clone(), changed));
+        }
+        for c in &task.correctness {
+            correctness.push((c.claim.clone(), Some(RouteSpec { commands: vec![c.command.clone()], ..Default::default() })));
+        }
+        if task.baseline.identity != katlas_model::Identity::default() {
+            reference_identity = Some(task.baseline.identity.clone());
+        }
+    } else {
+        metric = p.metric.clone().ok_or_else(|| CliError::bad_input("--metric is required without a task"))?;
+        parser = p.parser.clone().or(ecfg.parser.clone()).unwrap_or_else(|| "kv".into());
+        g = goal(p.goal, &metric);
+        let one_cmd = || -> Result<String, CliError> {
+            p.command.clone().or_else(|| a.baseline.clone()).ok_or_else(|| CliError::bad_input("--command (or --baseline CMD) is required"))
+        };
+        if a.aa {
+            let c = one_cmd()?;
+            sides.push(mk("A", "baseline", split_cmd(&c), &ctx.cwd, None, Some(root.clone())));
+            sides.push(mk("B", "baseline (again)", split_cmd(&c), &ctx.cwd, None, Some(root.clone())));
+        } else if !a.variant.is_empty() {
+            let c = one_cmd()?;
+            let mut envs: Vec<BTreeMap<String, String>> = vec![BTreeMap::new(), BTreeMap::new()];
+            for v in &a.variant {
+                let (k, val) = v.split_once('=').ok_or_else(|| CliError::bad_input(format!("--variant {v}: expected KEY=VALUE")))?;
+                let slot = if envs[0].contains_key(k) { 1 } else { 0 };
+                if envs[slot].contains_key(k) {
+                    return Err(CliError::bad_input(format!("--variant {k}: given more than twice")));
+                }
+                envs[slot].insert(k.into(), val.into());
+                knobs.insert(k.to_string());
+            }
+            for k in &knobs {
+                if !envs[1].contains_key(k) {
+                    return Err(CliError::bad_input(format!("--variant {k}: needs two values (KEY=A and KEY=B)")));
+                }
+            }
+            for (i, env) in envs.into_iter().enumerate() {
+                let name = env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+                let mut s = mk(&katlas_eval::eval::label(i), &name, split_cmd(&c), &ctx.cwd, None, Some(root.clone()));
+                s.side.env = env.clone();
+                s.knobs = env;
+                sides.push(s);
+            }
+        } else {
+            let b = a.baseline.as_deref().ok_or_else(|| CliError::bad_input("--baseline is required (or a TASK, --variant, --aa)"))?;
+            let c = a.candidate.as_deref();
+            for (i, (spec, name)) in [(Some(b), "baseline"), (c, "candidate")].into_iter().enumerate() {
+                let label = katlas_eval::eval::label(i);
+                match spec {
+                    Some(s) if is_ref(&root, s) => {
+                        let cmd = p.command.clone().ok_or_else(|| CliError::bad_input("--command is required for git-ref sides"))?;
+                        let wt = worktree::prepare(&root, s, &wt_dir, p.build.as_deref()).map_err(env_or_bad)?;
+                        sides.push(mk(&label, &format!("{name} {s}"), split_cmd(&cmd), &wt.path, Some(s.into()), Some(wt.path.clone())));
+                    }
+                    Some(s) => sides.push(mk(&label, name, split_cmd(s), &ctx.cwd, None, Some(root.clone()))),
+                    None => {
+                        // Ref baseline, no candidate: the working tree.
+                        let cmd = p.command.clone().ok_or_else(|| CliError::bad_input("--candidate is required (or --command with a ref baseline)"))?;
+                        if let Some(bc) = &p.build {
+                            let ok = std::process::Command::new("sh").args(["-c", bc]).current_dir(&root).status().is_ok_and(|s| s.success());
+                            if !ok {
+                                return Err(CliError::bad_input(format!("build `{bc}` failed in the working tree")));
+                            }
+                        }
+                        sides.push(mk(&label, "candidate (working tree)", split_cmd(&cmd), &root, None, Some(root.clone())));
+                    }
+                }
+            }
+            if !a.allowed.is_empty() {
+                let base = sides[0].git_ref.clone().ok_or_else(|| CliError::bad_input("--allowed needs a git-ref baseline"))?;
+                let changed = match &sides[1].git_ref {
+                    Some(r) => worktree::changed_files(&root, &base, r),
+                    None => worktree::changed_in_worktree(&root, &base),
+                }
+                .map_err(env_or_bad)?;
+                allowed = Some((a.allowed.clone(), changed));
+            }
+        }
+        let fp = fingerprint(&[&format!("{:?}", sides.iter().map(|s| (&s.side.argv, &s.side.env, &s.side.cwd)).collect::<Vec<_>>()), &metric, &parser]);
+        let parent = layout.root.join("evals");
+        let mut id = fp.clone();
+        let mut n = 1;
+        while parent.join(&id).join("result.json").exists() || (p.fresh && parent.join(&id).exists()) {
+            n += 1;
+            id = format!("{fp}-{n}");
+        }
+        eval_dir = parent.join(&id);
+        eval_id = id;
+    }
+    for c in &a.claims {
+        let route: Option<RouteSpec> = project.section(&["route", c]).map_err(CliError::bad_input)?;
+        correctness.push((c.clone(), route));
+    }
+    let noise_key = fingerprint(&[&format!("{:?}", sides[0].side.argv), &metric]);
+    let threshold = p.threshold.or_else(|| calibrated_threshold(ctx, &noise_key)).or(ecfg.threshold).unwrap_or(0.01);
+    let st = settings(p, &ecfg, metric.clone(), g, parser, threshold, strip)?;
+    check_programs(&sides)?;
+    let sol = sol_spec(a, &metric)?;
+    let spec = EvalSpec {
+        eval_id,
+        dir: eval_dir,
+        sides,
+        settings: st,
+        knobs,
+        cross_host: p.cross_host,
+        reference_identity,
+        allowed_files: allowed,
+        sol,
+        correctness,
+        meta,
+        ledger_path: (!p.no_ledger).then(|| layout.ledger()),
+        project_root: root,
+    };
+    let pf = progress_fn();
+    let report = run_eval(&spec, &cx(ctx)?, pf.as_deref()).map_err(map_err)?;
+    if pf.is_some() {
+        eprintln!();
+    }
+    if a.aa {
+        record_aa(ctx, &noise_key, &report)?;
+    }
+    print_report(&report, a.format.format, ctx.color);
+    let v = report.result.verdict;
+    let ok = if a.aa { !matches!(v, Verdict::Improved | Verdict::Regressed | Verdict::Invalid | Verdict::Incorrect) } else { katlas_eval::eval::meets(v, expect) };
+    Ok(ExitCode::from(if ok { exit::OK } else { exit::NEGATIVE }))
+}
+
+fn env_or_bad(e: String) -> CliError {
+    if e.starts_with("cannot run git") {
+        CliError::missing_env(e)
+    } else {
+        CliError::bad_input(e)
+    }
+}
+
+fn sol_spec(a: &EvalArgs, metric: &str) -> Result<Option<SolSpec>, CliError> {
+    if a.bytes.is_none() && a.bytes_key.is_none() {
+        return Ok(None);
+    }
+    let time_key = a.time_key.clone().unwrap_or_else(|| metric.to_string());
+    if katlas_eval::guard::seconds_of(&time_key, 1.0).is_none() {
+        return Err(CliError::bad_input(format!(
+            "speed-of-light check: `{time_key}` is not a time metric (suffix _ms, _us, _ns or _s); give --time-key"
+        )));
+    }
+    let (peak, source) = match (a.peak_gbps, &a.product) {
+        (Some(p), _) => (p, "--peak-gbps".to_string()),
+        (None, Some(name)) => {
+            let db = katlas_arch::ArchDb::builtin();
+            let prod = db.product(name).ok_or_else(|| CliError::bad_input(format!("--product {name}: not in the arch database")))?;
+            let (bw, kind) = prod.best_bw_gbps();
+            (bw, format!("arch db {name} ({kind})"))
+        }
+        (None, None) => {
+            let devs = katlas_identity::gpu::devices();
+            let db = katlas_arch::ArchDb::builtin();
+            let found = devs.iter().find_map(|d| d.product.as_deref().and_then(|p| db.product(p)).map(|pr| (p_name(d), pr.best_bw_gbps())));
+            match found {
+                Some((n, (bw, kind))) => (bw, format!("arch db {n} ({kind})")),
+                None => return Err(CliError::missing_env("speed-of-light check: no GPU product detected; give --peak-gbps or --product")),
+            }
+        }
+    };
+    Ok(Some(SolSpec { bytes: a.bytes, bytes_key: a.bytes_key.clone(), time_key, peak_gbps: peak, peak_source: source, margin: 0.05 }))
+}
+
+fn p_name(d: &katlas_model::Device) -> String {
+    d.product.clone().unwrap_or_default()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn needs_baseline(a: &EvalArgs, ctx: &Ctx, meta: &Meta, metric: &str, g: Goal, dir: &Path, eval_id: &str, why: &str) -> CmdResult {
+    use katlas_model::ledger::*;
+    let entry = LedgerEntry {
+        schema: LEDGER_SCHEMA.into(),
+        id: katlas_model::row::new_id(),
+        recorded_at: katlas_model::row::now_rfc3339(),
+        task_id: meta.task_id.clone(),
+        eval_id: Some(eval_id.into()),
+        lever: meta.lever.clone(),
+        kernel: meta.kernel.clone(),
+        arch: meta.arch.clone(),
+        phase: meta.phase.clone(),
+        shape: meta.shape.clone(),
+        quant: meta.quant.clone(),
+        hypothesis: meta.hypothesis.clone(),
+        metric: metric.into(),
+        goal: g,
+        baseline: EvalSide { label: "baseline".into(), ..Default::default() },
+        candidate: EvalSide { label: "candidate".into(), ..Default::default() },
+        protocol: Protocol::default(),
+        samples: SampleRef { path: dir.join("samples.jsonl").display().to_string(), ..Default::default() },
+        verdict: Verdict::NeedsBaseline,
+        reasons: vec![why.into()],
+        effect: None,
+        noise_threshold: a.protocol.threshold.unwrap_or(0.01),
+        correctness: Vec::new(),
+        cross_host: false,
+        mechanism: meta.mechanism.clone(),
+        disposition: meta.disposition.clone().unwrap_or_else(|| Disposition::default_for(Verdict::NeedsBaseline)),
+    };
+    if !a.protocol.no_ledger {
+        katlas_eval::ledger::append(&ctx.layout()?.ledger(), &entry)?;
+    }
+    match a.format.format {
+        Format::Json => print_json(&entry),
+        _ => println!("verdict: needs_baseline ({why})"),
+    }
+    Ok(ExitCode::from(exit::NEGATIVE))
+}
+
+fn record_aa(ctx: &Ctx, key: &str, r: &EvalReport) -> Result<(), CliError> {
+    let Some(e) = r.result.effects.first() else { return Ok(()) };
+    // The A/A interval's half-width is the smallest effect this fixture can resolve.
+    let noise = e.ci[0].abs().max(e.ci[1].abs());
+    let path = noise_file(ctx)?;
+    let mut map: BTreeMap<String, f64> =
+        std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    map.insert(key.into(), (noise * 1e4).ceil() / 1e4);
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&map).expect("map serialises") + "\n")?;
+    eprintln!("A/A noise threshold calibrated: {:.2}% (stored in {})", noise * 100.0, path.display());
+    Ok(())
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.2}%", x * 100.0)
+}
+
+fn num(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.4}")).unwrap_or_else(|| "-".into())
+}
+
+pub fn print_report(r: &EvalReport, format: Format, color: bool) {
+    if format == Format::Json {
+        print_json(&r.result);
+        return;
+    }
+    let res = &r.result;
+    let mut t = table(format, &["side", "n", "median", "95% CI (median)", "MAD", "CV", "failed", "throttled", "effect", "interval"]);
+    for (i, s) in res.sides.iter().enumerate() {
+        let e = if i == 0 { None } else { res.effects.get(i - 1) };
+        t.add_row(vec![
+            s.label.clone(),
+            s.summary.n.to_string(),
+            num(s.summary.median),
+            s.summary.ci.map(|c| format!("[{:.4}, {:.4}]", c[0], c[1])).unwrap_or_else(|| "-".into()),
+            num(s.summary.mad),
+            s.summary.cv.map(|c| format!("{:.2}%", c * 100.0)).unwrap_or_else(|| "-".into()),
+            s.summary.failed.to_string(),
+            s.summary.throttled.to_string(),
+            e.map(|e| pct(e.relative_change)).unwrap_or_else(|| if i == 0 { "ref".into() } else { "-".into() }),
+            e.map(|e| format!("[{}, {}] @{:.1}%", pct(e.ci[0]), pct(e.ci[1]), e.ci_level * 100.0)).unwrap_or_default(),
+        ]);
+    }
+    println!("{t}");
+    if let Some(e) = res.effects.first() {
+        println!(
+            "metric {} ({:?}); Mann-Whitney p = {}; bootstrap ({} resamples) {}",
+            res.metric,
+            res.goal,
+            e.p_value.map(|p| format!("{p:.4}")).unwrap_or_else(|| "-".into()),
+            e.resamples,
+            e.bootstrap_ci.map(|c| format!("[{}, {}]", pct(c[0]), pct(c[1]))).unwrap_or_else(|| "-".into())
+        );
+    }
+    println!(
+        "protocol: {} order, {} warmup(s)/side, runs/side {:?} of max {}{}, seed {}, {} look(s); noise threshold ±{:.2}%",
+        res.protocol.order,
+        res.protocol.warmups,
+        res.protocol.n_per_side,
+        res.protocol.max_per_side,
+        if res.protocol.adaptive { " (adaptive)" } else { "" },
+        res.protocol.seed,
+        res.protocol.looks.unwrap_or(0),
+        res.noise_threshold * 100.0
+    );
+    if r.resumed > 0 {
+        println!("resumed from {} stored sample(s)", r.resumed);
+    }
+    for c in &res.route_changes {
+        println!("route change: {c}");
+    }
+    for c in &res.correctness {
+        println!("correctness {} `{}`: {}", c.claim, c.check, c.outcome);
+    }
+    let v = res.verdict;
+    let code = match v {
+        Verdict::Improved => "32",
+        Verdict::NoChange => "36",
+        Verdict::Regressed | Verdict::Incorrect | Verdict::Invalid => "31",
+        _ => "33",
+    };
+    println!("verdict: {}", paint(color, code, v.as_str()));
+    for reason in &res.reasons {
+        println!("  - {reason}");
+    }
+    println!("samples: {}", res.samples.path);
+    if let Some(id) = &res.ledger_id {
+        println!("ledger: {id}");
+    }
+}
+
+pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
+    let project = ctx.project()?;
+    let root = project.root.clone();
+    let layout = ctx.layout()?;
+    let p = &a.protocol;
+    let metric = p.metric.clone().ok_or_else(|| CliError::bad_input("--metric is required"))?;
+    let cmd = p.command.clone().ok_or_else(|| CliError::bad_input("--command is required (run in each ref's worktree)"))?;
+    let g = goal(p.goal, &metric);
+    let wt_dir = layout.root.join("worktrees");
+    let mut sides = Vec::new();
+    for (i, r) in a.refs.iter().enumerate() {
+        let wt = worktree::prepare(&root, r, &wt_dir, p.build.as_deref()).map_err(env_or_bad)?;
+        sides.push(SideInput {
+            side: Side {
+                label: katlas_eval::eval::label(i),
+                name: format!("{r} ({})", &wt.commit[..10]),
+                argv: split_cmd(&cmd),
+                env: BTreeMap::new(),
+                cwd: wt.path.clone(),
+            },
+            git_ref: Some(r.clone()),
+            source_root: Some(wt.path.clone()),
+            knobs: BTreeMap::new(),
+            binary: p.binary.clone(),
+        });
+    }
+    let ecfg = eval_config(ctx)?;
+    let parser = p.parser.clone().or(ecfg.parser.clone()).unwrap_or_else(|| "kv".into());
+    let mut st = settings(p, &ecfg, metric.clone(), g, parser, p.threshold.or(ecfg.threshold).unwrap_or(0.01), p.strip_env.clone())?;
+    if p.runs.is_none() {
+        // A commit probe compares several refs at once: fixed N (default 10), no early stop.
+        st.plan = Plan::fixed(10);
+    }
+    check_programs(&sides)?;
+    let fp = fingerprint(&[&a.refs.join(" "), &cmd, &metric]);
+    let parent = layout.root.join("evals");
+    let mut id = format!("ab-{fp}");
+    let mut n = 1;
+    while parent.join(&id).join("result.json").exists() || (p.fresh && parent.join(&id).exists()) {
+        n += 1;
+        id = format!("ab-{fp}-{n}");
+    }
+    let spec = EvalSpec {
+        eval_id: id.clone(),
+        dir: parent.join(&id),
+        sides,
+        settings: st,
+        knobs: BTreeSet::new(),
+        cross_host: p.cross_host,
+        reference_identity: None,
+        allowed_files: None,
+        sol: None,
+        correctness: Vec::new(),
+        meta: Meta::default(),
+        ledger_path: (!p.no_ledger).then(|| layout.ledger()),
+        project_root: root,
+    };
+    let pf = progress_fn();
+    let report = run_eval(&spec, &cx(ctx)?, pf.as_deref()).map_err(map_err)?;
+    if pf.is_some() {
+        eprintln!();
+    }
+    if a.format.format == Format::Json {
+        print_json(&report.result);
+    } else {
+        print_report(&report, a.format.format, ctx.color);
+        for (i, e) in report.ledger.iter().enumerate() {
+            println!("{} vs {}: {}", report.result.sides[i + 1].label, report.result.sides[0].label, e.verdict);
+        }
+    }
+    Ok(ExitCode::from(exit::OK))
+}

@@ -1,0 +1,283 @@
+//! `katlas fit`: each hot kernel against its hardware. Also the row/ISA input
+//! handling shared by `katlas suggest` and `katlas task`.
+
+use crate::ctx::{CliError, CmdResult, Ctx};
+use clap::ValueEnum;
+use katlas_advise::isa::IsaManifest;
+use katlas_advise::{build_fit, render, FitInput, FitView, Rules};
+use katlas_arch::ArchDb;
+use katlas_model::{hipfire, Device, Origin, Row, ROW_SCHEMA};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum FitFormat {
+    #[default]
+    Text,
+    Json,
+    Markdown,
+    /// A standalone HTML page.
+    Html,
+}
+
+/// Where the evidence comes from (shared by fit, suggest and task).
+#[derive(Debug, Clone, clap::Args)]
+pub struct EvidenceArgs {
+    /// A row id (or unique prefix) in the corpus, a JSON/JSONL file of rows
+    /// (katlas.row.v1 or hipfire.kernel_atlas.v0), or with --parse a profiler file.
+    #[arg(value_name = "ROW")]
+    pub row: Option<String>,
+    /// Parse ROW as a profiler file with this collect parser (ncu-csv, torch-trace,
+    /// rocprofv3-kernel-trace, hipfire-bench …).
+    #[arg(long, value_name = "PARSER")]
+    pub parse: Option<String>,
+    /// Pick the row (or parsed phase) of this phase.
+    #[arg(long)]
+    pub phase: Option<String>,
+    /// Pick the N-th matching row of a file (1-based).
+    #[arg(long, value_name = "N")]
+    pub index: Option<usize>,
+    /// ISA manifest (katlas.isa.v1) from `katlas isa scan`.
+    #[arg(long, value_name = "MANIFEST")]
+    pub isa: Option<PathBuf>,
+    /// Product to judge against ("NVIDIA H200", "Radeon RX 7900 XTX"); default: the row's device,
+    /// else the products of the row's arch when they share one bandwidth ceiling.
+    #[arg(long, value_name = "NAME")]
+    pub product: Option<String>,
+    /// Arch atom when neither row nor product names one (ISA-only fits).
+    #[arg(long, value_name = "ATOM")]
+    pub arch: Option<String>,
+    /// Workload name for a parsed profiler file (default: the file name).
+    #[arg(long)]
+    pub workload: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FitArgs {
+    #[command(flatten)]
+    pub evidence: EvidenceArgs,
+    #[arg(long, value_enum, default_value_t = FitFormat::Text)]
+    pub format: FitFormat,
+}
+
+/// Everything a fit needs, loaded.
+pub struct Loaded {
+    pub row: Option<Row>,
+    pub rules: Rules,
+    pub db: ArchDb,
+    pub fit: FitView,
+}
+
+fn bad(m: impl std::fmt::Display) -> CliError {
+    CliError::bad_input(m)
+}
+
+/// Rows of a JSON document (object or array) or JSONL file, each `(line, row)`.
+fn rows_of_file(path: &Path) -> Result<Vec<(u64, Row)>, CliError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("{shown}: {e}")))?;
+    let convert = |v: serde_json::Value, line: u64| -> Result<Row, CliError> {
+        if hipfire::is_v0(&v) {
+            return hipfire::import_v0(v, Some(&shown), Some(line)).map_err(|e| bad(format!("{shown}:{line}: {e}")));
+        }
+        match v.get("schema").and_then(|s| s.as_str()) {
+            Some(ROW_SCHEMA) => serde_json::from_value::<Row>(v).map_err(|e| bad(format!("{shown}:{line}: {e}"))),
+            Some(other) => Err(bad(format!("{shown}:{line}: field `schema`: `{other}` is not a row (expected {ROW_SCHEMA} or {})", hipfire::HIPFIRE_V0))),
+            None => Err(bad(format!("{shown}:{line}: field `schema`: missing"))),
+        }
+    };
+    let trimmed = text.trim_start();
+    let mut out = Vec::new();
+    if trimmed.starts_with('[') {
+        let arr: Vec<serde_json::Value> = serde_json::from_str(&text).map_err(|e| bad(format!("{shown}:{}: {e}", e.line())))?;
+        for (i, v) in arr.into_iter().enumerate() {
+            out.push((i as u64 + 1, convert(v, i as u64 + 1)?));
+        }
+        return Ok(out);
+    }
+    // One document, possibly pretty-printed, or JSON lines.
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+        return Ok(vec![(1, convert(v, 1)?)]);
+    }
+    let mut errors = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i as u64 + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<serde_json::Value>(line) {
+            Ok(v) => match convert(v, n) {
+                Ok(r) => out.push((n, r)),
+                Err(e) => errors.push(e.message),
+            },
+            Err(e) => errors.push(format!("{shown}:{n}: {e}")),
+        }
+    }
+    for e in &errors {
+        eprintln!("katlas: warning: skipped {e}");
+    }
+    if out.is_empty() {
+        return Err(bad(format!("{shown}: no usable rows{}", errors.first().map(|e| format!(" ({e})")).unwrap_or_default())));
+    }
+    Ok(out)
+}
+
+fn pick(rows: Vec<(String, Row)>, a: &EvidenceArgs, what: &str) -> Result<(String, Row), CliError> {
+    let total = rows.len();
+    let mut cands: Vec<(String, Row)> = match &a.phase {
+        Some(p) => rows.into_iter().filter(|(_, r)| r.phase.eq_ignore_ascii_case(p)).collect(),
+        None => rows,
+    };
+    if cands.is_empty() {
+        return Err(bad(format!("{what}: no row of phase `{}` among {total}", a.phase.as_deref().unwrap_or("?"))));
+    }
+    if let Some(i) = a.index {
+        if i == 0 || i > cands.len() {
+            return Err(bad(format!("--index {i}: {what} has {} matching rows (1-based)", cands.len())));
+        }
+        return Ok(cands.swap_remove(i - 1));
+    }
+    if cands.len() == 1 {
+        return Ok(cands.swap_remove(0));
+    }
+    // Several: the first profiled, ok row, and say so.
+    let n = cands.len();
+    let pos = cands.iter().position(|(_, r)| !r.kernels.is_empty() && r.status == katlas_model::Status::Ok).unwrap_or(0);
+    let (src, row) = cands.swap_remove(pos);
+    eprintln!("katlas: note: {what} has {n} matching rows; using {src} (pick with --phase/--index)");
+    Ok((src, row))
+}
+
+/// A row from a parser's output: the chosen phase's kernel table and metrics.
+fn row_from_parse(parser: &str, path: &Path, a: &EvidenceArgs, ctx: &Ctx) -> Result<(String, Row), CliError> {
+    let opts = katlas_collect::ParserOptions { phase: a.phase.clone(), ..Default::default() };
+    let out = katlas_collect::parse_with(parser, katlas_collect::Input::File(path), &opts).map_err(|e| bad(e.to_string()))?;
+    for w in &out.warnings {
+        eprintln!("katlas: warning: {w}");
+    }
+    let table = match &a.phase {
+        Some(p) => out.phases.iter().find(|t| &t.phase == p).or_else(|| out.phases.iter().find(|t| !t.kernels.is_empty())),
+        None => out.phases.iter().find(|t| !t.kernels.is_empty()),
+    };
+    let workload = a.workload.clone().unwrap_or_else(|| {
+        let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "profile".into());
+        name.split('.').next().unwrap_or(&name).to_string()
+    });
+    let phase = table.map(|t| t.phase.clone()).or(a.phase.clone()).unwrap_or_else(|| "run".into());
+    let mut row = Row::new(workload, phase);
+    row.origin = Some(Origin { kind: "parse".into(), file: Some(path.display().to_string()), parsers: vec![parser.into()], ..Default::default() });
+    for (k, m) in &out.metrics {
+        row.metrics.insert(k.clone(), m.clone());
+    }
+    if let Some(t) = table {
+        row.kernels = t.kernels.clone();
+        for (k, m) in &t.metrics {
+            row.metrics.insert(k.clone(), m.clone());
+        }
+    }
+    let rules_dir = ctx.layout().ok().map(|l| l.rules_dir());
+    let ops = match rules_dir.as_deref() {
+        Some(d) => katlas_collect::ops::OpRules::with_project(d).map_err(|e| bad(e.to_string()))?,
+        None => katlas_collect::ops::OpRules::builtin(),
+    };
+    let missing_op: Vec<usize> = row.kernels.iter().enumerate().filter(|(_, k)| k.op.is_none()).map(|(i, _)| i).collect();
+    if !missing_op.is_empty() {
+        ops.classify_all(&mut row.kernels);
+    }
+    let arch = out.route.get("arch").and_then(|v| v.as_str()).map(str::to_string);
+    let product = out.route.get("device").and_then(|v| v.as_str()).map(str::to_string);
+    row.arch = arch.clone();
+    if arch.is_some() || product.is_some() {
+        let vendor = match &arch {
+            Some(a) if a.starts_with("gfx") => "amd",
+            Some(_) => "nvidia",
+            None => "unknown",
+        };
+        row.identity.devices.push(Device { index: 0, vendor: vendor.into(), product, arch, arch_source: Some(format!("{parser} output")), ..Default::default() });
+    }
+    Ok((format!("{parser} {}", path.display()), row))
+}
+
+/// The row the user named, with a description of where it came from.
+pub fn load_row(a: &EvidenceArgs, ctx: &Ctx) -> Result<Option<(String, Row)>, CliError> {
+    let Some(spec) = &a.row else {
+        if a.parse.is_some() {
+            return Err(bad("--parse needs a profiler file as ROW"));
+        }
+        return Ok(None);
+    };
+    if let Some(parser) = &a.parse {
+        let p = ctx.resolve(Path::new(spec));
+        if !p.is_file() {
+            return Err(bad(format!("{}: no such file", p.display())));
+        }
+        return row_from_parse(parser, &p, a, ctx).map(Some);
+    }
+    let p = ctx.resolve(Path::new(spec));
+    if p.is_file() {
+        let rows = rows_of_file(&p)?;
+        let shown = p.display().to_string();
+        let rows: Vec<(String, Row)> = rows.into_iter().map(|(l, r)| (format!("{shown}:{l}"), r)).collect();
+        return pick(rows, a, &shown).map(Some);
+    }
+    // A corpus id or prefix.
+    let layout = ctx.layout()?;
+    let dir = layout.corpus_dir();
+    if !dir.exists() {
+        return Err(bad(format!("`{spec}` is neither a file nor a row id (no corpus at {})", dir.display())));
+    }
+    let rep = katlas_corpus::read_all::<Row>(&dir, Some(ROW_SCHEMA))?;
+    let hits: Vec<(String, Row)> = rep
+        .records
+        .into_iter()
+        .filter(|l| l.record.id.starts_with(spec.as_str()))
+        .map(|l| (format!("corpus {}:{}", l.file.display(), l.line), l.record))
+        .collect();
+    match hits.len() {
+        0 => Err(bad(format!("`{spec}` is neither a file nor a row id in {}", dir.display()))),
+        1 => Ok(hits.into_iter().next()),
+        n => Err(bad(format!("row id prefix `{spec}` matches {n} rows: give more characters"))),
+    }
+}
+
+pub fn load(a: &EvidenceArgs, ctx: &Ctx) -> Result<Loaded, CliError> {
+    if a.row.is_none() && a.isa.is_none() {
+        return Err(bad("give a ROW (corpus id, rows file, or --parse PARSER FILE) and/or --isa MANIFEST"));
+    }
+    let rules_dir = ctx.layout().ok().map(|l| l.rules_dir());
+    let rules = Rules::load(rules_dir.as_deref()).map_err(bad)?;
+    let db = match ctx.project() {
+        Ok(p) => ArchDb::load(Some(&ArchDb::override_dir(&p.root))).map_err(bad)?,
+        Err(_) => ArchDb::builtin().clone(),
+    };
+    let (row_source, row) = match load_row(a, ctx)? {
+        Some((s, r)) => (Some(s), Some(r)),
+        None => (None, None),
+    };
+    let isa = match &a.isa {
+        Some(p) => Some(IsaManifest::read(&ctx.resolve(p)).map_err(bad)?),
+        None => None,
+    };
+    let fit = build_fit(&FitInput {
+        row: row.as_ref(),
+        isa: isa.as_ref(),
+        product: a.product.as_deref(),
+        arch: a.arch.as_deref(),
+        db: &db,
+        rules: &rules,
+        row_source: row_source.clone(),
+    })
+    .map_err(bad)?;
+    Ok(Loaded { row, rules, db, fit })
+}
+
+pub fn run(args: &FitArgs, ctx: &Ctx) -> CmdResult {
+    let l = load(&args.evidence, ctx)?;
+    match args.format {
+        FitFormat::Json => crate::output::print_json(&l.fit),
+        FitFormat::Markdown => print!("{}", render::fit_markdown(&l.fit)),
+        FitFormat::Html => print!("{}", render::fit_html(&l.fit)),
+        FitFormat::Text => print!("{}", render::fit_text(&l.fit)),
+    }
+    Ok(ExitCode::SUCCESS)
+}

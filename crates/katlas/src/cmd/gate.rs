@@ -1,0 +1,163 @@
+//! `katlas gate`: speed floors per arch, fail closed.
+
+use crate::ctx::{exit, CliError, CmdResult, Ctx};
+use crate::output::{print_json, table, Format, FormatArg};
+use katlas_eval::config::GateConfig;
+use katlas_eval::gate::{check_with_facts, find, parse, update, Status};
+use katlas_eval::protocol::run_process;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, clap::Args)]
+pub struct GateArgs {
+    /// Arch atom (default: the detected GPU's).
+    #[arg(long)]
+    pub arch: Option<String>,
+    /// Directory of baseline files `<arch>.txt` / `<arch>.toml` (default: tests/speed-baselines).
+    #[arg(long)]
+    pub baselines: Option<PathBuf>,
+    /// Shell command whose output carries the metrics; run N times in fresh processes.
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
+    /// Runs of the command; the gate judges the median [default: 5].
+    #[arg(long, short = 'n')]
+    pub runs: Option<u32>,
+    /// Output parser for the command's output [default: kv].
+    #[arg(long)]
+    pub parser: Option<String>,
+    /// Saved outputs to read instead of (or besides) running a command, one run each.
+    #[arg(long = "from", value_name = "FILE")]
+    pub from: Vec<PathBuf>,
+    /// Only these floors (otherwise every active floor must be measured).
+    #[arg(long = "key", value_name = "METRIC")]
+    pub keys: Vec<String>,
+    /// Facts about this run that floors' identity pins are checked against (`model_md5=…`);
+    /// `arch` and the detected GPU `product` are known without it.
+    #[arg(long = "fact", value_name = "KEY=VALUE")]
+    pub facts: Vec<String>,
+    /// Noise threshold when the file gives no tolerance [default: 0.01].
+    #[arg(long)]
+    pub threshold: Option<f64>,
+    /// Raise floors to the measured medians (never lowers without --allow-lower).
+    #[arg(long)]
+    pub update: bool,
+    /// With --update: also lower floors, recording --reason in the file.
+    #[arg(long, requires = "reason")]
+    pub allow_lower: bool,
+    #[arg(long)]
+    pub reason: Option<String>,
+    #[arg(long, default_value_t = 600.0)]
+    pub timeout: f64,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
+    let project = ctx.project()?;
+    let gcfg: GateConfig = project.section(&["gate"]).map_err(CliError::bad_input)?.unwrap_or_default();
+    let parser = a.parser.clone().or(gcfg.parser.clone()).unwrap_or_else(|| "kv".into());
+    let runs = a.runs.or(gcfg.runs).unwrap_or(5);
+    let threshold = a.threshold.or(gcfg.threshold).unwrap_or(0.01);
+    let command = a.command.clone().or(gcfg.command.clone());
+    let arch = match &a.arch {
+        Some(x) => x.clone(),
+        None => katlas_identity::gpu::devices()
+            .into_iter()
+            .find_map(|d| d.arch)
+            .ok_or_else(|| CliError::missing_env("no GPU detected; give --arch"))?,
+    };
+    let dir = match (&a.baselines, &gcfg.baselines) {
+        (Some(d), _) => ctx.resolve(d),
+        (None, Some(d)) => project.root.join(d),
+        (None, None) => project.root.join("tests/speed-baselines"),
+    };
+    let Some(path) = find(&dir, &arch) else {
+        eprintln!("katlas: gate: no baseline file for {arch} in {} (fail closed)", dir.display());
+        return Ok(ExitCode::from(exit::NEGATIVE));
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
+    let file = parse(&path, &text).map_err(CliError::bad_input)?;
+    let mut measured: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut add = |text: &str, source: &str| -> Result<(), CliError> {
+        let p = katlas_eval::metric::read_metrics(&parser, text, source).map_err(CliError::bad_input)?;
+        for (k, v) in p.metrics {
+            measured.entry(k).or_default().push(v);
+        }
+        Ok(())
+    };
+    for f in &a.from {
+        let f = ctx.resolve(f);
+        let t = std::fs::read_to_string(&f).map_err(|e| CliError::bad_input(format!("{}: {e}", f.display())))?;
+        add(&t, &f.display().to_string())?;
+    }
+    if let Some(cmd) = &command {
+        for i in 0..runs {
+            let argv = vec!["sh".to_string(), "-c".to_string(), cmd.clone()];
+            let r = run_process(&argv, &BTreeMap::new(), &[], &project.root, Duration::from_secs_f64(a.timeout))
+                .map_err(CliError::missing_env)?;
+            if r.code != Some(0) {
+                return Err(CliError::negative(format!(
+                    "gate run {} of `{cmd}` failed (exit {:?}): {}",
+                    i + 1,
+                    r.code,
+                    String::from_utf8_lossy(&r.stderr).lines().last().unwrap_or("")
+                )));
+            }
+            add(&String::from_utf8_lossy(&r.stdout), &format!("run {}", i + 1))?;
+        }
+    }
+    let mut facts: BTreeMap<String, String> = BTreeMap::new();
+    facts.insert("arch".into(), arch.clone());
+    if file.floors.iter().any(|f| f.pins.contains_key("product")) {
+        if let Some(p) = katlas_identity::gpu::devices().into_iter().find_map(|d| d.product) {
+            facts.insert("product".into(), p);
+        }
+    }
+    for f in &a.facts {
+        let (k, v) = f.split_once('=').ok_or_else(|| CliError::bad_input(format!("--fact {f}: expected KEY=VALUE")))?;
+        facts.insert(k.trim().into(), v.trim().into());
+    }
+    let report = check_with_facts(&file, &arch, &measured, threshold, &a.keys, &facts);
+    if a.format.format == Format::Json {
+        print_json(&report);
+    } else {
+        let mut t = table(a.format.format, &["metric", "floor", "median", "n", "vs floor", "tolerance", "status"]);
+        for c in &report.checks {
+            t.add_row(vec![
+                c.metric.clone(),
+                c.floor.to_string(),
+                c.median.map(|m| format!("{m:.4}")).unwrap_or_else(|| "-".into()),
+                c.n.to_string(),
+                c.shortfall.map(|s| format!("{:+.2}%", s * 100.0)).unwrap_or_else(|| "-".into()),
+                format!("{:.2}%", c.tolerance * 100.0),
+                serde_json::to_value(c.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+            ]);
+        }
+        println!("{t}");
+        for r in &report.reasons {
+            println!("  - {r}");
+        }
+        println!("gate {}: {}", arch, if report.passed { "PASS" } else { "FAIL" });
+    }
+    if a.update {
+        if report.checks.iter().all(|c| c.median.is_none() || c.status == Status::Deprecated) {
+            return Err(CliError::bad_input("--update: nothing was measured"));
+        }
+        let today = katlas_model::row::now_rfc3339()[..10].to_string();
+        let reason = if a.allow_lower { a.reason.as_deref() } else { None };
+        let (text, changes) = update(&file, &report, reason, &today);
+        if !changes.is_empty() {
+            std::fs::write(&path, text).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
+        }
+        for c in &changes {
+            eprintln!("updated {}: {c}", path.display());
+        }
+        let lower: Vec<_> = report.checks.iter().filter(|c| c.median.is_some_and(|m| m < c.floor) && c.status != Status::Deprecated).collect();
+        if !a.allow_lower && !lower.is_empty() {
+            eprintln!("{} floor(s) left unlowered; lowering needs --allow-lower --reason TEXT", lower.len());
+        }
+    }
+    Ok(ExitCode::from(if report.passed { exit::OK } else { exit::NEGATIVE }))
+}

@@ -1,0 +1,536 @@
+//! `katlas isa`: scan code objects natively (katlas-isa), show one kernel, diff two manifests.
+
+use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::output::{fmt_opt, print_json, table, Format, FormatArg};
+use katlas_isa::manifest::{CodeObject, IsaManifest, Kernel};
+use katlas_isa::{DisasmMode, ScanFailure, ScanOptions};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum IsaCmd {
+    /// Read code objects (AMD ELF, offload bundles, CCOB, host ELF .hip_fatbin/.nv_fatbin, cubins,
+    /// fatbins) by content, recursively; write a katlas.isa.v1 manifest.
+    Scan(ScanArgs),
+    /// Show one kernel's resources, descriptor, mix and occupancy from a manifest.
+    Show(ShowArgs),
+    /// Per-kernel resource and instruction-mix deltas between two manifests (or code objects);
+    /// exit 1 when spills or scratch rose or matrix instructions fell.
+    Diff(DiffArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DisasmArg {
+    Auto,
+    Never,
+    Always,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportArg {
+    /// hipfire's `hipfire.kernel_atlas.isa.v0` document.
+    #[value(name = "hipfire-v0")]
+    HipfireV0,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ScanArgs {
+    /// Files or directories (walked recursively; content decides what a file is).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Keep kernels whose name or demangled name matches this regex.
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+    /// Keep objects of this architecture atom (gfx90a, sm_90; sm_90 also matches sm_90a).
+    #[arg(long, value_name = "ATOM")]
+    pub arch: Option<String>,
+    /// Parallel jobs (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Instruction mix through llvm-objdump / nvdisasm / cuobjdump: auto (when found), never, always (exit 3 if absent).
+    #[arg(long, value_enum, default_value_t = DisasmArg::Auto)]
+    pub disasm: DisasmArg,
+    /// ptxas / NVRTC `-v` log with spill bytes for NVIDIA kernels.
+    #[arg(long, value_name = "FILE")]
+    pub ptxas_log: Option<PathBuf>,
+    /// Write the manifest (or the export) here; default: .katlas/isa/scan-<time>.json inside a project.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also write the manifest in another tool's shape (to --output, or beside the manifest).
+    #[arg(long, value_enum)]
+    pub export: Option<ExportArg>,
+    /// Per-object result cache keyed by content md5 (default: .katlas/cache/isa inside a project).
+    #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
+    pub cache_dir: Option<PathBuf>,
+    /// Do not read or write the result cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// Kernel name, demangled name, or a regex matching either.
+    pub kernel: String,
+    /// Manifest to read (default: the newest .katlas/isa/*.json).
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// Only objects of this architecture atom.
+    #[arg(long, value_name = "ATOM")]
+    pub arch: Option<String>,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// Baseline: a katlas.isa.v1 manifest or code objects to scan.
+    pub a: PathBuf,
+    /// Candidate: a katlas.isa.v1 manifest or code objects to scan.
+    pub b: PathBuf,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+pub fn run(c: &IsaCmd, ctx: &Ctx) -> CmdResult {
+    match c {
+        IsaCmd::Scan(a) => scan(a, ctx),
+        IsaCmd::Show(a) => show(a, ctx),
+        IsaCmd::Diff(a) => diff(a, ctx),
+    }
+}
+
+fn project_dir(ctx: &Ctx, sub: &str) -> Option<PathBuf> {
+    let p = ctx.project().ok()?;
+    let katlas = p.root.join(".katlas");
+    katlas.is_dir().then(|| katlas.join(sub))
+}
+
+fn scan_failure(e: ScanFailure) -> CliError {
+    match e {
+        ScanFailure::MissingDisassembler(_) => CliError::missing_env(e),
+        ScanFailure::BadInput(_) => CliError::bad_input(e),
+    }
+}
+
+fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<(), CliError> {
+    if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d)?;
+    }
+    let text = serde_json::to_string_pretty(v).map_err(CliError::bad_input)?;
+    std::fs::write(path, text + "\n")
+        .map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))
+}
+
+fn scan(a: &ScanArgs, ctx: &Ctx) -> CmdResult {
+    let filter = match &a.filter {
+        Some(f) => {
+            Some(regex::Regex::new(f).map_err(|e| CliError::bad_input(format!("--filter: {e}")))?)
+        }
+        None => None,
+    };
+    let cache_dir = if a.no_cache {
+        None
+    } else {
+        a.cache_dir
+            .as_ref()
+            .map(|d| ctx.resolve(d))
+            .or_else(|| project_dir(ctx, "cache/isa"))
+    };
+    let opts = ScanOptions {
+        filter,
+        arch: a.arch.clone(),
+        jobs: a.jobs,
+        disasm: match a.disasm {
+            DisasmArg::Auto => DisasmMode::Auto,
+            DisasmArg::Never => DisasmMode::Never,
+            DisasmArg::Always => DisasmMode::Always,
+        },
+        ptxas_log: a.ptxas_log.as_ref().map(|p| ctx.resolve(p)),
+        cache_dir,
+        disassemblers: None,
+    };
+    let paths: Vec<PathBuf> = a.paths.iter().map(|p| ctx.resolve(p)).collect();
+    let m = katlas_isa::scan(&paths, opts).map_err(scan_failure)?;
+    let stamp = m.created_at.replace([':', '-'], "");
+    let manifest_path = match (&a.output, a.export) {
+        (Some(o), None) => Some(ctx.resolve(o)),
+        (Some(_), Some(_)) => None,
+        (None, _) => project_dir(ctx, "isa").map(|d| d.join(format!("scan-{stamp}.json"))),
+    };
+    if let Some(p) = &manifest_path {
+        write_json(p, &m)?;
+    }
+    let export_path = match (a.export, &a.output, &manifest_path) {
+        (Some(_), Some(o), _) => Some(ctx.resolve(o)),
+        (Some(_), None, Some(mp)) => Some(mp.with_extension("hipfire.json")),
+        (Some(_), None, None) => None,
+        (None, _, _) => None,
+    };
+    if let (Some(ExportArg::HipfireV0), Some(p)) = (a.export, &export_path) {
+        write_json(p, &katlas_isa::hipfire::export(&m))?;
+    }
+    match a.format.format {
+        Format::Json => {
+            if a.export.is_some() && export_path.is_none() {
+                print_json(&katlas_isa::hipfire::export(&m));
+            } else {
+                print_json(&m);
+            }
+        }
+        fmt => print_scan_text(&m, fmt, manifest_path.as_deref(), export_path.as_deref()),
+    }
+    if m.objects.is_empty() && !m.errors.is_empty() {
+        return Err(CliError::bad_input(format!(
+            "no code object could be read ({} errors)",
+            m.errors.len()
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn spills(k: &Kernel) -> String {
+    let r = &k.resources;
+    match (r.vgpr_spill, r.sgpr_spill, r.spill_store_bytes) {
+        (Some(v), Some(s), _) => format!("{v}/{s}"),
+        (Some(v), None, _) => v.to_string(),
+        (None, _, Some(b)) => format!("{b} B"),
+        _ => "-".into(),
+    }
+}
+
+fn occ(k: &Kernel) -> String {
+    match &k.occupancy {
+        Some(o) => format!(
+            "{}/{} {} ({})",
+            o["achieved"],
+            o["max"],
+            o["unit"].as_str().unwrap_or(""),
+            o["limiter"].as_str().unwrap_or("")
+        ),
+        None => "-".into(),
+    }
+}
+
+fn short(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).collect::<String>() + "…"
+    }
+}
+
+fn print_scan_text(m: &IsaManifest, fmt: Format, manifest: Option<&Path>, export: Option<&Path>) {
+    let s = &m.summary;
+    println!(
+        "{} files, {:.1} MB, {} code objects, {} kernels, {} errors in {} ms",
+        s.files,
+        s.bytes as f64 / 1e6,
+        s.objects,
+        s.kernels,
+        s.errors,
+        s.elapsed_ms
+    );
+    let mut t = table(fmt, &["object", "arch", "kernels", "mix", "md5"]);
+    for o in m.objects.iter().take(200) {
+        t.add_row(vec![
+            short(&o.chain_text, 90),
+            o.target.clone(),
+            if o.format == "ptx" {
+                format!("{} entries (ptx)", o.ptx_entries.len())
+            } else {
+                o.kernels.len().to_string()
+            },
+            fmt_opt(&o.mix_status),
+            o.md5[..12.min(o.md5.len())].to_string(),
+        ]);
+    }
+    println!("{t}");
+    if m.objects.len() > 200 {
+        println!(
+            "… {} more objects (--format json for all)",
+            m.objects.len() - 200
+        );
+    }
+    if s.kernels <= 100 {
+        let mut t = table(
+            fmt,
+            &[
+                "kernel",
+                "arch",
+                "vgpr",
+                "sgpr",
+                "agpr",
+                "spill v/s",
+                "lds",
+                "scratch",
+                "wave",
+                "occupancy",
+            ],
+        );
+        for o in &m.objects {
+            for k in &o.kernels {
+                let r = &k.resources;
+                t.add_row(vec![
+                    short(k.demangled.as_deref().unwrap_or(&k.name), 50),
+                    o.arch.clone(),
+                    fmt_opt(&r.vgpr),
+                    fmt_opt(&r.sgpr),
+                    fmt_opt(&r.agpr),
+                    spills(k),
+                    fmt_opt(&r.lds_bytes),
+                    fmt_opt(&r.scratch_bytes),
+                    fmt_opt(&r.wave_size),
+                    occ(k),
+                ]);
+            }
+        }
+        println!("{t}");
+    }
+    for e in m.errors.iter().take(20) {
+        eprintln!("error: {}: {}: {}", e.path, e.chain, e.message);
+    }
+    if m.errors.len() > 20 {
+        eprintln!("… {} more errors in the manifest", m.errors.len() - 20);
+    }
+    for t in &m.disassemblers {
+        if t.status == "absent" {
+            eprintln!(
+                "note: {} ({}) not found: no instruction mix for {} objects",
+                t.name, t.vendor, t.vendor
+            );
+        }
+    }
+    if let Some(p) = manifest {
+        println!("manifest: {}", p.display());
+    }
+    if let Some(p) = export {
+        println!("export: {}", p.display());
+    }
+}
+
+fn read_manifest(p: &Path) -> Result<IsaManifest, CliError> {
+    let text = std::fs::read_to_string(p)
+        .map_err(|e| CliError::bad_input(format!("{}: {e}", p.display())))?;
+    let m: IsaManifest = serde_json::from_str(&text).map_err(|e| {
+        CliError::bad_input(format!(
+            "{}: line {}, column {}: not a katlas.isa.v1 manifest: {e}",
+            p.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    if m.schema != katlas_isa::SCHEMA {
+        return Err(CliError::bad_input(format!(
+            "{}: schema `{}`, expected `{}`",
+            p.display(),
+            m.schema,
+            katlas_isa::SCHEMA
+        )));
+    }
+    Ok(m)
+}
+
+fn latest_manifest(ctx: &Ctx) -> Result<PathBuf, CliError> {
+    let dir = project_dir(ctx, "isa").ok_or_else(|| {
+        CliError::bad_input(
+            "no --manifest and no .katlas/isa/ in this project (run `katlas isa scan` first)",
+        )
+    })?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| CliError::bad_input(format!("{}: {e}", dir.display())))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "json")
+                && !p.to_string_lossy().ends_with(".hipfire.json")
+        })
+        .collect();
+    files.sort();
+    files.pop().ok_or_else(|| {
+        CliError::bad_input(format!(
+            "no manifest in {} (run `katlas isa scan` first)",
+            dir.display()
+        ))
+    })
+}
+
+fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
+    let path = match &a.manifest {
+        Some(p) => ctx.resolve(p),
+        None => latest_manifest(ctx)?,
+    };
+    let m = read_manifest(&path)?;
+    let exact =
+        |k: &Kernel| k.name == a.kernel || k.demangled.as_deref() == Some(a.kernel.as_str());
+    let re = regex::Regex::new(&a.kernel).ok();
+    let arch_ok = |o: &CodeObject| a.arch.as_deref().is_none_or(|x| o.arch == x);
+    let mut hits: Vec<(&CodeObject, &Kernel)> = m
+        .objects
+        .iter()
+        .filter(|o| arch_ok(o))
+        .flat_map(|o| o.kernels.iter().filter(|k| exact(k)).map(move |k| (o, k)))
+        .collect();
+    if hits.is_empty() {
+        if let Some(re) = &re {
+            hits = m
+                .objects
+                .iter()
+                .filter(|o| arch_ok(o))
+                .flat_map(|o| {
+                    o.kernels
+                        .iter()
+                        .filter(|k| {
+                            re.is_match(&k.name)
+                                || k.demangled.as_deref().is_some_and(|d| re.is_match(d))
+                        })
+                        .map(move |k| (o, k))
+                })
+                .collect();
+        }
+    }
+    if hits.is_empty() {
+        return Err(CliError::bad_input(format!(
+            "no kernel `{}` in {}",
+            a.kernel,
+            path.display()
+        )));
+    }
+    if a.format.format == Format::Json {
+        let v: Vec<_> = hits
+            .iter()
+            .map(|(o, k)| serde_json::json!({"schema": "katlas.isa.kernel.v1", "object": o.chain_text, "arch": o.arch, "target": o.target, "md5": o.md5, "kernel": k}))
+            .collect();
+        print_json(&v);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (o, k) in hits.iter().take(50) {
+        println!(
+            "{}  [{}]",
+            k.demangled.as_deref().unwrap_or(&k.name),
+            o.target
+        );
+        println!("  object: {}", o.chain_text);
+        println!("  symbol: {}", k.symbol);
+        let r = serde_json::to_value(&k.resources).unwrap_or_default();
+        let mut t = table(a.format.format, &["resource", "value"]);
+        if let Some(map) = r.as_object() {
+            for (key, v) in map {
+                t.add_row(vec![key.clone(), v.to_string()]);
+            }
+        }
+        if let Some(kd) = k.amd.as_ref().and_then(|x| x.descriptor.as_ref()) {
+            t.add_row(vec!["kd.vgpr_alloc".into(), kd.vgpr_alloc.to_string()]);
+            t.add_row(vec!["kd.sgpr_alloc".into(), fmt_opt(&kd.sgpr_alloc)]);
+            t.add_row(vec!["kd.wave32".into(), kd.wave32.to_string()]);
+            t.add_row(vec![
+                "kd.enable_private_segment".into(),
+                kd.enable_private_segment.to_string(),
+            ]);
+        }
+        if let Some(n) = &k.nvidia {
+            t.add_row(vec![
+                "shared_reserved_bytes".into(),
+                n.shared_reserved_bytes.to_string(),
+            ]);
+            t.add_row(vec![
+                "constant0_bytes".into(),
+                n.constant0_bytes.to_string(),
+            ]);
+        }
+        t.add_row(vec!["occupancy".into(), occ(k)]);
+        println!("{t}");
+        if let Some(a) = &k.amd {
+            for mm in &a.descriptor_mismatches {
+                println!("  descriptor disagrees: {mm}");
+            }
+        }
+        if let Some(mix) = &k.mix {
+            let cats: Vec<String> = mix
+                .categories
+                .iter()
+                .map(|(c, n)| format!("{c}={n}"))
+                .collect();
+            println!("  mix ({} instructions): {}", mix.total, cats.join(" "));
+        }
+        if let Some(n) = &k.occupancy_note {
+            println!("  occupancy: {n}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn load_or_scan(p: &Path) -> Result<IsaManifest, CliError> {
+    let is_manifest = std::fs::read(p)
+        .ok()
+        .is_some_and(|b| b.trim_ascii_start().starts_with(b"{"));
+    if is_manifest {
+        return read_manifest(p);
+    }
+    let opts = ScanOptions {
+        disasm: DisasmMode::Auto,
+        ..Default::default()
+    };
+    let m = katlas_isa::scan(&[p.to_path_buf()], opts).map_err(scan_failure)?;
+    if m.objects.is_empty() {
+        return Err(CliError::bad_input(format!(
+            "{}: neither a manifest nor a file with code objects",
+            p.display()
+        )));
+    }
+    Ok(m)
+}
+
+fn diff(a: &DiffArgs, ctx: &Ctx) -> CmdResult {
+    let (pa, pb) = (ctx.resolve(&a.a), ctx.resolve(&a.b));
+    let d = katlas_isa::diff::diff(
+        &load_or_scan(&pa)?,
+        &load_or_scan(&pb)?,
+        &pa.display().to_string(),
+        &pb.display().to_string(),
+    );
+    if a.format.format == Format::Json {
+        print_json(&d);
+    } else {
+        let mut t = table(
+            a.format.format,
+            &["kernel", "arch", "resource deltas", "mix deltas", "flags"],
+        );
+        for k in &d.kernels {
+            let fmt = |v: &Vec<katlas_isa::diff::Delta>| {
+                v.iter()
+                    .map(|x| {
+                        format!(
+                            "{} {}→{} ({:+})",
+                            x.field,
+                            fmt_opt(&x.a),
+                            fmt_opt(&x.b),
+                            x.delta
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            t.add_row(vec![
+                short(&k.name, 50),
+                k.arch.clone(),
+                fmt(&k.resources),
+                fmt(&k.mix),
+                k.flags.join(", "),
+            ]);
+        }
+        println!("{t}");
+        println!(
+            "{} kernels changed, {} flagged, {} only in A, {} only in B",
+            d.kernels.len(),
+            d.regressions,
+            d.removed.len(),
+            d.added.len()
+        );
+    }
+    Ok(if d.regressions > 0 {
+        ExitCode::from(crate::ctx::exit::NEGATIVE)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,191 @@
+//! `katlas ledger ls|show`: every verdict, wins and rejections alike.
+
+use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::output::{print_json, table, Format, FormatArg};
+use katlas_eval::ledger::{find, read, Filter};
+use katlas_model::ledger::{LedgerEntry, Verdict};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum LedgerCmd {
+    /// List ledger entries, newest last, with filters.
+    Ls(LsArgs),
+    /// Show one entry whole, by id (or unique id prefix).
+    Show(ShowArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LsArgs {
+    #[arg(long)]
+    pub verdict: Option<String>,
+    #[arg(long)]
+    pub lever: Option<String>,
+    /// Kernel name substring.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    #[arg(long)]
+    pub arch: Option<String>,
+    #[arg(long)]
+    pub task: Option<String>,
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// promote, reject, opt-in or revisit-if.
+    #[arg(long)]
+    pub disposition: Option<String>,
+    /// Entries recorded at or after this RFC 3339 time (or date).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Ledger file (default: the project's .katlas/ledger.jsonl).
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    pub id: String,
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+fn load(ctx: &Ctx, file: &Option<PathBuf>) -> Result<Vec<LedgerEntry>, CliError> {
+    let path = match file {
+        Some(f) => ctx.resolve(f),
+        None => ctx.layout()?.ledger(),
+    };
+    let rep = read(&path)?;
+    for e in &rep.errors {
+        eprintln!("katlas: warning: {e}");
+    }
+    Ok(rep.records.into_iter().map(|l| l.record).collect())
+}
+
+pub fn run(c: &LedgerCmd, ctx: &Ctx) -> CmdResult {
+    match c {
+        LedgerCmd::Ls(a) => ls(a, ctx),
+        LedgerCmd::Show(a) => show(a, ctx),
+    }
+}
+
+fn ls(a: &LsArgs, ctx: &Ctx) -> CmdResult {
+    let verdict = a.verdict.as_deref().map(str::parse::<Verdict>).transpose().map_err(CliError::bad_input)?;
+    if let Some(d) = &a.disposition {
+        if !["promote", "reject", "opt-in", "revisit-if"].contains(&d.as_str()) {
+            return Err(CliError::bad_input(format!("--disposition {d}: expected promote, reject, opt-in or revisit-if")));
+        }
+    }
+    let f = Filter {
+        verdict,
+        lever: a.lever.clone(),
+        kernel: a.kernel.clone(),
+        arch: a.arch.clone(),
+        task: a.task.clone(),
+        metric: a.metric.clone(),
+        disposition: a.disposition.clone(),
+        since: a.since.clone(),
+    };
+    let entries: Vec<LedgerEntry> = load(ctx, &a.file)?.into_iter().filter(|e| f.matches(e)).collect();
+    if a.format.format == Format::Json {
+        print_json(&entries);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = table(a.format.format, &["id", "recorded", "task", "lever", "kernel", "arch", "metric", "verdict", "gain", "gain interval", "disposition"]);
+    for e in &entries {
+        let fx = e.effect.as_ref();
+        t.add_row(vec![
+            e.id[..12.min(e.id.len())].to_string(),
+            e.recorded_at.clone(),
+            e.task_id.clone().unwrap_or_else(|| "-".into()),
+            e.lever.clone().unwrap_or_else(|| "-".into()),
+            e.kernel.clone().unwrap_or_else(|| "-".into()),
+            e.arch.clone().unwrap_or_else(|| "-".into()),
+            e.metric.clone(),
+            e.verdict.to_string(),
+            fx.map(|x| format!("{:+.2}%", x.gain * 100.0)).unwrap_or_else(|| "-".into()),
+            fx.map(gain_interval).unwrap_or_else(|| "-".into()),
+            e.disposition.to_string(),
+        ]);
+    }
+    println!("{t}");
+    println!("{} entr{}", entries.len(), if entries.len() == 1 { "y" } else { "ies" });
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
+    let entries = load(ctx, &a.file)?;
+    let e = find(&entries, &a.id).map_err(CliError::bad_input)?;
+    if a.format.format == Format::Json {
+        print_json(e);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("id:          {}", e.id);
+    println!("recorded:    {}", e.recorded_at);
+    println!("task/eval:   {} / {}", e.task_id.as_deref().unwrap_or("-"), e.eval_id.as_deref().unwrap_or("-"));
+    println!("lever:       {}   kernel: {}", e.lever.as_deref().unwrap_or("-"), e.kernel.as_deref().unwrap_or("-"));
+    println!(
+        "arch:        {}   phase: {}   shape: {}   quant: {}",
+        e.arch.as_deref().unwrap_or("-"),
+        e.phase.as_deref().unwrap_or("-"),
+        e.shape.as_deref().unwrap_or("-"),
+        e.quant.as_deref().unwrap_or("-")
+    );
+    if let Some(h) = &e.hypothesis {
+        println!("hypothesis:  {h}");
+    }
+    println!("metric:      {} ({:?})", e.metric, e.goal);
+    for s in [&e.baseline, &e.candidate] {
+        println!(
+            "side:        {} n={} median={} ref={} binary md5={}",
+            s.label,
+            s.summary.n,
+            s.summary.median.map(|m| format!("{m:.4}")).unwrap_or_else(|| "-".into()),
+            s.git_ref.as_deref().unwrap_or("-"),
+            s.identity.binary.as_ref().and_then(|b| b.md5.as_deref()).unwrap_or("-")
+        );
+    }
+    println!(
+        "protocol:    {} order, n/side {:?}, {} warmup(s), seed {}{}",
+        e.protocol.order,
+        e.protocol.n_per_side,
+        e.protocol.warmups,
+        e.protocol.seed,
+        if e.protocol.adaptive { ", adaptive" } else { "" }
+    );
+    println!("samples:     {} (md5 {})", e.samples.path, e.samples.md5.as_deref().unwrap_or("-"));
+    if let Some(x) = &e.effect {
+        println!(
+            "effect:      {:+.2}% (gain {:+.2}%), interval [{:+.2}%, {:+.2}%] @{:.1}%, p = {}",
+            x.relative_change * 100.0,
+            x.gain * 100.0,
+            x.ci[0] * 100.0,
+            x.ci[1] * 100.0,
+            x.ci_level * 100.0,
+            x.p_value.map(|p| format!("{p:.4}")).unwrap_or_else(|| "-".into())
+        );
+    }
+    println!("threshold:   ±{:.2}%", e.noise_threshold * 100.0);
+    println!("verdict:     {}{}", e.verdict, if e.cross_host { " (cross-host)" } else { "" });
+    for r in &e.reasons {
+        println!("  - {r}");
+    }
+    for c in &e.correctness {
+        println!("correctness: {} `{}`: {}", c.claim, c.check, c.outcome);
+    }
+    if let Some(m) = &e.mechanism {
+        println!("mechanism:   {m}");
+    }
+    println!("disposition: {}", e.disposition);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The verdict's interval in the same direction as `gain` (flipped for
+/// metrics to minimise), so the two columns read alike.
+fn gain_interval(x: &katlas_model::ledger::Effect) -> String {
+    let flip = x.relative_change != 0.0 && x.gain.signum() != x.relative_change.signum();
+    let (lo, hi) = if flip { (-x.ci[1], -x.ci[0]) } else { (x.ci[0], x.ci[1]) };
+    format!("[{:+.2}%, {:+.2}%]", lo * 100.0, hi * 100.0)
+}

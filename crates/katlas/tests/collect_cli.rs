@@ -1,0 +1,71 @@
+//! `katlas parse` and `katlas collect` end to end through the binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn katlas() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_katlas"))
+}
+
+fn fixture(rel: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures").join(rel);
+    assert!(p.exists(), "fixture {} missing (../shared/fixtures beside the project root)", p.display());
+    p
+}
+
+#[test]
+fn parse_prints_json_and_rows() {
+    let out = katlas().args(["parse", "hipfire-bench"]).arg(fixture("hipfire/bench_ar_profile.txt")).args(["--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema"], "katlas.parse.v1");
+    assert_eq!(v["metrics"]["startup_overhead_ms"]["value"], -3.41);
+    assert_eq!(v["phases"][1]["kernels"][0]["op"]["family"], "linear");
+    let out = katlas().args(["parse", "hipfire-dflash"]).arg(fixture("hipfire/dflash_demo.txt")).args(["--rows", "dflash"]).output().unwrap();
+    assert!(out.status.success());
+    let row: serde_json::Value = serde_json::from_slice(out.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(row["schema"], "katlas.row.v1");
+    assert_eq!(row["metrics"]["accepted"]["value"], 237.0);
+    let bad = katlas().args(["parse", "nope", "x"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn collect_writes_rows_and_reports_errors() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("katlas.toml"), "[workload.w]\ncommand = \"case {m} in ok) echo tok_s=3;; segv) kill -SEGV $$;; esac\"\nparsers = ['kv']\nrequired = ['tok_s']\n[workload.w.matrix]\nm = ['ok', 'segv']\n").unwrap();
+    let out = katlas().current_dir(d.path()).args(["collect", "w", "--format", "json", "--output", "rows.jsonl"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let rep: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rep["rows_ok"], 1);
+    assert_eq!(rep["rows_error"], 1);
+    let rows = std::fs::read_to_string(d.path().join("rows.jsonl")).unwrap();
+    assert_eq!(rows.lines().count(), 2);
+    let list = katlas().current_dir(d.path()).args(["collect", "--list", "--format", "json"]).output().unwrap();
+    let names: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert!(names.as_array().unwrap().iter().any(|n| n["name"] == "hipfire-ar"));
+    let bad = katlas().current_dir(d.path()).args(["collect", "w", "--set", "zz=1"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("zz"));
+}
+
+#[test]
+fn provenance_ranks_chip_then_family_then_base() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("katlas.toml"), "[project]\nkernel_roots = ['kernels/src']\ndispatch_roots = ['host']\n").unwrap();
+    std::fs::create_dir_all(d.path().join("kernels/src")).unwrap();
+    std::fs::create_dir_all(d.path().join("host")).unwrap();
+    for f in ["gemv_q4.hip", "gemv_q4.gfx12.hip", "gemv_q4.gfx1201.hip", "gemv_q4.gfx1100.hip"] {
+        std::fs::write(d.path().join("kernels/src").join(f), "extern \"C\" __global__ void gemv_q4(float* y) {}\n").unwrap();
+    }
+    std::fs::write(d.path().join("host/run.rs"), "let on = std::env::var(\"HIPFIRE_Q4\");\nlet f = m.function(\"gemv_q4\");\n").unwrap();
+    let out = katlas().current_dir(d.path()).args(["provenance", "gemv_q4_r2", "--arch", "gfx1201", "--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let paths: Vec<&str> = v[0]["sources"].as_array().unwrap().iter().map(|s| s["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["kernels/src/gemv_q4.gfx1201.hip", "kernels/src/gemv_q4.gfx12.hip", "kernels/src/gemv_q4.hip"]);
+    assert_eq!(v[0]["dispatch"][0]["path"], "host/run.rs");
+    assert_eq!(v[0]["env_knobs"][0], "HIPFIRE_Q4");
+    let bad = katlas().current_dir(d.path()).args(["provenance", "x", "--arch", "gfx9999"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

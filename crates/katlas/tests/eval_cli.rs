@@ -1,0 +1,303 @@
+//! `katlas eval|ab|ledger|gate|admissions|route|check-numeric` end to end:
+//! exit codes and the JSON contract.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const KATLAS: &str = env!("CARGO_BIN_EXE_katlas");
+
+fn project() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join(".katlas")).unwrap();
+    d
+}
+
+fn katlas(dir: &Path, args: &[&str]) -> Output {
+    Command::new(KATLAS).args(args).current_dir(dir).env("NO_COLOR", "1").output().unwrap()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+#[test]
+fn eval_verdicts_and_exit_codes() {
+    let d = project();
+    let p = d.path();
+    let base = ["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=120", "--metric", "tok_s", "-n", "4", "--telemetry", "false"];
+    let o = katlas(p, &[&base[..], &["--format", "json"]].concat());
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&o);
+    assert_eq!(r["schema"], "katlas.eval.result.v1");
+    assert_eq!(r["verdict"], "improved");
+    assert_eq!(r["protocol"]["order"], "abba");
+    assert_eq!(r["protocol"]["n_per_side"], serde_json::json!([4, 4]));
+    assert!((r["effects"][0]["relative_change"].as_f64().unwrap() - 0.2).abs() < 1e-9);
+    // The same comparison expected to be no_change: exit 1.
+    let o = katlas(p, &[&base[..], &["--expect", "no_change", "--fresh"]].concat());
+    assert_eq!(code(&o), 1);
+    // Bad input: 2. Missing program: 3.
+    assert_eq!(code(&katlas(p, &[&base[..], &["--threshold", "7"]].concat())), 2);
+    assert_eq!(code(&katlas(p, &["eval", "--metric", "x"])), 2);
+    let o = katlas(p, &["eval", "--baseline", "no-such-katlas-bench", "--candidate", "no-such-katlas-bench", "--metric", "x", "--telemetry", "false"]);
+    assert_eq!(code(&o), 3, "{}", String::from_utf8_lossy(&o.stderr));
+    // Every verdict is in the ledger, filterable.
+    let o = katlas(p, &["ledger", "ls", "--verdict", "improved", "--format", "json"]);
+    assert_eq!(code(&o), 0);
+    let entries = json(&o);
+    assert_eq!(entries.as_array().unwrap().len(), 2);
+    assert_eq!(entries[0]["schema"], "katlas.ledger.v1");
+    assert_eq!(entries[0]["disposition"]["kind"], "promote");
+    let id = entries[0]["id"].as_str().unwrap();
+    let o = katlas(p, &["ledger", "show", &id[..10]]);
+    assert_eq!(code(&o), 0);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("verdict:     improved"));
+    assert_eq!(code(&katlas(p, &["ledger", "show", "zzzz"])), 2);
+    assert_eq!(code(&katlas(p, &["ledger", "ls", "--verdict", "better"])), 2);
+}
+
+#[test]
+fn aa_calibrates_the_noise_threshold() {
+    let d = project();
+    let p = d.path();
+    // The counter makes samples differ: 100, 101, 102 … so the A/A interval has width.
+    let cmd = "n=$(cat c 2>/dev/null || echo 0); echo $((n+1)) > c; echo tok_s=$((100 + n % 3))";
+    let o = katlas(p, &["eval", "--aa", "--command", cmd, "--metric", "tok_s", "-n", "6", "--telemetry", "false", "--format", "json"]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert_ne!(json(&o)["verdict"], "improved");
+    let noise: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join(".katlas/noise.json")).unwrap()).unwrap();
+    let t = noise.as_object().unwrap().values().next().unwrap().as_f64().unwrap();
+    assert!(t > 0.0 && t < 0.05, "{t}");
+    // The next eval of the same command uses the calibrated threshold.
+    let o = katlas(p, &["eval", "--baseline", cmd, "--candidate", "echo tok_s=150", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json"]);
+    assert!((json(&o)["noise_threshold"].as_f64().unwrap() - t).abs() < 1e-12);
+}
+
+#[test]
+fn env_variant_and_route_change() {
+    let d = project();
+    let o = katlas(
+        d.path(),
+        &[
+            "eval", "--command", "echo tok_s=$((100 + KV)); echo kernel_seen=attn_$KV", "--variant", "KV=0", "--variant", "KV=10",
+            "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&o);
+    assert_eq!(r["verdict"], "improved");
+    assert_eq!(r["sides"][1]["knobs"]["KV"], "10");
+    let changes = r["route_changes"].as_array().unwrap();
+    assert!(changes.iter().any(|c| c.as_str().unwrap().contains("attn_10")), "{changes:?}");
+}
+
+#[test]
+fn gate_fails_closed_and_updates_upwards() {
+    let d = project();
+    let p = d.path();
+    let dir = p.join("tests/speed-baselines");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../katlas-eval/tests/data/speed-baselines-gfx1100.txt"), dir.join("gfx1100.txt")).unwrap();
+    assert_eq!(code(&katlas(p, &["gate", "--arch", "gfx1100"])), 1, "nothing checked");
+    assert_eq!(code(&katlas(p, &["gate", "--arch", "gfx942"])), 1, "no baseline file");
+    let o = katlas(p, &["gate", "--arch", "gfx1100", "--command", "echo 4b_mq4_gen_tok_s=200", "-n", "3", "--key", "4b_mq4_gen_tok_s", "--update", "--format", "json"]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(json(&o)["passed"], true);
+    let text = std::fs::read_to_string(dir.join("gfx1100.txt")).unwrap();
+    assert!(text.contains("4b_mq4_gen_tok_s=200.0") && text.contains("#9b_mq4_pp128_prefill_tok_s=1190.0"), "{text}");
+    let o = katlas(p, &["gate", "--arch", "gfx1100", "--command", "echo 4b_mq4_gen_tok_s=150", "-n", "3", "--key", "4b_mq4_gen_tok_s"]);
+    assert_eq!(code(&o), 1, "25% below the floor");
+    assert_eq!(code(&katlas(p, &["gate", "--arch", "gfx1100", "--allow-lower"])), 2, "--allow-lower needs --reason");
+}
+
+#[test]
+fn admissions_check_and_query() {
+    let d = project();
+    let p = d.path();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../katlas-eval/tests/data/admissions.yml");
+    let f = fixture.to_str().unwrap();
+    assert_eq!(code(&katlas(p, &["admissions", "check", f])), 0);
+    let exact = ["admissions", "query", "--file", f, "--gpu", "gfx1201", "--quant", "mq4", "--kv", "q8", "--max-seq", "2048"];
+    let full = [&exact[..], &["--decode-mode", "plain_AR", "--pp", "1", "--tp", "1", "--transport", "HIP"]].concat();
+    assert_eq!(code(&katlas(p, &full)), 0);
+    assert_eq!(code(&katlas(p, &exact)), 1, "unpinned route fields do not match");
+    let mut other = full.clone();
+    other[5] = "gfx1100";
+    assert_eq!(code(&katlas(p, &other)), 1);
+    // No registry at all admits nothing.
+    assert_eq!(code(&katlas(p, &["admissions", "query", "--gpu", "gfx1201", "--quant", "mq4", "--kv", "q8", "--max-seq", "2048"])), 1);
+    let wild = p.join("wild.yml");
+    std::fs::write(&wild, std::fs::read_to_string(&fixture).unwrap().replace("gpu: gfx1201", "gpu: \"*\"")).unwrap();
+    let o = katlas(p, &["admissions", "check", wild.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("wildcard"));
+}
+
+#[test]
+fn routes_fail_closed() {
+    let d = project();
+    let p = d.path();
+    std::fs::write(p.join("katlas.toml"), "[route.kernel-numeric]\ncommands = [\"true\"]\n[route.skips]\ncommands = [\"exit 77\"]\n").unwrap();
+    assert_eq!(code(&katlas(p, &["route", "kernel-numeric"])), 0);
+    assert_eq!(code(&katlas(p, &["route", "kernel-numeric", "--run"])), 0);
+    let o = katlas(p, &["route", "skips", "--run"]);
+    assert_eq!(code(&o), 1, "SKIP is not PASS");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("SKIP"));
+    let o = katlas(p, &["route", "wmma-layout"]);
+    assert_eq!(code(&o), 1);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("BLOCKED"));
+    // An eval whose claim is unknown is incorrect, never a win.
+    let o = katlas(p, &["eval", "--baseline", "echo t_s=1", "--candidate", "echo t_s=2", "--metric", "t_s", "-n", "3", "--claim", "nope", "--telemetry", "false", "--format", "json"]);
+    assert_eq!(code(&o), 1);
+    assert_eq!(json(&o)["verdict"], "incorrect");
+}
+
+#[test]
+fn check_numeric_histograms() {
+    let d = project();
+    let p = d.path();
+    let (rows, cols) = (16usize, 32usize);
+    let a: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+    let mut b = a.clone();
+    for r in 0..rows {
+        b[r * cols + 5] += 1.0; // one bad column: lane 5
+    }
+    let write = |name: &str, v: &[f32]| {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        std::fs::write(p.join(name), bytes).unwrap();
+    };
+    write("a.bin", &a);
+    write("b.bin", &b);
+    assert_eq!(code(&katlas(p, &["check-numeric", "a.bin", "a.bin", "--dims", "16,32"])), 0);
+    let o = katlas(p, &["check-numeric", "b.bin", "a.bin", "--dims", "16,32", "--format", "json"]);
+    assert_eq!(code(&o), 1);
+    let r = json(&o);
+    assert_eq!(r["bad"], 16);
+    assert_eq!(r["by_lane"][5], 16);
+    assert_eq!(r["by_col"][5], 16);
+    let o = katlas(p, &["check-numeric", "b.bin", "a.bin", "--dims", "16,32"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("bad cells only in lanes [5]"));
+    assert_eq!(code(&katlas(p, &["check-numeric", "a.bin", "a.bin", "--dims", "10,10"])), 2);
+}
+
+#[test]
+fn eval_and_gate_sections_of_katlas_toml() {
+    let d = project();
+    let p = d.path();
+    std::fs::write(p.join("katlas.toml"), "[eval]\nthreshold = 0.3\nwarmups = 0\norder = \"shuffle\"\n\n[gate]\nbaselines = \"floors\"\ncommand = \"echo gen_tok_s=101\"\nruns = 2\n").unwrap();
+    let o = katlas(p, &["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=120", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json"]);
+    assert_eq!(code(&o), 1, "20% is inside a 30% band: {}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&o);
+    assert_eq!(r["verdict"], "no_change");
+    assert_eq!(r["noise_threshold"], 0.3);
+    assert_eq!(r["protocol"]["order"], "shuffle");
+    assert_eq!(r["protocol"]["warmups"], 0);
+    // A flag beats the file.
+    let o = katlas(p, &["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=120", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--threshold", "0.01", "--fresh"]);
+    assert_eq!(code(&o), 0);
+    std::fs::create_dir_all(p.join("floors")).unwrap();
+    std::fs::write(p.join("floors/gfx1100.txt"), "gen_tok_s=100\n").unwrap();
+    let o = katlas(p, &["gate", "--arch", "gfx1100", "--format", "json"]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(json(&o)["checks"][0]["n"], 2);
+    std::fs::write(p.join("katlas.toml"), "[eval]\nthreshhold = 0.3\n").unwrap();
+    let o = katlas(p, &["eval", "--baseline", "echo tok_s=1", "--candidate", "echo tok_s=1", "--metric", "tok_s"]);
+    assert_eq!(code(&o), 2);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("katlas.toml:2"), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn killed_eval_resumes() {
+    let d = project();
+    let p = d.path();
+    let args = ["eval", "--baseline", "sleep 0.1; echo tok_s=100", "--candidate", "sleep 0.1; echo tok_s=120", "--metric", "tok_s", "-n", "6", "--telemetry", "false"];
+    let mut child = Command::new(KATLAS).args(args).current_dir(p).stdout(std::process::Stdio::null()).spawn().unwrap();
+    // Kill it once a few samples are on disk (14 runs of >= 0.1 s are planned).
+    let samples = || -> usize {
+        std::fs::read_dir(p.join(".katlas/evals"))
+            .ok()
+            .and_then(|mut r| r.next())
+            .and_then(|e| std::fs::read_to_string(e.ok()?.path().join("samples.jsonl")).ok())
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let t0 = std::time::Instant::now();
+    while samples() < 4 && t0.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let stored = samples();
+    assert!((4..14).contains(&stored), "killed mid-eval with {stored} samples stored");
+    let o = katlas(p, &args);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("resumed from"), "{out}");
+    assert_eq!(samples(), 14, "the resumed eval ran only the missing samples");
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+#[test]
+fn task_eval_builds_the_baseline_ref_in_a_worktree() {
+    let d = project();
+    let p = d.path();
+    // bench.sh reports the speed written in speed.txt; the build step copies kernels/speed.in there.
+    std::fs::create_dir_all(p.join("kernels")).unwrap();
+    std::fs::write(p.join("bench.sh"), "#!/bin/sh\necho tok_s=$(cat speed.txt)\n").unwrap();
+    Command::new("chmod").args(["+x", "bench.sh"]).current_dir(p).status().unwrap();
+    std::fs::write(p.join("kernels/speed.in"), "100\n").unwrap();
+    std::fs::write(p.join(".gitignore"), ".katlas/\nspeed.txt\n").unwrap();
+    git(p, &["init", "-q"]);
+    git(p, &["add", "."]);
+    git(p, &["commit", "-qm", "base"]);
+    let base = git(p, &["rev-parse", "HEAD"]);
+    let task = |allowed: &str| {
+        format!(
+            r#"{{"schema":"katlas.task.v1","id":"t1","created_at":"2026-11-30T00:00:00Z","origin":{{"kind":"manual"}},
+            "objective":"o","hypothesis":"faster gemv","lever":"multirow_gemv","kernel":"gemv",
+            "target":{{"arch":"gfx1100","phase":"decode"}},"evidence":{{}},"baseline":{{"git_ref":"{base}"}},
+            "allowed_files":[{allowed}],"build":["cp kernels/speed.in speed.txt"],
+            "bench":{{"command":["./bench.sh"],"metric":"tok_s","goal":"maximize"}},
+            "correctness":[{{"claim":"task","command":"test -s speed.txt"}}],"next":"katlas eval t1"}}"#
+        )
+    };
+    std::fs::create_dir_all(p.join(".katlas/tasks/t1")).unwrap();
+    std::fs::write(p.join(".katlas/tasks/t1/task.json"), task(r#""kernels/*.in""#)).unwrap();
+    // The candidate: the working tree, 20% faster.
+    std::fs::write(p.join("kernels/speed.in"), "120\n").unwrap();
+    let o = katlas(p, &["eval", "t1", "-n", "3", "--telemetry", "false", "--format", "json"]);
+    assert_eq!(code(&o), 0, "{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let r = json(&o);
+    assert_eq!(r["verdict"], "improved");
+    assert_eq!(r["task_id"], "t1");
+    assert_eq!(r["sides"][0]["git_ref"], base.as_str());
+    assert_eq!(r["correctness"][0]["outcome"], "PASS");
+    assert!(p.join(".katlas/tasks/t1/evals/1/result.json").exists());
+    assert_eq!(git(p, &["stash", "list"]), "", "no stash touched");
+    assert!(git(p, &["status", "--porcelain"]).contains("kernels/speed.in"), "the user's edit is still there");
+    let e = json(&katlas(p, &["ledger", "ls", "--task", "t1", "--lever", "multirow_gemv", "--format", "json"]));
+    assert_eq!(e[0]["arch"], "gfx1100");
+    assert_eq!(e[0]["hypothesis"], "faster gemv");
+    // An edit outside the allowed files is invalid, naming the file.
+    std::fs::write(p.join("bench.sh"), "#!/bin/sh\necho tok_s=$(cat speed.txt)\n# tuned\n").unwrap();
+    let o = katlas(p, &["eval", "t1", "-n", "3", "--telemetry", "false", "--format", "json"]);
+    assert_eq!(code(&o), 1);
+    let r = json(&o);
+    assert_eq!(r["verdict"], "invalid");
+    assert!(r["reasons"][0].as_str().unwrap().contains("bench.sh"), "{r}");
+    assert!(p.join(".katlas/tasks/t1/evals/2/result.json").exists());
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Llama-style decode with random weights (no downloads): the real workload of
+docs/samples/h200-llama-decode.md.
+
+Builds a HF transformers LlamaForCausalLM from a config on the GPU, runs one
+unmeasured warmup pass, then a measured prefill (prompt of random token ids)
+and greedy decode of --new tokens. Prints katlas json-lines records (marker
+key "katlas"): one per phase with its timings, one with versions.
+
+  --torch-trace PATH        profile the measured pass with torch.profiler (CPU+CUDA,
+                            record_function ranges "prefill"/"decode"), export a
+                            Chrome trace (PATH ending .gz is gzipped)
+  --cuda-profiler-range     wrap the measured decode in cudaProfilerStart/Stop so
+                            `ncu --profile-from-start off` sees only decode kernels
+"""
+import argparse
+import contextlib
+import gzip
+import json
+import os
+import shutil
+import time
+
+import torch
+import transformers
+from transformers import LlamaConfig, LlamaForCausalLM
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--hidden", type=int, default=2048)
+    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--heads", type=int, default=16)
+    p.add_argument("--kv-heads", type=int, default=8)
+    p.add_argument("--intermediate", type=int, default=5632)
+    p.add_argument("--vocab", type=int, default=32000)
+    p.add_argument("--prompt", type=int, default=64)
+    p.add_argument("--new", type=int, default=16)
+    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--torch-trace")
+    p.add_argument("--cuda-profiler-range", action="store_true")
+    a = p.parse_args()
+
+    torch.manual_seed(a.seed)
+    dtype = getattr(torch, a.dtype)
+    cfg = LlamaConfig(
+        hidden_size=a.hidden, intermediate_size=a.intermediate, num_hidden_layers=a.layers,
+        num_attention_heads=a.heads, num_key_value_heads=a.kv_heads, vocab_size=a.vocab,
+        max_position_embeddings=4096,
+    )
+    with torch.device("cuda"):
+        model = LlamaForCausalLM(cfg).to(dtype).eval()
+    ids = torch.randint(0, a.vocab, (1, a.prompt), device="cuda")
+    rf = torch.profiler.record_function
+
+    def generate(measure):
+        t = {}
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with rf("prefill"):
+            out = model(ids, use_cache=True)
+            past = out.past_key_values
+            nxt = out.logits[:, -1:].argmax(-1)
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        if measure and a.cuda_profiler_range:
+            torch.cuda.profiler.start()
+        for _ in range(a.new):
+            with rf("decode"):
+                out = model(nxt, past_key_values=past, use_cache=True)
+                past = out.past_key_values
+                nxt = out.logits[:, -1:].argmax(-1)
+        torch.cuda.synchronize()
+        if measure and a.cuda_profiler_range:
+            torch.cuda.profiler.stop()
+        t2 = time.perf_counter()
+        t["prefill_s"], t["decode_s"] = t1 - t0, t2 - t1
+        return t
+
+    with torch.inference_mode():
+        generate(False)  # warmup: cuBLAS handles, allocator, lazy init
+        if a.torch_trace:
+            acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+            prof = torch.profiler.profile(activities=acts, record_shapes=True)
+        else:
+            prof = contextlib.nullcontext()
+        with prof:
+            t = generate(True)
+    if a.torch_trace:
+        raw = a.torch_trace[:-3] if a.torch_trace.endswith(".gz") else a.torch_trace
+        prof.export_chrome_trace(raw)
+        if raw != a.torch_trace:
+            with open(raw, "rb") as f, gzip.open(a.torch_trace, "wb", compresslevel=6) as g:
+                shutil.copyfileobj(f, g)
+            os.remove(raw)
+
+    params = sum(x.numel() for x in model.parameters())
+    rec = lambda **kw: print(json.dumps({"katlas": 1, **kw}), flush=True)
+    rec(phase="prefill", prefill_ms=t["prefill_s"] * 1e3, prefill_tok_s=a.prompt / t["prefill_s"], prompt_tokens=a.prompt)
+    rec(phase="decode", decode_ms=t["decode_s"] * 1e3, decode_tok_s=a.new / t["decode_s"],
+        decode_ms_per_token=t["decode_s"] * 1e3 / a.new, new_tokens=a.new)
+    rec(device=torch.cuda.get_device_name(), torch=torch.__version__, transformers=transformers.__version__,
+        params_m=params / 1e6, hidden=a.hidden, layers=a.layers, dtype=a.dtype,
+        profiled=bool(a.torch_trace) or a.cuda_profiler_range)
+
+
+if __name__ == "__main__":
+    main()
