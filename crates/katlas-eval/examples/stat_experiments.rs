@@ -15,6 +15,9 @@ fn main() {
         ("+10% cv2% auto3..30", Scenario::new(0.10, 0.02), Plan::adaptive(3, 30)),
         ("+3% cv2% fixed10", Scenario::new(0.03, 0.02), Plan::fixed(10)),
         ("+3% cv2% auto3..30", Scenario::new(0.03, 0.02), Plan::adaptive(3, 30)),
+        // Equal spend: what a fixed protocol gets right with the runs adaptive mode used.
+        ("+3% cv2% fixed24", Scenario::new(0.03, 0.02), Plan::fixed(24)),
+        ("+3% cv2% fixed30", Scenario::new(0.03, 0.02), Plan::fixed(30)),
         ("+3% cv1% fixed10", Scenario::new(0.03, 0.01), Plan::fixed(10)),
         ("+3% cv1% auto3..30", Scenario::new(0.03, 0.01), Plan::adaptive(3, 30)),
     ];
