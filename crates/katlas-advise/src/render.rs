@@ -127,10 +127,13 @@ fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize) {
     match &k.isa {
         Some(i) => {
             d.kv("isa match", format!("{} ({}) in {}", i.kernel, i.how, i.object));
-            d.kv(
-                "registers",
-                format!("VGPR {}  SGPR {}  AGPR {}  spills {}  scratch {} B", opt_u(i.vgpr), opt_u(i.sgpr), opt_u(i.agpr), opt(i.spills, 0), opt_u(i.scratch_bytes)),
-            );
+            // NVIDIA reports one register count per thread; VGPR/SGPR/AGPR are AMD's files.
+            let regs = if i.arch.starts_with("sm_") {
+                format!("{}/thread  spill bytes {}  stack {} B", opt_u(i.vgpr), opt(i.spills, 0), opt_u(i.scratch_bytes))
+            } else {
+                format!("VGPR {}  SGPR {}  AGPR {}  spills {}  scratch {} B", opt_u(i.vgpr), opt_u(i.sgpr), opt_u(i.agpr), opt(i.spills, 0), opt_u(i.scratch_bytes))
+            };
+            d.kv("registers", regs);
             d.kv("LDS/shared", format!("{} B   wave size {}", opt_u(i.lds_bytes), opt_u(i.wave_size)));
         }
         None => d.kv("isa", "no ISA kernel matched"),
