@@ -127,7 +127,14 @@ pub fn decompress_ccob(d: &[u8]) -> Result<(CcobHeader, Vec<u8>)> {
         Some(t) => t,
         None => d.len() as u64,
     };
-    let payload = sub(d, h.header_len, end - h.header_len, C)?;
+    // v1 has no total size: a record shorter than its header must not wrap the length
+    let len = end.checked_sub(h.header_len).ok_or(IsaError::Truncated {
+        what: C,
+        offset: 0,
+        need: h.header_len,
+        have: end,
+    })?;
+    let payload = sub(d, h.header_len, len, C)?;
     let out = match h.method {
         "zstd" => decompress::zstd(payload, h.uncompressed_size, C)?,
         _ => decompress::zlib(payload, h.uncompressed_size, C)?,

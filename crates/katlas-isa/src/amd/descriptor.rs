@@ -17,7 +17,8 @@ fn gfx_major(arch: &str) -> u32 {
     // gfx906 -> 9, gfx1030 -> 10, gfx1201 -> 12; generic targets gfx9-generic -> 9
     match digits.len() {
         0 => 0,
-        1 | 2 if arch.contains("-generic") => digits.parse().unwrap_or(0),
+        // a bare major (gfx9, forged or generic): a 1-digit slice of 2 would panic
+        1 | 2 => digits.parse().unwrap_or(0),
         3 => digits[..1].parse().unwrap_or(0),
         _ => digits[..2].parse().unwrap_or(0),
     }
