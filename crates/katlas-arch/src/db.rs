@@ -75,64 +75,12 @@ impl Collected {
                     format!("`{}` is not canonical (write `{name}`)", a.name.get_ref()),
                 ));
             }
-            match self
-                .atoms
-                .iter_mut()
-                .find(|x| x.item.name.get_ref() == &name)
-            {
-                Some(prev) if patching => {
-                    prev.item.patch(&a);
-                    prev.file = file.into();
-                    prev.text_line = line;
-                }
-                Some(prev) => {
-                    return Err(data_err(
-                        file,
-                        line,
-                        "atom.name",
-                        format!(
-                            "duplicate atom `{name}` (first at {}:{})",
-                            prev.file, prev.text_line
-                        ),
-                    ))
-                }
-                None => self.atoms.push(Located {
-                    file: file.into(),
-                    text_line: line,
-                    item: a,
-                }),
-            }
+            merge(&mut self.atoms, a, &name, |x| x.name.get_ref(), RawAtom::patch, (file, line), patching, "atom")?;
         }
         for p in parsed.product {
             let line = line_of(text, p.name.span().start);
             let name = p.name.get_ref().clone();
-            match self
-                .products
-                .iter_mut()
-                .find(|x| x.item.name.get_ref() == &name)
-            {
-                Some(prev) if patching => {
-                    prev.item.patch(&p);
-                    prev.file = file.into();
-                    prev.text_line = line;
-                }
-                Some(prev) => {
-                    return Err(data_err(
-                        file,
-                        line,
-                        "product.name",
-                        format!(
-                            "duplicate product `{name}` (first at {}:{})",
-                            prev.file, prev.text_line
-                        ),
-                    ))
-                }
-                None => self.products.push(Located {
-                    file: file.into(),
-                    text_line: line,
-                    item: p,
-                }),
-            }
+            merge(&mut self.products, p, &name, |x| x.name.get_ref(), RawProduct::patch, (file, line), patching, "product")?;
         }
         for m in parsed.measured {
             let line = line_of(text, m.product.span().start);
@@ -143,6 +91,40 @@ impl Collected {
             });
         }
         Ok(())
+    }
+}
+
+/// Add `item` (named `name`) to `list`. A patching file patches the record of
+/// the same name; otherwise a second record of one name is an error naming
+/// both places.
+#[allow(clippy::too_many_arguments)]
+fn merge<T>(
+    list: &mut Vec<Located<T>>,
+    item: T,
+    name: &str,
+    name_of: impl Fn(&T) -> &String,
+    patch: fn(&mut T, &T),
+    (file, line): (&str, usize),
+    patching: bool,
+    kind: &str,
+) -> Result<(), ArchError> {
+    match list.iter_mut().find(|x| name_of(&x.item) == name) {
+        Some(prev) if patching => {
+            patch(&mut prev.item, &item);
+            prev.file = file.into();
+            prev.text_line = line;
+            Ok(())
+        }
+        Some(prev) => Err(data_err(
+            file,
+            line,
+            &format!("{kind}.name"),
+            format!("duplicate {kind} `{name}` (first at {}:{})", prev.file, prev.text_line),
+        )),
+        None => {
+            list.push(Located { file: file.into(), text_line: line, item });
+            Ok(())
+        }
     }
 }
 
