@@ -470,7 +470,7 @@ HFQ4_XQ(xqu_g7w16, 7, 16, 1)
 // Blocks walk row tiles of `rt` rows: tile = block, block + nblk, ... With nblk = number of tiles
 // each block does one tile; with nblk = resident blocks (persistent) x is prepared once per block
 // and the tail is one small tile instead of one large block.
-template <int GPW, int WPB, int U>
+template <int GPW, int WPB, int U, bool ST = false>
 LAB_DEV void hfq4_gemv_xs(const u8* __restrict__ W, const float* __restrict__ x, const float* __restrict__ res,
                           float* __restrict__ y, int N, int K, int rt, int nblk) {
   static_assert(U * GPW <= 32, "one header per lane");
@@ -491,11 +491,14 @@ LAB_DEV void hfq4_gemv_xs(const u8* __restrict__ W, const float* __restrict__ x,
       int row = row0 + u;
       if (row > N - 1) row = N - 1;
 #pragma unroll
-      for (int g = 0; g < GPW; ++g) q[u][g] = *(const u32*)(wbase + (long)row * rb + g * HFQ4_GROUP_BYTES);
+      for (int g = 0; g < GPW; ++g) {
+        const u8* p = wbase + (long)row * rb + g * HFQ4_GROUP_BYTES;
+        q[u][g] = ST ? lab_ld_stream_u32(p) : *(const u32*)p;
+      }
     }
     int hrow = row0 + (hu < U ? hu : 0);
     if (hrow > N - 1) hrow = N - 1;
-    hd = *(const lab_f2*)(hbase + (long)hrow * rb);
+    hd = ST ? lab_ld_stream_f2(hbase + (long)hrow * rb) : *(const lab_f2*)(hbase + (long)hrow * rb);
   };
   load(tile * rt);
   hfq4_xq xq[GPW];
@@ -562,3 +565,130 @@ HFQ4_XS(xsu_g2w8, 2, 8, 8)
 HFQ4_XS(xsu_g4w8, 4, 8, 4)
 HFQ4_XS(xsu_g7w8, 7, 8, 2)
 HFQ4_XS(xsu_g7w16, 7, 16, 2)
+
+// xsu with streaming loads (L1 bypass, 256-byte L2 prefetch).
+#define HFQ4_XST(name, GPW, WPB, U)                                                                           \
+  LAB_KERNEL(WPB * 32) gemv_hfq4g256_##name(const u8* __restrict__ W, const float* __restrict__ x,            \
+                                            float* __restrict__ y, int N, int K, int rt, int nblk) {          \
+    hfq4_gemv_xs<GPW, WPB, U, true>(W, x, 0, y, N, K, rt, nblk);                                              \
+  }                                                                                                           \
+  LAB_KERNEL(WPB * 32) gemv_hfq4g256_res_##name(const u8* __restrict__ W, const float* __restrict__ x,        \
+                                                const float* __restrict__ r, float* __restrict__ y, int N, int K, int rt, int nblk) { \
+    hfq4_gemv_xs<GPW, WPB, U, true>(W, x, r, y, N, K, rt, nblk); \
+  }
+HFQ4_XST(xst_g2w8, 2, 8, 8)
+HFQ4_XST(xst_g4w8, 4, 8, 4)
+HFQ4_XST(xst_g7w8, 7, 8, 2)
+HFQ4_XST(xst_g7w16, 7, 16, 2)
+
+// xs with 8-byte lane loads: a half-warp covers one group's 128 nibble bytes (which start 8 bytes
+// into the 136-byte group, so 8-byte aligned), a warp-load two groups: half the load instructions
+// of xs for the same bytes in flight. x is quantised per group over the half-warp.
+template <int GPW, int WPB, int U, bool ST>
+LAB_DEV void hfq4_gemv_x8(const u8* __restrict__ W, const float* __restrict__ x, const float* __restrict__ res,
+                          float* __restrict__ y, int N, int K, int rt, int nblk) {
+  static_assert(GPW % 2 == 0 && U * GPW <= 32, "pairs of groups, one header per lane");
+  constexpr int P = GPW / 2;
+  LAB_SHARED float part[WPB][64];
+  const int lane = lab_lane(), warp = lab_warp();
+  const int half = lane >> 4, sub = lane & 15;
+  const long rb = (long)(K >> 8) * HFQ4_GROUP_BYTES;
+  const int g0 = warp * GPW;
+  int tile = lab_bid();
+  if (tile * rt >= N) return;
+  const u8* wbase = W + (long)(g0 + half) * HFQ4_GROUP_BYTES + 8 + sub * 8;
+  const int hu = lane / GPW, hg = lane - hu * GPW;
+  const u8* hbase = W + (long)(g0 + hg) * HFQ4_GROUP_BYTES;
+  lab_u2 q[U][P];
+  lab_f2 hd;
+  auto load = [&](int row0) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      int row = row0 + u;
+      if (row > N - 1) row = N - 1;
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const u8* a = wbase + (long)row * rb + 2 * p * HFQ4_GROUP_BYTES;
+        q[u][p] = ST ? lab_ld_stream_u2(a) : *(const lab_u2*)a;
+      }
+    }
+    int hrow = row0 + (hu < U ? hu : 0);
+    if (hrow > N - 1) hrow = N - 1;
+    hd = ST ? lab_ld_stream_f2(hbase + (long)hrow * rb) : *(const lab_f2*)(hbase + (long)hrow * rb);
+  };
+  load(tile * rt);
+  hfq4_xq xa[P], xb[P];
+  float qs[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const lab_f4* xp = (const lab_f4*)(x + (g0 + 2 * p + half) * 256 + sub * 16);
+    const lab_f4 a = xp[0], b = xp[1], c = xp[2], d = xp[3];
+    float t0[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    float t1[8] = {c.x, c.y, c.z, c.w, d.x, d.y, d.z, d.w};
+    const float m0 = hfq4_absmax8(t0), m1 = hfq4_absmax8(t1);
+    float m = m0 > m1 ? m0 : m1;
+#pragma unroll
+    for (int k = 8; k >= 1; k >>= 1) {
+      const float o = lab_shfl_xor(m, k);
+      m = m > o ? m : o;
+    }
+    xa[p] = hfq4_q8_with_max(t0, m);
+    xb[p] = hfq4_q8_with_max(t1, m);
+    qs[p] = xa[p].qsum + xb[p].qsum;
+  }
+  const int owner = lab_rows_owner<U>(lane);
+  for (;;) {
+    const int row_base = tile * rt;
+    for (int r0 = 0; r0 < rt; r0 += U) {
+      float acc[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        float a = 0.0f;
+#pragma unroll
+        for (int p = 0; p < P; ++p) {
+          const int h = u * GPW + 2 * p + half;
+          const float sc = lab_shfl_idx(hd.x, h), mn = lab_shfl_idx(hd.y, h);
+          const int d = hfq4_dot8_q8(q[u][p].y, xb[p]) + hfq4_dot8_q8(q[u][p].x, xa[p]);
+          a += (sc * xa[p].scale16) * (float)d + mn * qs[p];
+        }
+        acc[u] = a;
+      }
+      if (r0 + U < rt) {
+        load(row_base + r0 + U);
+      } else if ((tile + nblk) * rt < N) {
+        load((tile + nblk) * rt);
+      }
+      const float s = lab_warp_sum_rows<U>(acc, lane);
+      if ((lane & (32 / U - 1)) == 0) part[warp][r0 + owner] = s;
+    }
+    lab_sync();
+    for (int t = lab_tid(); t < rt; t += WPB * 32) {
+      float s = 0.0f;
+#pragma unroll
+      for (int w = 0; w < WPB; ++w) s += part[w][t];
+      const int row = row_base + t;
+      if (row < N) y[row] = res ? s + res[row] : s;
+    }
+    tile += nblk;
+    if (tile * rt >= N) break;
+    lab_sync();
+  }
+}
+
+#define HFQ4_X8(name, GPW, WPB, U, ST)                                                                        \
+  LAB_KERNEL(WPB * 32) gemv_hfq4g256_##name(const u8* __restrict__ W, const float* __restrict__ x,            \
+                                            float* __restrict__ y, int N, int K, int rt, int nblk) {          \
+    hfq4_gemv_x8<GPW, WPB, U, ST>(W, x, 0, y, N, K, rt, nblk);                                                \
+  }                                                                                                           \
+  LAB_KERNEL(WPB * 32) gemv_hfq4g256_res_##name(const u8* __restrict__ W, const float* __restrict__ x,        \
+                                                const float* __restrict__ r, float* __restrict__ y, int N, int K, int rt, int nblk) { \
+    hfq4_gemv_x8<GPW, WPB, U, ST>(W, x, r, y, N, K, rt, nblk); \
+  }
+HFQ4_X8(x8_g2w8, 2, 8, 8, false)
+HFQ4_X8(x8_g4w8, 4, 8, 4, false)
+HFQ4_X8(x8_g4w14, 4, 14, 4, false)
+HFQ4_X8(x8_g8w14, 8, 14, 2, false)
+HFQ4_X8(x8s_g2w8, 2, 8, 8, true)
+HFQ4_X8(x8s_g4w8, 4, 8, 4, true)
+HFQ4_X8(x8s_g4w14, 4, 14, 4, true)
+HFQ4_X8(x8s_g8w14, 8, 14, 2, true)

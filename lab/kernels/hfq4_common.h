@@ -49,10 +49,13 @@ LAB_DEV float hfq4_dot8_h2(u32 v, hfq4_xh xh) {
 // even and odd weights' bytes packed to line up with the low and high nibbles of a u32.
 struct hfq4_xq { u32 even, odd; float scale16, qsum; };
 LAB_DEV float lab_warp_max(float v);
-LAB_DEV hfq4_xq hfq4_prep_q8(const float* x) {
+LAB_DEV float hfq4_absmax8(const float* x) {
   float m = 0.0f;
   for (int i = 0; i < 8; ++i) m = m > (x[i] < 0 ? -x[i] : x[i]) ? m : (x[i] < 0 ? -x[i] : x[i]);
-  m = lab_warp_max(m);
+  return m;
+}
+// 8 values of x quantised with the group's absolute maximum `m` (already reduced over the group).
+LAB_DEV hfq4_xq hfq4_q8_with_max(const float* x, float m) {
   const float scale = m > 0.0f ? m / 127.0f : 1.0f;
   const float inv = 1.0f / scale;
   u32 e = 0, o = 0;
@@ -69,6 +72,7 @@ LAB_DEV hfq4_xq hfq4_prep_q8(const float* x) {
   r.qsum = scale * (float)sum;
   return r;
 }
+LAB_DEV hfq4_xq hfq4_prep_q8(const float* x) { return hfq4_q8_with_max(x, lab_warp_max(hfq4_absmax8(x))); }
 // 16 * sum_k q_k * xq_k as an integer: low nibbles against even x bytes (x16 by the shift),
 // high nibbles in place (their bytes are 16*q) against odd x bytes.
 LAB_DEV int hfq4_dot8_q8(u32 v, hfq4_xq xq) {

@@ -49,4 +49,12 @@ LAB_DEV u32 lab_and_or(u32 a, u32 mask, u32 bits) { u32 r; asm("lop3.b32 %0, %1,
 // sum of 4 (unsigned byte of a) * (signed byte of b) + c.
 LAB_DEV int lab_dp4a_us(u32 a, u32 b, int c) { int r; asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
 LAB_DEV int lab_round_i(float f) { return __float2int_rn(f); }
+// Streaming loads of data read once: no L1 allocation, and a 256-byte L2 prefetch so each DRAM
+// request brings a whole burst for the neighbouring lanes' next loads.
+LAB_DEV u32 lab_ld_stream_u32(const void* p) { u32 r; asm volatile("ld.global.nc.L1::no_allocate.L2::256B.u32 %0, [%1];" : "=r"(r) : "l"(p)); return r; }
+LAB_DEV lab_f2 lab_ld_stream_f2(const void* p) { lab_f2 r; asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v2.f32 {%0, %1}, [%2];" : "=f"(r.x), "=f"(r.y) : "l"(p)); return r; }
+LAB_DEV lab_u2 lab_ld_stream_u2(const void* p) { lab_u2 r; asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0, %1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p)); return r; }
+LAB_DEV lab_u4 lab_ld_stream_u4(const void* p) { lab_u4 r; asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p)); return r; }
+LAB_DEV lab_u4 __ldg_u4(const lab_u4* p) { lab_u4 r; asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p)); return r; }
+LAB_DEV u32 lab_atomic_add_u32(u32* p, u32 v) { return atomicAdd(p, v); }
 LAB_DEV u64 lab_globaltimer() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }

@@ -6,24 +6,30 @@ fn main() {
     let cfg = JudgeConfig::default();
     let args: Vec<String> = std::env::args().collect();
     let trials: u32 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(200);
-    let rows: Vec<(&str, Scenario, Plan)> = vec![
-        ("A/A cv2% fixed10", Scenario::new(0.0, 0.02), Plan::fixed(10)),
-        ("A/A cv2% auto3..30", Scenario::new(0.0, 0.02), Plan::adaptive(3, 30)),
-        ("-5% cv2% fixed10", Scenario::new(-0.05, 0.02), Plan::fixed(10)),
-        ("-5% cv2% auto3..30", Scenario::new(-0.05, 0.02), Plan::adaptive(3, 30)),
-        ("+10% cv2% fixed10", Scenario::new(0.10, 0.02), Plan::fixed(10)),
-        ("+10% cv2% auto3..30", Scenario::new(0.10, 0.02), Plan::adaptive(3, 30)),
-        ("+3% cv2% fixed10", Scenario::new(0.03, 0.02), Plan::fixed(10)),
-        ("+3% cv2% auto3..30", Scenario::new(0.03, 0.02), Plan::adaptive(3, 30)),
-        // Equal spend: what a fixed protocol gets right with the runs adaptive mode used.
-        ("+3% cv2% fixed24", Scenario::new(0.03, 0.02), Plan::fixed(24)),
-        ("+3% cv2% fixed30", Scenario::new(0.03, 0.02), Plan::fixed(30)),
-        ("+3% cv1% fixed10", Scenario::new(0.03, 0.01), Plan::fixed(10)),
-        ("+3% cv1% auto3..30", Scenario::new(0.03, 0.01), Plan::adaptive(3, 30)),
+    let auto = Plan::default_adaptive;
+    let rows: Vec<(&str, Scenario, Plan, JudgeConfig)> = vec![
+        ("A/A cv2% fixed10", Scenario::new(0.0, 0.02), Plan::fixed(10), cfg.clone()),
+        ("A/A cv2% auto3..11", Scenario::new(0.0, 0.02), auto(), cfg.clone()),
+        ("A/A cv2% auto3..30", Scenario::new(0.0, 0.02), Plan::adaptive(3, 30), cfg.clone()),
+        // With no noise band only the alpha spending protects against false claims.
+        ("A/A cv2% band 0% fixed10", Scenario::new(0.0, 0.02), Plan::fixed(10), JudgeConfig { threshold: 0.0, ..cfg.clone() }),
+        ("A/A cv2% band 0% auto3..11", Scenario::new(0.0, 0.02), auto(), JudgeConfig { threshold: 0.0, ..cfg.clone() }),
+        ("A/A cv2% band 0% auto3..30", Scenario::new(0.0, 0.02), Plan::adaptive(3, 30), JudgeConfig { threshold: 0.0, ..cfg.clone() }),
+        ("-5% cv2% fixed10", Scenario::new(-0.05, 0.02), Plan::fixed(10), cfg.clone()),
+        ("-5% cv2% auto3..11", Scenario::new(-0.05, 0.02), auto(), cfg.clone()),
+        ("+10% cv2% fixed10", Scenario::new(0.10, 0.02), Plan::fixed(10), cfg.clone()),
+        ("+10% cv2% auto3..11", Scenario::new(0.10, 0.02), auto(), cfg.clone()),
+        ("+10% cv2% auto3..30", Scenario::new(0.10, 0.02), Plan::adaptive(3, 30), cfg.clone()),
+        ("+3% cv2% fixed10", Scenario::new(0.03, 0.02), Plan::fixed(10), cfg.clone()),
+        ("+3% cv2% auto3..11", Scenario::new(0.03, 0.02), auto(), cfg.clone()),
+        ("+3% cv2% auto3..30", Scenario::new(0.03, 0.02), Plan::adaptive(3, 30), cfg.clone()),
+        ("+3% cv2% fixed20", Scenario::new(0.03, 0.02), Plan::fixed(20), cfg.clone()),
+        ("+3% cv1% fixed10", Scenario::new(0.03, 0.01), Plan::fixed(10), cfg.clone()),
+        ("+3% cv1% auto3..11", Scenario::new(0.03, 0.01), auto(), cfg.clone()),
     ];
     println!("| scenario | looks | trials | improved | regressed | no_change | inconclusive | unstable | runs/side |");
     println!("|---|---|---|---|---|---|---|---|---|");
-    for (name, sc, plan) in rows {
+    for (name, sc, plan, cfg) in rows {
         let e = experiment(sc, &plan, &cfg, trials, 1);
         println!(
             "| {name} | {:?} | {} | {} | {} | {} | {} | {} | {:.2} |",

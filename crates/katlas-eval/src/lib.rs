@@ -4,6 +4,7 @@
 pub mod stats;
 pub mod sim;
 pub mod verdict;
+pub mod spending;
 pub mod metric;
 pub mod protocol;
 pub mod telemetry;

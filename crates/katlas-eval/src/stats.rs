@@ -114,12 +114,31 @@ pub fn normal_cdf(x: f64) -> f64 {
     Normal::new(0.0, 1.0).expect("unit normal").cdf(x)
 }
 
-/// Relative change of medians, `median(b) / median(a) - 1`.
-pub fn relative_change(a: &[f64], b: &[f64]) -> f64 {
-    median(b) / median(a) - 1.0
+/// Mean of the middle values after dropping `floor(0.2 n)` from each end.
+pub fn trimmed_mean(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    trimmed_mean_in_place(&mut v)
 }
 
-/// Seeded percentile bootstrap CI of `median(b)/median(a) - 1`, both sides
+fn trimmed_mean_in_place(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_unstable_by(|x, y| x.total_cmp(y));
+    let g = (TRIM * v.len() as f64).floor() as usize;
+    let mid = &v[g..v.len() - g];
+    mid.iter().sum::<f64>() / mid.len() as f64
+}
+
+/// Share trimmed from each end by `trimmed_mean`.
+pub const TRIM: f64 = 0.2;
+
+/// Relative change of 20%-trimmed means, `tmean(b) / tmean(a) - 1`.
+pub fn relative_change(a: &[f64], b: &[f64]) -> f64 {
+    trimmed_mean(b) / trimmed_mean(a) - 1.0
+}
+
+/// Seeded percentile bootstrap CI of `tmean(b)/tmean(a) - 1` (20%-trimmed means), both sides
 /// resampled independently. Deterministic for a given seed.
 pub fn bootstrap_relative_change_ci(a: &[f64], b: &[f64], level: f64, resamples: u32, seed: u64) -> Option<[f64; 2]> {
     let a = sorted(a);
@@ -138,8 +157,8 @@ pub fn bootstrap_relative_change_ci(a: &[f64], b: &[f64], level: f64, resamples:
         for x in bb.iter_mut() {
             *x = b[rng.random_range(0..b.len())];
         }
-        let ma = select_median(&mut ba);
-        let mb = select_median(&mut bb);
+        let ma = trimmed_mean_in_place(&mut ba);
+        let mb = trimmed_mean_in_place(&mut bb);
         stats.push(mb / ma - 1.0);
     }
     stats.sort_by(|x, y| x.total_cmp(y));
@@ -147,17 +166,6 @@ pub fn bootstrap_relative_change_ci(a: &[f64], b: &[f64], level: f64, resamples:
     Some([quantile_sorted(&stats, alpha / 2.0), quantile_sorted(&stats, 1.0 - alpha / 2.0)])
 }
 
-fn select_median(v: &mut [f64]) -> f64 {
-    let n = v.len();
-    let (_, hi, _) = v.select_nth_unstable_by(n / 2, |x, y| x.total_cmp(y));
-    let hi = *hi;
-    if n % 2 == 1 {
-        hi
-    } else {
-        let lo = v[..n / 2].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        0.5 * (lo + hi)
-    }
-}
 
 /// Linear-interpolated quantile (type 7) of sorted data.
 pub fn quantile_sorted(v: &[f64], q: f64) -> f64 {

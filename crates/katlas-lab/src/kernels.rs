@@ -245,17 +245,22 @@ impl Variant {
     }
     /// x-resident kernels come in one instantiation per K (groups per warp x warps per block).
     pub fn is_xr(&self) -> bool {
-        ["_xr", "_xrh", "_xrhu", "_xq", "_xqu", "_xs", "_xsu"]
+        ["_xr", "_xrh", "_xrhu", "_xq", "_xqu", "_xs", "_xsu", "_xst", "_x8", "_x8s"]
             .iter()
             .any(|t| self.func.ends_with(t))
     }
     /// Row-tile kernels that take a block stride (`nblk`) after `rt`.
     pub fn takes_nblk(&self) -> bool {
-        self.func.ends_with("_xs") || self.func.ends_with("_xsu")
+        ["_xs", "_xsu", "_xst", "_x8", "_x8s"].iter().any(|t| self.func.ends_with(t))
     }
     /// Persistent launch: as many blocks as fit at once, each walking row tiles.
     pub fn persistent(&self) -> bool {
-        self.name.starts_with("xp")
+        self.name.starts_with("xp") || self.name.starts_with("x8")
+    }
+    /// Balanced persistent grid (`_b` in the name): the fewest blocks that still finish in the
+    /// same number of tile rounds, so every block walks the same number of tiles.
+    pub fn balanced(&self) -> bool {
+        self.name.split('_').any(|p| p == "b")
     }
     /// The function to launch at this shape, its warps per block, and (x-resident) rows per block.
     pub fn resolve(&self, sh: Shape) -> Result<(String, u32, Option<u32>)> {
@@ -263,7 +268,12 @@ impl Variant {
             return Ok((self.func.to_string(), self.wpb, None));
         }
         let g = sh.b / 256;
-        let (gpw, wpb) = XR_SPLITS
+        let splits = if self.func.ends_with("_x8") || self.func.ends_with("_x8s") {
+            X8_SPLITS
+        } else {
+            XR_SPLITS
+        };
+        let (gpw, wpb) = splits
             .iter()
             .copied()
             .find(|(gpw, wpb)| gpw * wpb == g)
@@ -272,16 +282,16 @@ impl Variant {
                     "{}: no x-resident instantiation for K={} (have K = 256*{:?})",
                     self.func,
                     sh.b,
-                    XR_SPLITS.iter().map(|(a, b)| a * b).collect::<Vec<_>>()
+                    splits.iter().map(|(a, b)| a * b).collect::<Vec<_>>()
                 )
             })?;
         // About two blocks per SM of an H200 (132 SMs); a multiple of the rows in flight (<= 16).
         let rt = if self.persistent() {
-            if self.name.ends_with("_t8") {
-                8
-            } else {
-                16
-            }
+            // `_tN` in the variant name: N-row tiles (default 16).
+            self.name
+                .split('_')
+                .find_map(|p| p.strip_prefix('t').and_then(|n| n.parse::<usize>().ok()))
+                .unwrap_or(16)
         } else {
             (sh.a.div_ceil(2 * 132)).div_ceil(16).clamp(1, 4) * 16
         };
@@ -651,6 +661,94 @@ pub const VARIANTS: &[Variant] = &[
     ),
     v!(
         GemvHfq4,
+        "xp_t8_st",
+        "gemv_hfq4.cu",
+        "gemv_hfq4g256_xst",
+        1,
+        8,
+        1,
+        Q8,
+        "xp_t8 with streaming loads: L1 bypass and 256-byte L2 prefetch per request"
+    ),
+    v!(
+        GemvHfq4,
+        "xp_t4_st",
+        "gemv_hfq4.cu",
+        "gemv_hfq4g256_xst",
+        1,
+        8,
+        1,
+        Q8,
+        "xp_t8_st with 4-row tiles: finer balance at the end of the persistent walk"
+    ),
+    v!(
+        GemvHfq4,
+        "xp_st",
+        "gemv_hfq4.cu",
+        "gemv_hfq4g256_xst",
+        1,
+        8,
+        1,
+        Q8,
+        "xp with streaming loads (16-row tiles)"
+    ),
+    v!(
+        GemvHfq4,
+        "xp_t8_st_b",
+        "gemv_hfq4.cu",
+        "gemv_hfq4g256_xst",
+        1,
+        8,
+        1,
+        Q8,
+        "xp_t8_st on a balanced grid: every block walks the same number of tiles"
+    ),
+    v!(
+        GemvHfq4,
+        "x8_t8_b",
+        "gemv_hfq4.cu",
+        "gemv_hfq4g256_x8",
+        1,
+        8,
+        1,
+        Q8,
+        "8-byte lane loads (a warp-load covers two groups), persistent 8-row tiles, balanced grid"
+    ),
+    v!(
+        GemvHfq4,
+        "x8_t8_st_b",
+        "gemv_hfq4.cu",
+        "gemv_hfq4g256_x8s",
+        1,
+        8,
+        1,
+        Q8,
+        "x8_t8_b with streaming loads"
+    ),
+    v!(
+        GemvHfq4,
+        "x8_t4_st_b",
+        "gemv_hfq4.cu",
+        "gemv_hfq4g256_x8s",
+        1,
+        8,
+        1,
+        Q8,
+        "x8_t8_st_b with 4-row tiles"
+    ),
+    v!(
+        GemvHfq4,
+        "x8_t16_st_b",
+        "gemv_hfq4.cu",
+        "gemv_hfq4g256_x8s",
+        1,
+        8,
+        1,
+        Q8,
+        "x8_t8_st_b with 16-row tiles"
+    ),
+    v!(
+        GemvHfq4,
         "xp8",
         "gemv_hfq4.cu",
         "gemv_hfq4g256_xs",
@@ -791,6 +889,17 @@ pub const VARIANTS: &[Variant] = &[
         1,
         Q8,
         "xp_t8, residual add"
+    ),
+    v!(
+        GemvHfq4Res,
+        "x8_t8_st_b",
+        "gemv_hfq4.cu",
+        "gemv_hfq4g256_res_x8s",
+        1,
+        8,
+        1,
+        Q8,
+        "x8_t8_st_b, residual add"
     ),
     v!(
         GemvBf16,
@@ -939,6 +1048,8 @@ pub const VARIANTS: &[Variant] = &[
 
 /// (groups per warp, warps per block) of the x-resident instantiations.
 pub const XR_SPLITS: &[(usize, usize)] = &[(2, 8), (4, 8), (7, 8), (7, 16)];
+/// Splits of the 8-byte-load kernels: an even number of groups per warp.
+pub const X8_SPLITS: &[(usize, usize)] = &[(2, 8), (4, 8), (4, 14), (8, 14)];
 
 pub fn variants_of(f: Family) -> impl Iterator<Item = &'static Variant> {
     VARIANTS.iter().filter(move |v| v.family == f)

@@ -67,6 +67,8 @@ pub struct RunOpts {
     /// Launches per timed sample (the sample is their mean); 1 = one launch per event pair.
     pub batch: u32,
     pub l2_flush: bool,
+    /// Also measure the read-only ceiling at each 4-bit GEMV shape's byte count.
+    pub read_ceilings: bool,
     /// Bytes the rotating input sets should span (default 4 x L2).
     pub rotate_bytes: Option<usize>,
     pub seed: u64,

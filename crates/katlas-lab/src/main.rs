@@ -74,6 +74,10 @@ struct RunArgs {
     /// Flush the L2 (memset of twice its size) before every sample instead of rotating inputs.
     #[arg(long)]
     l2_flush: bool,
+    /// Also measure a read-only kernel at each 4-bit GEMV shape's byte count (the ceiling any
+    /// kernel reading those bytes once reaches under the same protocol).
+    #[arg(long)]
+    read_ceilings: bool,
     /// MB the rotating input sets span (default 4 x L2).
     #[arg(long)]
     rotate_mb: Option<usize>,
@@ -181,6 +185,7 @@ fn run(a: RunArgs) -> Result<i32, Exit> {
         warmup: a.warmup.unwrap_or(if gpu { 10 } else { 1 }),
         batch: a.batch.max(1),
         l2_flush: a.l2_flush,
+        read_ceilings: a.read_ceilings,
         rotate_bytes: a.rotate_mb.map(|m| m << 20),
         seed: a.seed,
         out_dir: a.out_dir.clone(),

@@ -216,6 +216,19 @@ impl Device {
         )
     }
 
+    /// Copy `bytes` inside one buffer, from `src_off` to `dst_off` (regions must not overlap).
+    pub fn copy_within(&self, b: &Buf, dst_off: usize, src_off: usize, bytes: usize) -> Result<(), Exit> {
+        assert!(dst_off + bytes <= b.bytes && src_off + bytes <= b.bytes);
+        assert!(dst_off + bytes <= src_off || src_off + bytes <= dst_off, "overlapping copy");
+        // SAFETY: both ranges lie inside the buffer (checked above).
+        ck(
+            unsafe {
+                sys::cuMemcpyDtoDAsync_v2(b.ptr + dst_off as u64, b.ptr + src_off as u64, bytes, self.stream)
+            },
+            "cuMemcpyDtoDAsync",
+        )
+    }
+
     pub fn memset(&self, b: &Buf, byte: u8) -> Result<(), Exit> {
         // SAFETY: the whole buffer.
         ck(

@@ -191,6 +191,9 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
         copy_detail.insert("copy_bytes".to_string(), 2.0 * n as f64);
     }
     let copy_gbps = copy_detail["memcpy_dtod_gbps"].max(copy_detail["copy_kernel_gbps"]);
+    if opts.read_ceilings {
+        read_ceilings(&dev, util, spin, l2, opts.batch, copy_gbps, &mut copy_detail)?;
+    }
     let noop = dev.function(util, "lab_noop")?;
     let (s, _) = timer.time(10, 100, 1, |_| {
         dev.launch(noop, (1, 1), 32, &Args::default().i32(0))
@@ -293,7 +296,12 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
                         if v.persistent() {
                             let per_sm =
                                 dev.max_blocks_per_sm(f, wpb * 32).unwrap_or(1).max(1) as u32;
-                            Some(tiles.min(per_sm * dev.sms as u32))
+                            let resident = per_sm * dev.sms as u32;
+                            if v.balanced() {
+                                Some(tiles.div_ceil(tiles.div_ceil(resident)))
+                            } else {
+                                Some(tiles.min(resident))
+                            }
                         } else {
                             Some(tiles)
                         }
@@ -360,6 +368,93 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
         }
     }
     Ok((env, results))
+}
+
+/// Read-only ceiling at each 4-bit GEMV shape's byte count: what any kernel that reads those
+/// bytes once can reach under the same protocol (rotating regions over 4 x L2, one launch or
+/// `batch` launches per event pair). The checksum of one launch is compared with the host's.
+fn read_ceilings(
+    dev: &Device,
+    util: super::device::Module,
+    spin: Func,
+    l2: usize,
+    batch: u32,
+    copy_gbps: f64,
+    detail: &mut BTreeMap<String, f64>,
+) -> Result<(), Exit> {
+    // Several read kernels: the ceiling is the best of them at each size.
+    // (tag, function, one-shot words per thread or 0 for grid-stride, blocks per SM for grid-stride)
+    let mut kernels: Vec<(String, Func, u32, u32)> = Vec::new();
+    for (name, u) in [("lab_read_os8", 8u32), ("lab_read_os16", 16)] {
+        kernels.push((name.trim_start_matches("lab_read_").to_string(), dev.function(util, name)?, u, 0));
+    }
+    for name in ["lab_read_gs2p", "lab_read_gs4p", "lab_read_gs8p", "lab_read_gs4s", "lab_read_gs8s"] {
+        for per_sm in [4u32, 8, 16] {
+            let tag = format!("{}x{per_sm}", name.trim_start_matches("lab_read_"));
+            kernels.push((tag, dev.function(util, name)?, 0, per_sm));
+        }
+    }
+    let timer = Timer { dev, spin, flush: None };
+    for sh in Family::GemvHfq4.default_shapes(true) {
+        let bytes = (Family::GemvHfq4.bytes(sh) as usize).div_ceil(256) * 256;
+        let regions = (4 * l2).div_ceil(bytes).max(2);
+        let words = bytes / 4 * regions;
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let host: Vec<u32> = (0..words)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 32) as u32
+            })
+            .collect();
+        let buf = dev.upload(&host)?;
+        let want = host[..bytes / 4].iter().fold(0u32, |a, &w| a.wrapping_add(w));
+        drop(host);
+        let n4 = (bytes / 16) as i64;
+        let mut best = f64::INFINITY;
+        for (tag, f, u, per_sm) in &kernels {
+            let (tag, f, u) = (tag.as_str(), *f, *u);
+            let sum = dev.upload(&[0u32; 4])?;
+            let grid = if u == 0 { dev.sms as u32 * per_sm } else { (n4 as u64).div_ceil(256 * u as u64) as u32 };
+            let args = |r: usize| {
+                Args::default()
+                    .raw_ptr(buf.ptr + (r % regions * bytes) as u64)
+                    .i64(n4)
+                    .i64(grid as i64 * 256)
+                    .ptr(&sum)
+            };
+            dev.launch(f, (grid, 1), 256, &args(0))?;
+            let got = dev.download_f32(&sum, 1)?[0].to_bits();
+            if got != want {
+                return Err(Exit::input(format!(
+                    "read ceiling {sh} ({tag}): checksum {got:#x} != host {want:#x}"
+                )));
+            }
+            let (v, _) = timer.time(5, 100, batch, |i| dev.launch(f, (grid, 1), 256, &args(i)))?;
+            let us = stats(&v).median;
+            best = best.min(us);
+            detail.insert(format!("read_us_{sh}_{tag}"), us);
+        }
+        // The same bytes moved by the driver's copy (half read, half written), same protocol.
+        let half = bytes / 2;
+        let (v, _) = timer.time(5, 100, batch, |i| {
+            let r = i % regions;
+            dev.copy_within(&buf, r * bytes + half, r * bytes, half)
+        })?;
+        let copy_us = stats(&v).median;
+        let gbps = bytes as f64 / (best * 1e3);
+        eprintln!(
+            "katlas-lab: read ceiling {sh} ({:.1} MB): best {best:.3} us, {gbps:.0} GB/s = {:.1}% of copy; memcpy of the same bytes {copy_us:.3} us = {:.1}% of copy",
+            bytes as f64 / 1e6,
+            100.0 * gbps / copy_gbps,
+            100.0 * bytes as f64 / (copy_us * 1e3) / copy_gbps
+        );
+        detail.insert(format!("read_us_{sh}"), best);
+        detail.insert(format!("read_gbps_{sh}"), gbps);
+        detail.insert(format!("memcpy_same_bytes_us_{sh}"), copy_us);
+    }
+    Ok(())
 }
 
 fn attn_splits(case: &Case, sms: usize) -> usize {

@@ -52,7 +52,7 @@ pub struct ProtocolArgs {
     /// clears or sits inside the noise band, or the budget ends.
     #[arg(long, conflicts_with = "runs")]
     pub auto: bool,
-    /// Adaptive budget: at most this many measured runs per side [default: 30].
+    /// Adaptive budget: at most this many measured runs per side [default: 11].
     #[arg(long)]
     pub max_runs: Option<u32>,
     /// Adaptive: first look after this many runs per side [default: 3].
@@ -227,7 +227,10 @@ fn settings(p: &ProtocolArgs, cfg: &EvalConfig, metric: String, g: Goal, parser:
     let plan = match p.runs {
         Some(0) => return Err(CliError::bad_input("--runs 0: at least one run per side")),
         Some(n) => Plan::fixed(n),
-        None => Plan::adaptive(p.min_runs.or(cfg.min_runs).unwrap_or(3), p.max_runs.or(cfg.max_runs).unwrap_or(30)),
+        None => Plan::adaptive(
+            p.min_runs.or(cfg.min_runs).unwrap_or(katlas_eval::verdict::DEFAULT_MIN_RUNS),
+            p.max_runs.or(cfg.max_runs).unwrap_or(katlas_eval::verdict::DEFAULT_MAX_RUNS),
+        ),
     };
     strip.extend(cfg.strip_env.iter().cloned());
     strip.sort();
