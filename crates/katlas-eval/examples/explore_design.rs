@@ -5,7 +5,7 @@
 //! explore_design -- TRIALS`.
 use katlas_eval::sim::sample;
 use katlas_eval::stats;
-use katlas_eval::verdict::classify;
+use katlas_eval::verdict::{classify, Plan};
 use katlas_model::ledger::Verdict;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -27,6 +27,13 @@ fn boot_trim(a: &[f64], b: &[f64], level: f64, r: u32, seed: u64) -> [f64; 2] {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut ba = vec![0.0; a.len()]; let mut bb = vec![0.0; b.len()]; let mut st = Vec::new();
     for _ in 0..r { for x in ba.iter_mut() { *x = a[rng.random_range(0..a.len())]; } for x in bb.iter_mut() { *x = b[rng.random_range(0..b.len())]; } st.push(tmean(&mut bb) / tmean(&mut ba) - 1.0); }
+    st.sort_by(|x, y| x.total_cmp(y)); let al = 1.0 - level;
+    [stats::quantile_sorted(&st, al / 2.0), stats::quantile_sorted(&st, 1.0 - al / 2.0)]
+}
+fn boot_median(a: &[f64], b: &[f64], level: f64, r: u32, seed: u64) -> [f64; 2] {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut ba = vec![0.0; a.len()]; let mut bb = vec![0.0; b.len()]; let mut st = Vec::new();
+    for _ in 0..r { for x in ba.iter_mut() { *x = a[rng.random_range(0..a.len())]; } for x in bb.iter_mut() { *x = b[rng.random_range(0..b.len())]; } st.push(stats::median(&bb) / stats::median(&ba) - 1.0); }
     st.sort_by(|x, y| x.total_cmp(y)); let al = 1.0 - level;
     [stats::quantile_sorted(&st, al / 2.0), stats::quantile_sorted(&st, 1.0 - al / 2.0)]
 }
@@ -53,7 +60,7 @@ fn yuen(a: &[f64], b: &[f64], level: f64, trim: f64) -> Option<[f64; 2]> {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Method { Hull, Welch, Yuen, HullTrim }
+enum Method { Hull, Welch, Yuen, HullTrim, HullTrimYuen }
 
 fn interval(m: Method, a: &[f64], b: &[f64], level: f64, seed: u64) -> Option<[f64; 2]> {
     match m {
@@ -65,10 +72,16 @@ fn interval(m: Method, a: &[f64], b: &[f64], level: f64, seed: u64) -> Option<[f
             let x = boot_trim(a, b, level, 2000, seed);
             Some([x[0].min(w[0]), x[1].max(w[1])])
         }
+        Method::HullTrimYuen => {
+            let w = yuen(a, b, level, 0.2)?;
+            if classify(w, 1.0, 0.01) == Verdict::Inconclusive { return Some(w); }
+            let x = boot_trim(a, b, level, 2000, seed);
+            Some([x[0].min(w[0]), x[1].max(w[1])])
+        }
         Method::Hull => {
             let w = stats::welch_log_ci(a, b, level)?;
             if classify(w, 1.0, 0.01) == Verdict::Inconclusive { return Some(w); }
-            let x = stats::bootstrap_relative_change_ci(a, b, level, 2000, seed)?;
+            let x = boot_median(a, b, level, 2000, seed);
             Some([x[0].min(w[0]), x[1].max(w[1])])
         }
     }
@@ -110,7 +123,18 @@ fn spend(looks: &[u32], alpha: f64, first: f64, rho: f64) -> Vec<f64> {
     looks.iter().map(|&n| if looks.len() == 1 { alpha } else { first + (alpha - first) * ((n as f64 - n1) / (nk - n1)).powf(rho) }).collect()
 }
 
-fn run(m: Method, looks: &[u32], alphas: &[f64], effect: f64, cv: f64, trials: u32, thr: f64) -> (u32, u32, u32, u32, f64) {
+fn draw(rng: &mut ChaCha8Rng, med: f64, cv: f64, tail: f64) -> f64 {
+    // tail 0.1: 10% slow outliers (+5..30%); tail 0.2: the shape measured on the H200 box's CPU
+    // for katlas-eval-spin (a 1.5% core and ~20% of runs 3..13% slow).
+    if tail >= 0.2 {
+        let x = sample(rng, med, 0.015);
+        return if rng.random::<f64>() < tail { x * (1.03 + 0.10 * rng.random::<f64>()) } else { x };
+    }
+    let x = sample(rng, med, cv);
+    if tail > 0.0 && rng.random::<f64>() < tail { x * (1.0 + 0.05 + 0.25 * rng.random::<f64>()) } else { x }
+}
+
+fn run(m: Method, looks: &[u32], alphas: &[f64], effect: f64, cv: f64, trials: u32, thr: f64, tail: f64) -> (u32, u32, u32, u32, f64) {
     let (mut imp, mut reg, mut nc, mut inc) = (0, 0, 0, 0);
     let mut runs = 0u64;
     for t in 0..trials {
@@ -118,7 +142,7 @@ fn run(m: Method, looks: &[u32], alphas: &[f64], effect: f64, cv: f64, trials: u
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let mut v = Verdict::Inconclusive;
         for (k, &n) in looks.iter().enumerate() {
-            while (a.len() as u32) < n { a.push(sample(&mut rng, 100.0, cv)); b.push(sample(&mut rng, 100.0 * (1.0 + effect), cv)); }
+            while (a.len() as u32) < n { a.push(draw(&mut rng, 100.0, cv, tail)); b.push(draw(&mut rng, 100.0 * (1.0 + effect), cv, tail)); }
             v = match interval(m, &a, &b, 1.0 - alphas[k], t as u64) { Some(ci) => classify(ci, 1.0, thr), None => Verdict::Inconclusive };
             if matches!(v, Verdict::Improved | Verdict::Regressed | Verdict::NoChange) { break; }
         }
@@ -135,22 +159,24 @@ fn main() {
         ("fixed10".into(), vec![10], vec![0.05]),
         ("bonferroni 3..30 (the previous plan)".into(), vec![3, 5, 8, 12, 18, 27, 30], bonf(&[3, 5, 8, 12, 18, 27, 30])),
     ];
-    for looks in [vec![3u32, 5, 7, 9, 11], (0..14).map(|i| 3 + 2 * i as u32).chain([30]).collect::<Vec<u32>>()] {
-        for (first, rho) in [(0.02, 2.5)] {
+    for looks in [Plan::adaptive(3, 11).looks, Plan::adaptive(3, 15).looks, Plan::adaptive(3, 20).looks, Plan::adaptive(3, 30).looks] {
+        for (first, rho) in [(0.02, 2.5), (0.025, 2.5), (0.025, 3.5)] {
             let cum = spend(&looks, 0.05, first, rho);
             let nom = nominal(&looks, &cum);
             plans.push((format!("gs {:?} a1={first} rho={rho} nom={:?}", looks, nom.iter().map(|x| (x * 10000.0).round() / 10000.0).collect::<Vec<_>>()), looks.clone(), nom));
         }
     }
-    for m in [Method::Hull, Method::Welch, Method::Yuen, Method::HullTrim] {
+    for m in [Method::HullTrim] {
         for (name, looks, al) in &plans {
-            let aa0 = run(m, looks, al, 0.0, 0.02, trials, 0.0);
-            let aa = run(m, looks, al, 0.0, 0.02, trials, 0.01);
-            let e10 = run(m, looks, al, 0.10, 0.02, trials, 0.01);
-            let e3 = run(m, looks, al, 0.03, 0.02, trials, 0.01);
-            let e5 = run(m, looks, al, -0.05, 0.02, trials, 0.01);
-            println!("{m:?} {name}: AA(t=0) fp {} | AA fp {} | 10%: {} right {:.2} runs | 3%: {} right {:.2} runs | -5%: {} right {:.2} runs",
-                aa0.0 + aa0.1, aa.0 + aa.1, e10.0, e10.4, e3.0, e3.4, e5.1, e5.4);
+          for tail in [0.0, 0.2] {
+            let aa0 = run(m, looks, al, 0.0, 0.02, trials, 0.0, tail);
+            let aa = run(m, looks, al, 0.0, 0.02, trials, 0.01, tail);
+            let e10 = run(m, looks, al, 0.10, 0.02, trials, 0.01, tail);
+            let e3 = run(m, looks, al, 0.03, 0.02, trials, 0.01, tail);
+            let e5 = run(m, looks, al, -0.05, 0.02, trials, 0.01, tail);
+            println!("{m:?} outliers {:.0}% {name}: AA(t=0) fp {} | AA fp {} | 10%: {} right {:.2} runs | 3%: {} right {:.2} runs | -5%: {} right {:.2} runs",
+                tail * 100.0, aa0.0 + aa0.1, aa.0 + aa.1, e10.0, e10.4, e3.0, e3.4, e5.1, e5.4);
+          }
         }
     }
 }

@@ -15,11 +15,28 @@ pub struct Scenario {
     pub effect: f64,
     pub cv: f64,
     pub level: f64,
+    /// Share of slow runs (0 = plain log-normal noise). With a share, a run is
+    /// slowed by 3..13% with that probability, the shape measured for real
+    /// fresh-process runs of `katlas-eval-spin` on the H200 box (docs/PERF.md:
+    /// a ~1.5% core and about a fifth of the runs a few percent slow).
+    pub slow_share: f64,
 }
 
 impl Scenario {
     pub fn new(effect: f64, cv: f64) -> Self {
-        Self { effect, cv, level: 100.0 }
+        Self { effect, cv, level: 100.0, slow_share: 0.0 }
+    }
+    /// Real-process-like noise: a `cv` core plus `share` of runs 3..13% slow.
+    pub fn with_slow_runs(effect: f64, cv: f64, share: f64) -> Self {
+        Self { effect, cv, level: 100.0, slow_share: share }
+    }
+    fn draw(&self, rng: &mut ChaCha8Rng, median: f64) -> f64 {
+        let x = sample(rng, median, self.cv);
+        if self.slow_share > 0.0 && rng.random::<f64>() < self.slow_share {
+            x * (1.03 + 0.10 * rng.random::<f64>())
+        } else {
+            x
+        }
     }
 }
 
@@ -53,8 +70,8 @@ pub fn run_trial(sc: Scenario, plan: &Plan, cfg: &JudgeConfig, seed: u64) -> Tri
     let mut last = Verdict::Inconclusive;
     for (k, &n) in plan.looks.iter().enumerate() {
         while (a.len() as u32) < n {
-            a.push(sample(&mut rng, sc.level, sc.cv));
-            b.push(sample(&mut rng, sc.level * (1.0 + sc.effect), sc.cv));
+            a.push(sc.draw(&mut rng, sc.level));
+            b.push(sc.draw(&mut rng, sc.level * (1.0 + sc.effect)));
         }
         last = judge(&a, &b, plan.look_level(k, cfg.alpha), &cfg).verdict;
         if is_final(last) || k + 1 == plan.looks.len() {

@@ -177,11 +177,12 @@ pub fn classify(ci: [f64; 2], sign: f64, t: f64) -> Verdict {
 /// First look of the default adaptive plan, in runs per side.
 pub const DEFAULT_MIN_RUNS: u32 = 3;
 /// Budget of the default adaptive plan, in runs per side. Chosen by the
-/// experiments in docs/PERF.md: with it, a 3% effect at 2% CV is decided right
-/// as often as by a fixed N=10 protocol while spending fewer runs, and a 10%
-/// effect ends at the first look. Raise it (`--max-runs`) to resolve smaller
-/// effects.
-pub const DEFAULT_MAX_RUNS: u32 = 11;
+/// experiments in docs/PERF.md: on the heavy-tailed noise of real processes (a
+/// fifth of the runs a few percent slow) it still finds a 5% slowdown in ≥ 90%
+/// of evals, where a budget of 11 finds it in ~70%; a 10% effect still ends at
+/// the first look. `--max-runs 11` is the cheaper plan for clean noise: a 3%
+/// effect at 2% CV is then decided right as often as by fixed N = 10, in fewer runs.
+pub const DEFAULT_MAX_RUNS: u32 = 20;
 
 /// Planned looks of an eval: per-side sample counts at which a verdict may be drawn.
 #[derive(Debug, Clone, PartialEq)]
@@ -305,8 +306,8 @@ mod tests {
         let p = Plan::adaptive(3, 11);
         let alphas = p.look_alphas(0.05);
         assert_eq!(alphas.len(), 5);
-        assert!((p.look_level(0, 0.05) - 0.98).abs() < 0.002, "{alphas:?}");
-        assert!(p.look_level(4, 0.05) > 0.96 && p.look_level(4, 0.05) < 0.975, "{alphas:?}");
+        assert!((p.look_level(0, 0.05) - 0.975).abs() < 0.002, "{alphas:?}");
+        assert!(p.look_level(4, 0.05) > 0.97 && p.look_level(4, 0.05) < 0.98, "{alphas:?}");
         assert_eq!(Plan::fixed(10).look_level(0, 0.05), 0.95);
         assert_eq!(Plan::adaptive(5, 5).looks, vec![5]);
     }
