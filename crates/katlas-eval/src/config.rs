@@ -9,7 +9,7 @@
 //! drift_limit = 0.03
 //! warmups = 2
 //! min_runs = 3
-//! max_runs = 11
+//! max_runs = 20
 //! order = "abba"           # or "shuffle"
 //! settle = "./scripts/gpu-warm.sh"
 //! strip_env = ["HIPFIRE_PROFILE"]

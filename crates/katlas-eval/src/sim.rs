@@ -61,7 +61,7 @@ pub struct TrialOutcome {
 }
 
 /// One eval under `plan`: samples arrive in pairs, the verdict is drawn at each
-/// planned look with the look's Bonferroni level, stopping at the first final one.
+/// planned look with the look's spending level, stopping at the first final one.
 pub fn run_trial(sc: Scenario, plan: &Plan, cfg: &JudgeConfig, seed: u64) -> TrialOutcome {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut a = Vec::new();

@@ -52,7 +52,7 @@ pub struct ProtocolArgs {
     /// clears or sits inside the noise band, or the budget ends.
     #[arg(long, conflicts_with = "runs")]
     pub auto: bool,
-    /// Adaptive budget: at most this many measured runs per side [default: 11].
+    /// Adaptive budget: at most this many measured runs per side [default: 20].
     #[arg(long)]
     pub max_runs: Option<u32>,
     /// Adaptive: first look after this many runs per side [default: 3].
