@@ -16,6 +16,7 @@
 //! parser = "hipfire-bench"
 //! timeout_s = 900
 //! telemetry = true
+//! keep_worktrees = 8      # git-ref worktrees kept under .katlas/worktrees
 //!
 //! [gate]
 //! baselines = "tests/speed-baselines"
@@ -44,6 +45,8 @@ pub struct EvalConfig {
     pub parser: Option<String>,
     pub timeout_s: Option<f64>,
     pub telemetry: Option<bool>,
+    /// Worktrees of earlier evals kept (least recently used removed first) [default: 8].
+    pub keep_worktrees: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -330,24 +330,24 @@ pub fn update(file: &BaselineFile, report: &GateReport, lower_reason: Option<&st
 }
 
 fn update_toml(text: &str, values: &BTreeMap<&str, f64>, reason: Option<&str>, date: &str) -> String {
-    let mut doc: toml::Table = text.parse().unwrap_or_default();
-    if let Some(toml::Value::Array(floors)) = doc.get_mut("floor") {
-        for f in floors.iter_mut() {
-            if let Some(t) = f.as_table_mut() {
-                let Some(m) = t.get("metric").and_then(|v| v.as_str()).map(str::to_string) else { continue };
-                if let Some(v) = values.get(m.as_str()) {
-                    let old = t.get("value").and_then(|x| x.as_float()).unwrap_or(f64::NAN);
-                    t.insert("value".into(), toml::Value::Float(*v));
-                    t.insert("date".into(), toml::Value::String(date.into()));
-                    if *v < old {
-                        t.insert("reason".into(), toml::Value::String(reason.unwrap_or("").into()));
-                    }
+    // Edited in place (toml_edit) so comments, key order and unknown keys survive the update.
+    let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
+        return text.to_string();
+    };
+    if let Some(floors) = doc.get_mut("floor").and_then(|f| f.as_array_of_tables_mut()) {
+        for t in floors.iter_mut() {
+            let Some(m) = t.get("metric").and_then(|v| v.as_str()).map(str::to_string) else { continue };
+            if let Some(v) = values.get(m.as_str()) {
+                let old = t.get("value").and_then(|x| x.as_float().or_else(|| x.as_integer().map(|i| i as f64))).unwrap_or(f64::NAN);
+                t["value"] = toml_edit::value(*v);
+                t["date"] = toml_edit::value(date);
+                if *v < old {
+                    t["reason"] = toml_edit::value(reason.unwrap_or(""));
                 }
             }
         }
     }
-    // Comments in TOML baselines do not survive this rewrite; the file is katlas's own format.
-    toml::to_string(&doc).unwrap_or_else(|_| text.to_string())
+    doc.to_string()
 }
 
 fn fmt_value(v: f64) -> String {
@@ -457,6 +457,17 @@ mod tests {
         let (text, _) = update(&f, &r, None, "2026-11-30");
         let f2 = parse(Path::new("gfx1100.toml"), &text).unwrap();
         assert_eq!(f2.floors[0].value, 120.0);
+        // Comments and key order survive an update of a TOML baseline.
+        let commented = "# floors for the 7900 XTX\ntolerance = 0.02\n\n[[floor]]\n# decode, 4B model\nmetric = \"gen_tok_s\"\nvalue = 100.0 # first measured\ncommit = \"abc\"\ndate = \"2026-01-01\"\n[floor.pins]\nmodel_md5 = \"x\"\n";
+        let fc = parse(Path::new("gfx1100.toml"), commented).unwrap();
+        let (text, changes) = update(&fc, &r, None, "2026-11-30");
+        assert!(!changes.is_empty(), "{changes:?}");
+        for kept in ["# floors for the 7900 XTX", "# decode, 4B model", "commit = \"abc\"", "model_md5 = \"x\""] {
+            assert!(text.contains(kept), "lost {kept:?}:\n{text}");
+        }
+        assert!(text.contains("value = 120.0"), "{text}");
+        assert!(text.contains("date = \"2026-11-30\""), "{text}");
+        assert_eq!(parse(Path::new("gfx1100.toml"), &text).unwrap().floors[0].value, 120.0);
         assert!(parse(Path::new("b.toml"), "[[floor]]\nmetric=\"a\"\nvalue=1.0\nbogus=1\n").unwrap_err().contains("bogus"));
     }
 }

@@ -35,7 +35,13 @@ pub fn resolve(root: &Path, git_ref: &str) -> Result<String, String> {
 /// already at that commit, then run `build` (a shell command) inside it.
 pub fn prepare(root: &Path, git_ref: &str, dest: &Path, build: Option<&str>) -> Result<Worktree, String> {
     let commit = resolve(root, git_ref)?;
-    let path = dest.join(&commit[..commit.len().min(16)]);
+    let name = &commit[..commit.len().min(16)];
+    let path = dest.join(name);
+    // Last use is stamped beside the worktrees, not inside them: a file inside would count as
+    // an untracked change in the side's source identity.
+    let stamps = dest.join(".used");
+    let _ = std::fs::create_dir_all(&stamps);
+    let _ = std::fs::write(stamps.join(name), now_secs().to_string());
     let reuse = path.join(".git").exists()
         && git(&path, &["rev-parse", "HEAD"]).map(|h| h == commit).unwrap_or(false);
     if !reuse {
@@ -81,4 +87,47 @@ pub fn changed_in_worktree(root: &Path, from: &str) -> Result<Vec<String>, Strin
     files.sort();
     files.dedup();
     Ok(files)
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Remove all but the `keep` most recently used worktrees below `dest` (as `git worktree
+/// remove`, then `git worktree prune`), never one in `protect`. Called before an eval
+/// prepares its own sides, so a run never loses the worktrees it is using. Returns what was
+/// removed.
+pub fn prune(root: &Path, dest: &Path, keep: usize, protect: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let Ok(rd) = std::fs::read_dir(dest) else { return Ok(Vec::new()) };
+    let stamps = dest.join(".used");
+    let mut trees: Vec<(u64, PathBuf)> = rd
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && e.file_name() != ".used")
+        .map(|e| {
+            let used = std::fs::read_to_string(stamps.join(e.file_name()))
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0);
+            (used, e.path())
+        })
+        .collect();
+    trees.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let mut removed = Vec::new();
+    for (_, path) in trees.into_iter().skip(keep) {
+        if protect.iter().any(|p| p == &path) {
+            continue;
+        }
+        let _ = git(root, &["worktree", "remove", "--force", &path.display().to_string()]);
+        if path.exists() {
+            std::fs::remove_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        if let Some(n) = path.file_name() {
+            let _ = std::fs::remove_file(stamps.join(n));
+        }
+        removed.push(path);
+    }
+    if !removed.is_empty() {
+        git(root, &["worktree", "prune"])?;
+    }
+    Ok(removed)
 }

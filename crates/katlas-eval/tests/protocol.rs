@@ -347,3 +347,28 @@ fn reference_identity_from_another_host_needs_cross_host() {
     assert!(r.result.cross_host);
     assert!(r.result.reasons.iter().any(|x| x.contains("--cross-host")));
 }
+
+#[test]
+fn old_worktrees_are_pruned_least_recently_used_first() {
+    let _serial = serial();
+    let d = tempfile::tempdir().unwrap();
+    let repo = d.path().join("repo");
+    let (c1, c2) = two_commit_repo(&repo);
+    let wt = d.path().join("wt");
+    let a = katlas_eval::worktree::prepare(&repo, &c1, &wt, None).unwrap();
+    // c1 was used long ago, c2 just now.
+    std::fs::write(wt.join(".used").join(a.path.file_name().unwrap()), "1").unwrap();
+    let b = katlas_eval::worktree::prepare(&repo, &c2, &wt, None).unwrap();
+    let listed = |r: &std::path::Path| git(r, &["worktree", "list", "--porcelain"]);
+    assert!(listed(&repo).contains(&a.path.display().to_string()));
+    // A protected worktree stays even beyond the kept count.
+    let gone = katlas_eval::worktree::prune(&repo, &wt, 0, std::slice::from_ref(&a.path)).unwrap();
+    assert_eq!(gone, vec![b.path.clone()]);
+    let b = katlas_eval::worktree::prepare(&repo, &c2, &wt, None).unwrap();
+    let gone = katlas_eval::worktree::prune(&repo, &wt, 1, &[]).unwrap();
+    assert_eq!(gone, vec![a.path.clone()], "the least recently used goes");
+    assert!(!a.path.exists() && b.path.exists());
+    assert!(!listed(&repo).contains(&a.path.display().to_string()), "git forgot it too");
+    assert!(katlas_eval::worktree::prune(&repo, &wt, 1, &[]).unwrap().is_empty());
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "", "user's tree untouched");
+}

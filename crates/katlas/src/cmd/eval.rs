@@ -205,6 +205,15 @@ fn goal(g: Option<GoalArg>, metric: &str) -> Goal {
 }
 
 /// `[eval]` of katlas.toml (project defaults under the flags).
+/// Worktrees of earlier runs beyond the kept count go before this run prepares its own.
+fn prune_worktrees(root: &Path, wt_dir: &Path, keep: Option<usize>) {
+    match worktree::prune(root, wt_dir, keep.unwrap_or(8), &[]) {
+        Ok(gone) if !gone.is_empty() => eprintln!("katlas: removed {} old worktree(s) from {}", gone.len(), wt_dir.display()),
+        Ok(_) => {}
+        Err(e) => eprintln!("katlas: warning: cannot prune worktrees: {e}"),
+    }
+}
+
 fn eval_config(ctx: &Ctx) -> Result<EvalConfig, CliError> {
     Ok(ctx.project()?.section::<EvalConfig>(&["eval"]).map_err(CliError::bad_input)?.unwrap_or_default())
 }
@@ -355,6 +364,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     let ecfg = eval_config(ctx)?;
     let mut reference_identity = None;
     let wt_dir = layout.root.join("worktrees");
+    prune_worktrees(&root, &wt_dir, ecfg.keep_worktrees);
     let mk = |label: &str, name: &str, argv: Vec<String>, cwd: &Path, git_ref: Option<String>, src: Option<PathBuf>| SideInput {
         side: Side { label: label.into(), name: name.into(), argv, env: BTreeMap::new(), cwd: cwd.to_path_buf() },
         git_ref,
@@ -722,6 +732,7 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
     let cmd = p.command.clone().ok_or_else(|| CliError::bad_input("--command is required (run in each ref's worktree)"))?;
     let g = goal(p.goal, &metric);
     let wt_dir = layout.root.join("worktrees");
+    prune_worktrees(&root, &wt_dir, eval_config(ctx)?.keep_worktrees);
     let mut sides = Vec::new();
     for (i, r) in a.refs.iter().enumerate() {
         let wt = worktree::prepare(&root, r, &wt_dir, p.build.as_deref()).map_err(env_or_bad)?;
