@@ -2,8 +2,12 @@
 //!
 //! `katlas-eval-spin --factor F [--iters N] [--warm-file P --warm-gain G] [--bytes B]
 //!  [--kernel NAME] [--fail]` spins a checksum loop for `F × N` iterations and prints
-//! `elapsed_ms=…`, `iters_per_s=…`, `checksum=…`, `work=…` (iterations done; a noise-free
-//! cost) and optionally `bytes=…`, `kernel_seen=…`.
+//! `elapsed_ms=…`, `cpu_ms=…` (the thread's CPU time: what the work cost, without the time
+//! spent waiting for a core on a shared machine), `iters_per_s=…`, `checksum=…`, `work=…`
+//! (iterations done; a noise-free cost) and optionally `bytes=…`, `kernel_seen=…`.
+//!
+//! `--jitter CV` varies the work of each run by a log-normal factor with that CV (seeded from
+//! the clock and pid), so a test can run at a chosen sample CV with real work.
 //!
 //! `--warm-file` models an order effect: when the file was touched less than
 //! `--warm-window-ms` ago (by the previous run), the run does `G` less work,
@@ -23,6 +27,7 @@ fn main() {
     let mut bytes: Option<f64> = None;
     let mut kernel: Option<String> = None;
     let mut fail = false;
+    let mut jitter = 0.0f64;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().unwrap_or_else(|| die(&format!("{a} needs a value")));
@@ -35,6 +40,7 @@ fn main() {
             "--bytes" => bytes = Some(val().parse().unwrap_or_else(|_| die("--bytes: not a number"))),
             "--kernel" => kernel = Some(val()),
             "--fail" => fail = true,
+            "--jitter" => jitter = val().parse().unwrap_or_else(|_| die("--jitter: not a number")),
             _ => die(&format!("unknown argument {a}")),
         }
     }
@@ -56,8 +62,12 @@ fn main() {
             work *= 1.0 - warm_gain;
         }
     }
+    if jitter > 0.0 {
+        work *= lognormal_factor(jitter);
+    }
     let n = work.max(1.0) as u64;
     let t0 = Instant::now();
+    let c0 = thread_cpu_s();
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut sum: u64 = 0;
     for i in 0..n {
@@ -68,6 +78,7 @@ fn main() {
         sum = sum.wrapping_add(x.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ i);
     }
     let secs = t0.elapsed().as_secs_f64();
+    let cpu = thread_cpu_s() - c0;
     if let Some(p) = &warm_file {
         let _ = std::fs::write(p, b"warm\n");
     }
@@ -75,6 +86,7 @@ fn main() {
     // The work actually done: a noise-free cost for tests of protocol structure.
     println!("work={n}");
     println!("elapsed_ms={:.4}", secs * 1e3);
+    println!("cpu_ms={:.4}", cpu * 1e3);
     println!("iters_per_s={:.1}", n as f64 / secs.max(1e-9));
     if let Some(b) = bytes {
         println!("bytes={b}");
@@ -82,6 +94,34 @@ fn main() {
     if let Some(k) = kernel.or_else(|| std::env::var("KATLAS_SPIN_KERNEL").ok()) {
         println!("kernel_seen={k}");
     }
+}
+
+/// exp(N(-s²/2, s²)) with s chosen for the given CV: mean 1, a fresh draw per process.
+fn lognormal_factor(cv: f64) -> f64 {
+    let seed = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+        ^ ((std::process::id() as u64) << 32);
+    let mut x = seed | 1;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let (u1, u2) = (1.0 - next(), next());
+    let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+    let s = (1.0 + cv * cv).ln().sqrt();
+    (s * z - s * s / 2.0).exp()
+}
+
+/// CPU time of this thread in seconds (CLOCK_THREAD_CPUTIME_ID).
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec we own.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 fn die(msg: &str) -> ! {
