@@ -12,7 +12,7 @@
 //!
 //! The spending curve puts `FIRST_SHARE` of alpha on the first look (a large
 //! effect should end the eval at the minimum run count) and spends the rest
-//! along `((n - n1) / (nK - n1))^RHO`, keeping most of it for the last look
+//! along `((n - n1) / (nK - n1))^RHO`, keeping most of it for the later looks
 //! where small effects are decided.
 
 use crate::stats;
@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 pub const FIRST_SHARE: f64 = 0.5;
-pub const RHO: f64 = 2.5;
+pub const RHO: f64 = 1.5;
 const PATHS: usize = 200_000;
 const SEED: u64 = 0x6b61_746c_6173_7370;
 
