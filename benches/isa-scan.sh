@@ -36,14 +36,22 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 now() { date +%s.%N; }
 
 # --- katlas: whole libraries, metadata only ----------------------------------------------------
-katlas_meta() { # prints "seconds kernels bytes"
-  local t0 t1 out; t0=$(now); out=$("$SCAN" "$@"); t1=$(now)
-  python3 -c "import json,sys; s=json.loads(sys.argv[1]); print(float(sys.argv[3])-float(sys.argv[2]), s['kernels'], s['bytes'], s['objects'])" "$out" "$t0" "$t1"
+katlas_meta() { # prints "seconds kernels bytes objects user_cpu_s sys_cpu_s"
+  python3 - "$SCAN" "$@" <<'PY'
+import json, resource, subprocess, sys, time
+t0 = time.monotonic(); out = subprocess.run(sys.argv[1:], check=True, capture_output=True, text=True).stdout
+wall = time.monotonic() - t0; ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+s = json.loads(out); print(wall, s['kernels'], s['bytes'], s['objects'], ru.ru_utime, ru.ru_stime)
+PY
 }
+LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
 declare -A KT
 for lib in SPARSE RAND5 RAND6; do
-  times=(); for r in $(seq "$RUNS"); do read -r s k b o < <(katlas_meta "${!lib}"); times+=("$s"); done
-  KT[$lib]="$(printf '%s\n' "${times[@]}" | median) $k $b $o"
+  times=(); users=(); syss=()
+  for r in $(seq "$RUNS"); do
+    read -r s k b o us sy < <(katlas_meta "${!lib}"); times+=("$s"); users+=("$us"); syss+=("$sy")
+  done
+  KT[$lib]="$(printf '%s\n' "${times[@]}" | median) $k $b $o $(printf '%s\n' "${users[@]}" | median) $(printf '%s\n' "${syss[@]}" | median)"
 done
 
 # --- peer: split .hip_fatbin records, clang-offload-bundler --list/--unbundle, llvm-readobj ----
@@ -97,41 +105,63 @@ for lib in SPARSE RAND5 RAND6; do
   PT[$lib]="$ps $pk $kept_bytes $kept $total"
 done
 
-# --- with instruction mix: katlas --mix (parallel) vs serial llvm-objdump on rocRAND (trixie) --
-t0=$(now); mixout=$("$SCAN" --mix "$RAND5"); t1=$(now); KMIX=$(python3 -c "print($t1-$t0)")
-KMIXK=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['kernels'])" "$mixout")
-rm -f "$WORK"/rec.*; read -r total kept kept_bytes < <(SAMPLE=1 split_records "$RAND5")
-t0=$(now)
-for rec in "$WORK"/rec.*; do
-  for tgt in $("$BUNDLER" --list --type=o --input="$rec" | grep -v '^host-' || true); do
-    "$BUNDLER" --unbundle --type=o --targets="$tgt" --input="$rec" --output="$WORK/o.o" || continue
-    "$READOBJ" --notes "$WORK/o.o" >/dev/null
-    "$OBJDUMP" -d --no-show-raw-insn "$WORK/o.o" >/dev/null
+# --- with instruction mix: katlas --mix (native AMDGPU decoder, parallel) vs the serial
+# bundler + readobj + llvm-objdump pipeline, on the same records (rocRAND: all; rocSPARSE: every
+# MIX_SPARSE_EVERY-th record); both sides median of RUNS runs ---------------------------------
+MIX_SPARSE_EVERY=${MIX_SPARSE_EVERY:-20}
+mix_bench() { # $1 lib, $2 every-Nth record -> "katlas_s kernels peer_s peer_kernels records total"
+  rm -f "$WORK"/rec.*; local total kept kept_bytes r t0 t1 out k pk; local -a kts=() pts=()
+  read -r total kept kept_bytes < <(SAMPLE=$2 split_records "$1")
+  for r in $(seq "$RUNS"); do
+    t0=$(now); out=$("$SCAN" --mix "$WORK"/rec.*); t1=$(now); kts+=("$(python3 -c "print($t1-$t0)")")
   done
-done
-t1=$(now); PMIX=$(python3 -c "print($t1-$t0)")
+  k=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['kernels'])" "$out")
+  for r in $(seq "$RUNS"); do
+    pk=0; t0=$(now)
+    for rec in "$WORK"/rec.*; do
+      for tgt in $("$BUNDLER" --list --type=o --input="$rec" 2>/dev/null | grep -v '^host-' || true); do
+        "$BUNDLER" --unbundle --type=o --targets="$tgt" --input="$rec" --output="$WORK/o.o" 2>/dev/null || continue
+        pk=$((pk + $("$READOBJ" --notes "$WORK/o.o" | grep -c '^  - \.' || true)))
+        "$OBJDUMP" -d --no-show-raw-insn "$WORK/o.o" >/dev/null
+      done
+    done
+    t1=$(now); pts+=("$(python3 -c "print($t1-$t0)")")
+  done
+  echo "$(printf '%s\n' "${kts[@]}" | median) $k $(printf '%s\n' "${pts[@]}" | median) $pk $kept $total"
+}
+MIX5=$(mix_bench "$RAND5" 1)
+MIX6=$(mix_bench "$RAND6" 1)
+MIXS=$(mix_bench "$SPARSE" "$MIX_SPARSE_EVERY")
 
 # --- report --------------------------------------------------------------------------------------
-python3 - "$RUNS" "$SAMPLE" "${KT[SPARSE]}" "${KT[RAND5]}" "${KT[RAND6]}" "${PT[SPARSE]}" "${PT[RAND5]}" "${PT[RAND6]}" "$KMIX" "$KMIXK" "$PMIX" <<'PY'
+LOAD_START=$LOAD_START python3 - "$RUNS" "$SAMPLE" "${KT[SPARSE]}" "${KT[RAND5]}" "${KT[RAND6]}" "${PT[SPARSE]}" "${PT[RAND5]}" "${PT[RAND6]}" "$MIX5" "$MIX6" "$MIXS" <<'PY'
 import sys, platform, os, datetime, subprocess
 runs, sample = sys.argv[1], sys.argv[2]
 libs = ['rocSPARSE 5.3 (bookworm)', 'rocRAND 5.7.1 (trixie)', 'rocRAND 6.4.3 (sid)']
 kt = [list(map(float, x.split())) for x in sys.argv[3:6]]
 pt = [list(map(float, x.split())) for x in sys.argv[6:9]]
-kmix, kmixk, pmix = float(sys.argv[9]), float(sys.argv[10]), float(sys.argv[11])
+mixes = [list(map(float, x.split())) for x in sys.argv[9:12]]
 cpu = next((l.split(':',1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
 load = os.getloadavg()[0]
 print(f"## katlas-isa scan ({datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC)\n")
-print(f"Machine: {os.cpu_count()} cores ({cpu}), load average {load:.1f} at the end of the run (shared machine). "
+print(f"Machine: {os.cpu_count()} cores ({cpu}), load average {float(os.environ.get('LOAD_START', 'nan')):.1f} before the katlas runs, "
+      f"{load:.1f} at the end of the run (shared machine). "
       f"Command: `benches/isa-scan.sh --peer-sample {sample} --runs {runs}`. katlas numbers are the median of {runs} runs "
       f"(release build, `--disasm never`, all cores); the peer is clang-offload-bundler-22 `--list` + `--unbundle` per target + "
       f"llvm-readobj-22 `--notes` per object, run serially on every {sample}th `.hip_fatbin` record, compared by rate.\n")
-print("| library | size MB | objects | kernels | katlas s | katlas kernels/s | katlas MB/s | peer sample (records/bytes) | peer kernels/s | peer MB/s | ratio (kernels/s) |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
-for name, (ks, kk, kb, ko), (ps, pk, pb, pkept, ptotal) in zip(libs, kt, pt):
+print("| library | size MB | objects | kernels | katlas s | katlas CPU user/sys s | katlas kernels/s | katlas MB/s | peer sample (records/bytes) | peer kernels/s | peer MB/s | ratio kernels/s | ratio MB/s |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for name, (ks, kk, kb, ko, ku, ksy), (ps, pk, pb, pkept, ptotal) in zip(libs, kt, pt):
     kr, km = kk/ks, kb/1e6/ks
     pr, pm = (pk/ps if ps else 0), (pb/1e6/ps if ps else 0)
-    print(f"| {name} | {kb/1e6:.0f} | {ko:.0f} | {kk:.0f} | {ks:.2f} | {kr:,.0f} | {km:,.0f} | {pkept:.0f}/{ptotal:.0f} rec, {pb/1e6:.0f} MB | {pr:,.0f} | {pm:,.1f} | {kr/pr if pr else float('nan'):,.0f}x |")
-print(f"\nWith instruction mix (rocRAND trixie, all records, {kmixk:.0f} kernels): katlas `--mix` (parallel llvm-objdump per object, "
-      f"per-kernel split) {kmix:.1f} s vs serial bundler + readobj + llvm-objdump {pmix:.1f} s: **{pmix/kmix:.1f}x**.\n")
+    print(f"| {name} | {kb/1e6:.0f} | {ko:.0f} | {kk:.0f} | {ks:.2f} | {ku:.2f}/{ksy:.2f} | {kr:,.0f} | {km:,.0f} | {pkept:.0f}/{ptotal:.0f} rec, {pb/1e6:.0f} MB | {pr:,.0f} | {pm:,.1f} | {kr/pr if pr else float('nan'):,.0f}x | {km/pm if pm else float('nan'):,.0f}x |")
+print("\nWith instruction mix: katlas `--mix` (native AMDGPU decoder, parallel, per kernel) vs serial clang-offload-bundler + "
+      f"llvm-readobj + llvm-objdump per object on the same `.hip_fatbin` records, both medians of {runs} runs "
+      "(peer kernels: `llvm-readobj --notes`; it may unbundle fewer objects than katlas reads).\n")
+print("| library | records | katlas kernels | katlas s | katlas kernels/s | peer kernels | peer s | peer kernels/s | ratio (kernels/s) |")
+print("|---|---|---|---|---|---|---|---|---|")
+for name, (ks, kk, ps, pk, kept, total) in zip(['rocRAND 5.7.1 (trixie)', 'rocRAND 6.4.3 (sid)', 'rocSPARSE 5.3 (bookworm)'], mixes):
+    kr, pr = kk/ks, (pk/ps if ps else 0)
+    print(f"| {name} | {kept:.0f}/{total:.0f} | {kk:.0f} | {ks:.2f} | {kr:,.0f} | {pk:.0f} | {ps:.2f} | {pr:,.0f} | **{kr/pr if pr else float('nan'):,.1f}x** |")
+print()
 PY

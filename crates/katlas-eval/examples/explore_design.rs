@@ -166,7 +166,7 @@ fn main() {
             plans.push((format!("gs {:?} a1={first} rho={rho} nom={:?}", looks, nom.iter().map(|x| (x * 10000.0).round() / 10000.0).collect::<Vec<_>>()), looks.clone(), nom));
         }
     }
-    for m in [Method::HullTrim] {
+    for m in [Method::Hull, Method::Welch, Method::Yuen, Method::HullTrim, Method::HullTrimYuen] {
         for (name, looks, al) in &plans {
           for tail in [0.0, 0.2] {
             let aa0 = run(m, looks, al, 0.0, 0.02, trials, 0.0, tail);

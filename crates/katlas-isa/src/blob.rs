@@ -60,6 +60,12 @@ impl Blob {
         &self.owner.bytes()[self.start..self.end]
     }
 
+    /// Where the bytes lie (owner buffer, start, end): equal keys mean equal bytes while the
+    /// owner is alive.
+    pub fn key(&self) -> (usize, usize, usize) {
+        (Arc::as_ptr(&self.owner) as usize, self.start, self.end)
+    }
+
     pub fn len(&self) -> usize {
         self.end - self.start
     }

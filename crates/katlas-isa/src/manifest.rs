@@ -206,8 +206,10 @@ pub struct Kernel {
     pub nvidia: Option<NvKernel>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<InstructionMix>,
+    /// Shared between the kernels of an object whose resources are the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub occupancy: Option<serde_json::Value>,
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub occupancy: Option<Shared<serde_json::Value>>,
     /// Why `occupancy` is missing, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub occupancy_note: Option<String>,
@@ -217,7 +219,8 @@ pub struct Kernel {
 pub struct AmdKernel {
     /// Every field of the kernel's metadata map except `.args` (see `args`), MessagePack converted
     /// to JSON, keys as written (`.vgpr_count`).
-    pub metadata: serde_json::Map<String, serde_json::Value>,
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    pub metadata: Metadata,
     pub args: Vec<KernelArg>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub descriptor: Option<KernelDescriptor>,
@@ -241,8 +244,222 @@ pub struct KernelArg {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access: Option<String>,
     /// Every other field of the argument's metadata map, keys as written (`.value_type`, `.is_const` ...).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra: BTreeMap<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "FieldMap::is_empty")]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
+    pub extra: FieldMap,
+}
+
+/// Metadata keys LLVM writes for kernels: these are shared, not allocated per kernel.
+const KNOWN_KEYS: &[&str] = &[
+    ".agpr_count",
+    ".device_enqueue_symbol",
+    ".group_segment_fixed_size",
+    ".kernarg_segment_align",
+    ".kernarg_segment_size",
+    ".kind",
+    ".language",
+    ".language_version",
+    ".max_flat_workgroup_size",
+    ".name",
+    ".private_segment_fixed_size",
+    ".reqd_workgroup_size",
+    ".sgpr_count",
+    ".sgpr_spill_count",
+    ".symbol",
+    ".uniform_work_group_size",
+    ".uses_dynamic_stack",
+    ".vec_type_hint",
+    ".vgpr_count",
+    ".vgpr_spill_count",
+    ".wavefront_size",
+    ".workgroup_processor_mode",
+    ".workgroup_size_hint",
+];
+
+/// A metadata map: fields in the order written, a repeated key keeping its first place and its
+/// last value (as in the JSON object it serialises to). A small vector with shared key names
+/// instead of a hashed map with an allocated name per field: 88k kernels × ~16 fields.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metadata(Vec<(std::borrow::Cow<'static, str>, serde_json::Value)>);
+
+impl Metadata {
+    pub fn new() -> Metadata {
+        Metadata(Vec::new())
+    }
+
+    pub fn with_capacity(n: usize) -> Metadata {
+        Metadata(Vec::with_capacity(n))
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
+        self.0.iter().position(|(k, _)| k == key)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        self.position(key).map(|i| &self.0[i].1)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.position(key).is_some()
+    }
+
+    /// Inserts, or replaces the value of an existing key in place. Linear in the number of
+    /// fields: build large maps through `serde_json::Map` and `From` instead.
+    pub fn insert(&mut self, key: &str, value: serde_json::Value) {
+        match self.position(key) {
+            Some(i) => self.0[i].1 = value,
+            None => self.push_new(key, value),
+        }
+    }
+
+    fn push_new(&mut self, key: &str, value: serde_json::Value) {
+        let k = match KNOWN_KEYS.binary_search(&key) {
+            Ok(i) => std::borrow::Cow::Borrowed(KNOWN_KEYS[i]),
+            Err(_) => std::borrow::Cow::Owned(key.to_string()),
+        };
+        self.0.push((k, value));
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(k, _)| k.as_ref())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &serde_json::Value)> {
+        self.0.iter().map(|(k, v)| (k.as_ref(), v))
+    }
+}
+
+impl From<serde_json::Map<String, serde_json::Value>> for Metadata {
+    fn from(m: serde_json::Map<String, serde_json::Value>) -> Metadata {
+        // keys of a map are unique already
+        let mut out = Metadata::with_capacity(m.len());
+        for (k, v) in m {
+            out.push_new(&k, v);
+        }
+        out
+    }
+}
+
+impl Serialize for Metadata {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k.as_ref(), v)))
+    }
+}
+
+impl<'de> Deserialize<'de> for Metadata {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Metadata, D::Error> {
+        serde_json::Map::<String, serde_json::Value>::deserialize(d).map(Metadata::from)
+    }
+}
+
+/// A small map of JSON fields kept sorted by key: it serialises exactly as a
+/// `BTreeMap<String, Value>` would, without the B-tree's fixed node (a kilobyte per argument
+/// that carries one `.access` field, 88k kernels × 21 arguments in rocSPARSE).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FieldMap(Vec<(String, serde_json::Value)>);
+
+impl FieldMap {
+    pub fn new() -> FieldMap {
+        FieldMap(Vec::new())
+    }
+
+    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        self.0
+            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    /// Inserts or replaces (the last value for a key wins, as in a map).
+    pub fn insert(&mut self, key: String, value: serde_json::Value) {
+        match self.0.binary_search_by(|(k, _)| k.as_str().cmp(&key)) {
+            Ok(i) => self.0[i].1 = value,
+            Err(i) => self.0.insert(i, (key, value)),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Fields in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &serde_json::Value)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|(k, _)| k)
+    }
+}
+
+impl FromIterator<(String, serde_json::Value)> for FieldMap {
+    fn from_iter<I: IntoIterator<Item = (String, serde_json::Value)>>(it: I) -> FieldMap {
+        let mut m = FieldMap::new();
+        for (k, v) in it {
+            m.insert(k, v);
+        }
+        m
+    }
+}
+
+impl Serialize for FieldMap {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+impl<'de> Deserialize<'de> for FieldMap {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FieldMap, D::Error> {
+        let m = BTreeMap::<String, serde_json::Value>::deserialize(d)?;
+        Ok(FieldMap(m.into_iter().collect()))
+    }
+}
+
+/// A value shared between records (`Arc`), serialised as the value itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shared<T>(pub std::sync::Arc<T>);
+
+impl<T> Shared<T> {
+    pub fn new(v: T) -> Shared<T> {
+        Shared(std::sync::Arc::new(v))
+    }
+}
+
+impl<T> std::ops::Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: std::fmt::Display> std::fmt::Display for Shared<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<T: Serialize> Serialize for Shared<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Shared<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Shared<T>, D::Error> {
+        T::deserialize(d).map(Shared::new)
+    }
 }
 
 /// The 64-byte `amd_kernel_code_t` successor (`<name>.kd`), decoded.
@@ -321,4 +538,55 @@ pub struct InstructionMix {
 
 pub fn json_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(IsaManifest)).unwrap_or(serde_json::Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_keys_are_sorted_for_binary_search() {
+        assert!(KNOWN_KEYS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn metadata_keeps_first_place_and_last_value_like_a_json_object() {
+        let mut m = Metadata::new();
+        let mut j = serde_json::Map::new();
+        for (k, v) in [
+            (".name", 1),
+            (".x", 2),
+            (".name", 3),
+            (".vgpr_count", 4),
+            (".x", 5),
+        ] {
+            m.insert(k, v.into());
+            j.insert(k.to_string(), v.into());
+        }
+        assert_eq!(
+            serde_json::to_string(&m).unwrap(),
+            serde_json::to_string(&j).unwrap()
+        );
+        assert_eq!(m.get(".name"), Some(&3.into()));
+        assert_eq!(m.keys().collect::<Vec<_>>(), [".name", ".x", ".vgpr_count"]);
+        let back: Metadata = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+    }
+
+    #[test]
+    fn field_map_serialises_like_a_btree_map() {
+        let mut f = FieldMap::new();
+        let mut b = BTreeMap::new();
+        for (k, v) in [(".z", 1), (".access", 2), (".b", 3), (".z", 4)] {
+            f.insert(k.to_string(), v.into());
+            b.insert(k.to_string(), serde_json::Value::from(v));
+        }
+        assert_eq!(
+            serde_json::to_string(&f).unwrap(),
+            serde_json::to_string(&b).unwrap()
+        );
+        assert_eq!(f.get(".z"), Some(&4.into()));
+        let back: FieldMap = serde_json::from_str(&serde_json::to_string(&f).unwrap()).unwrap();
+        assert_eq!(back, f);
+    }
 }

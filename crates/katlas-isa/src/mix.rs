@@ -1,8 +1,10 @@
-//! Instruction mix per kernel through an external disassembler (`llvm-objdump` for AMD,
-//! `nvdisasm` or `cuobjdump -sass` for NVIDIA). Decoding GPU ISAs by hand is out of scope;
-//! the listing is split at symbol labels so each kernel gets its own counts.
+//! Instruction mix per kernel. AMD objects whose processor the opcode tables cover are decoded
+//! in-process ([`crate::amd::decode`], tables generated from LLVM's disassembler); the others,
+//! and any object the native decoder refuses, go through an external disassembler
+//! (`llvm-objdump` for AMD, `nvdisasm` or `cuobjdump -sass` for NVIDIA) whose listing is split
+//! at symbol labels so each kernel gets its own counts.
 
-use crate::manifest::{InstructionMix, ToolStatus, Vendor};
+use crate::manifest::{CodeObject, InstructionMix, ToolStatus, Vendor};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,10 +12,18 @@ use std::process::Command;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DisasmMode {
+    /// Native AMD decoder where covered, else the external disassembler; a missing tool is recorded.
     Auto,
     Never,
+    /// As `Auto`, but a vendor whose objects got no mix (tool absent) fails the scan.
     Always,
+    /// External disassemblers only (llvm-objdump, nvdisasm/cuobjdump): the oracle path.
+    External,
 }
+
+/// Name of the in-process AMD decoder in `mix_status` (`disassembled:katlas-amdgpu`) and in
+/// the manifest's `disassemblers`.
+pub const NATIVE_AMD: &str = "katlas-amdgpu";
 
 #[derive(Debug, Clone)]
 pub struct Tool {
@@ -111,7 +121,72 @@ impl Disassemblers {
         one("amd", "llvm-objdump", &self.amd);
         one("nvidia", "nvdisasm", &self.nvdisasm);
         one("nvidia", "cuobjdump", &self.cuobjdump);
+        out.push(ToolStatus {
+            vendor: "amd".into(),
+            name: NATIVE_AMD.into(),
+            path: None,
+            version: Some(format!(
+                "built in; opcode tables from LLVM {}",
+                crate::amd::decode::table_llvm_version()
+            )),
+            status: match mode {
+                DisasmMode::Never | DisasmMode::External => "disabled".into(),
+                _ => "found".into(),
+            },
+        });
         out
+    }
+}
+
+/// Computes the per-kernel mix of one parsed object and returns its `mix_status`:
+/// `disassembled:katlas-amdgpu` (native), `disassembled:<tool>`, `absent:<tool>`,
+/// `failed:<why>` or `disabled`. When the native decoder refuses an object, the reason is
+/// kept in the object's warnings and llvm-objdump does the work.
+pub fn attach(
+    tools: &Disassemblers,
+    mode: DisasmMode,
+    data: &[u8],
+    obj: &mut CodeObject,
+) -> String {
+    if mode == DisasmMode::Never {
+        return "disabled".into();
+    }
+    if obj.vendor == Vendor::Amd
+        && mode != DisasmMode::External
+        && crate::amd::decode::Decoder::for_arch(&obj.arch).is_some()
+    {
+        match crate::amd::decode::object_mix(data, &obj.arch) {
+            Ok(mixes) => {
+                set_kernel_mixes(obj, &mixes);
+                return format!("disassembled:{NATIVE_AMD}");
+            }
+            Err(e) => obj.warnings.push(format!(
+                "native AMDGPU decoder refused the object ({e}); instruction mix from llvm-objdump"
+            )),
+        }
+    }
+    match tools.for_vendor(obj.vendor) {
+        None => format!(
+            "absent:{}",
+            if obj.vendor == Vendor::Amd {
+                "llvm-objdump"
+            } else {
+                "nvdisasm/cuobjdump"
+            }
+        ),
+        Some(tool) => match disassemble(tool, obj.vendor, data) {
+            Ok(mixes) => {
+                set_kernel_mixes(obj, &mixes);
+                format!("disassembled:{}", tool.name)
+            }
+            Err(e) => format!("failed:{e}"),
+        },
+    }
+}
+
+fn set_kernel_mixes(obj: &mut CodeObject, mixes: &HashMap<String, InstructionMix>) {
+    for k in &mut obj.kernels {
+        k.mix = Some(mixes.get(&k.name).cloned().unwrap_or_default());
     }
 }
 
@@ -134,9 +209,8 @@ pub fn disassemble(
     f.flush().map_err(|e| format!("temp file: {e}"))?;
     let mut cmd = Command::new(&tool.path);
     match (vendor, tool.name.as_str()) {
-        (Vendor::Amd, _) => cmd
-            .args(["-d", "--no-show-raw-insn", "--no-leading-addr"])
-            .arg(f.path()),
+        // label lines keep their address: it tells a function's entry from a local label
+        (Vendor::Amd, _) => cmd.args(["-d", "--no-show-raw-insn"]).arg(f.path()),
         (Vendor::Nvidia, "nvdisasm") => cmd.arg("-c").arg(f.path()),
         (Vendor::Nvidia, _) => cmd.arg("-sass").arg(f.path()),
     };
@@ -163,7 +237,7 @@ pub fn disassemble(
     listing.rewind().map_err(|e| format!("temp file: {e}"))?;
     let reader = std::io::BufReader::with_capacity(1 << 20, listing);
     Ok(match vendor {
-        Vendor::Amd => split_llvm_objdump_lines(reader),
+        Vendor::Amd => split_llvm_objdump_functions(reader, &function_entries(object)),
         Vendor::Nvidia => split_sass_lines(reader),
     })
 }
@@ -214,8 +288,47 @@ fn each_line(mut r: impl std::io::BufRead, mut f: impl FnMut(&str)) {
 }
 
 pub fn split_llvm_objdump_lines(r: impl std::io::BufRead) -> HashMap<String, InstructionMix> {
+    split_llvm_objdump_functions(r, &HashMap::new())
+}
+
+/// Function entries of an AMD object's executable sections: address -> name (of several
+/// functions at one address, the last by name, as objdump orders them).
+pub fn function_entries(object: &[u8]) -> HashMap<u64, String> {
+    let mut out: HashMap<u64, String> = HashMap::new();
+    let Ok(elf) = crate::elf::Elf::parse(object, "AMDGPU code object") else {
+        return out;
+    };
+    let Ok(mut syms) = crate::elf::symbols(&elf, "AMDGPU code object") else {
+        return out;
+    };
+    if syms.iter().all(|s| s.name.is_empty()) {
+        // as objdump and the native walk do for a stripped object
+        syms = crate::amd::decode::dynamic_symbols(&elf).unwrap_or_default();
+    }
+    use object::read::elf::SectionHeader;
+    for s in &syms {
+        let exec = elf
+            .section(s.shndx as usize)
+            .is_some_and(|sh| sh.sh_flags(elf.endian) & object::elf::SHF_EXECINSTR as u64 != 0);
+        if exec && !s.name.is_empty() && crate::amd::decode::is_function(s.st_type) {
+            let e = out.entry(s.value).or_insert_with(|| s.name.to_string());
+            if s.name > e.as_str() {
+                *e = s.name.to_string();
+            }
+        }
+    }
+    out
+}
+
+/// Splits an AMD listing per function: a label at a function's entry starts that function
+/// (even when objdump printed a local label there instead); other labels (Tensile's local
+/// `label_*`) stay inside the current function. With no entries every label starts a bucket.
+pub fn split_llvm_objdump_functions(
+    r: impl std::io::BufRead,
+    entries: &HashMap<u64, String>,
+) -> HashMap<String, InstructionMix> {
     let mut sp = Splitter::new();
-    each_line(r, |line| llvm_objdump_line(&mut sp, line));
+    each_line(r, |line| llvm_objdump_line(&mut sp, line, entries));
     sp.finish()
 }
 
@@ -233,10 +346,20 @@ fn add(mix: &mut InstructionMix, opcode: &str, category: &str) {
 
 /// llvm-objdump: `<symbol>:` (with or without a leading address) starts a function;
 /// instruction lines are indented.
-fn llvm_objdump_line(sp: &mut Splitter, line: &str) {
+fn llvm_objdump_line(sp: &mut Splitter, line: &str, entries: &HashMap<u64, String>) {
     if let Some(rest) = line.strip_suffix(">:") {
         if let Some(i) = rest.find('<') {
-            sp.start(&rest[i + 1..]);
+            let name = &rest[i + 1..];
+            if entries.is_empty() {
+                sp.start(name);
+                return;
+            }
+            let addr = u64::from_str_radix(rest[..i].trim(), 16).ok();
+            match addr.and_then(|a| entries.get(&a)) {
+                Some(f) => sp.start(f),
+                None if sp.current.is_none() => sp.start(name),
+                None => {}
+            }
             return;
         }
     }

@@ -1,7 +1,7 @@
 //! Occupancy per kernel, computed by `katlas-arch` from its architecture table (data, not
 //! code); this module only maps manifest resources onto its inputs.
 
-use crate::manifest::{CodeObject, Kernel, Vendor};
+use crate::manifest::{CodeObject, Kernel, Shared, Vendor};
 use katlas_arch::{occupancy, ArchDb, KernelResources};
 
 fn resources(vendor: Vendor, k: &Kernel) -> KernelResources {
@@ -56,15 +56,29 @@ pub fn attach(obj: &mut CodeObject) {
         }
         return;
     };
+    // kernels of one object often have the same resources: one result, shared
+    let mut seen: Vec<(KernelResources, Result<Shared<serde_json::Value>, String>)> = Vec::new();
     for k in &mut obj.kernels {
-        match occupancy(atom, &resources(obj.vendor, k)) {
+        let r = resources(obj.vendor, k);
+        let res = match seen.iter().find(|(s, _)| *s == r) {
+            Some((_, res)) => res.clone(),
+            None => {
+                let res = occupancy(atom, &r)
+                    .map_err(|e| e.to_string())
+                    .and_then(|o| serde_json::to_value(&o).map_err(|e| e.to_string()))
+                    .map(Shared::new);
+                seen.push((r, res.clone()));
+                res
+            }
+        };
+        match res {
             Ok(o) => {
-                k.occupancy = serde_json::to_value(&o).ok();
+                k.occupancy = Some(o);
                 k.occupancy_note = None;
             }
             Err(e) => {
                 k.occupancy = None;
-                k.occupancy_note = Some(e.to_string());
+                k.occupancy_note = Some(e);
             }
         }
     }

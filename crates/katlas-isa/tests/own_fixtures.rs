@@ -318,7 +318,8 @@ fn instruction_mix_per_kernel_with_llvm_objdump() {
     let m = scan_paths(
         &[fx("kernels.hipfb")],
         ScanOptions {
-            disasm: DisasmMode::Always,
+            // the external tool only: the native decoder is checked against it elsewhere
+            disasm: DisasmMode::External,
             ..Default::default()
         },
     );
@@ -401,8 +402,9 @@ fn instruction_mix_per_kernel_with_nvdisasm() {
 
 #[test]
 fn absent_disassembler_is_recorded_not_fatal() {
+    // the external path (--disasm objdump) without llvm-objdump
     let opts = ScanOptions {
-        disasm: DisasmMode::Auto,
+        disasm: DisasmMode::External,
         disassemblers: Some(Default::default()),
         ..Default::default()
     };

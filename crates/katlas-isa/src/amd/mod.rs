@@ -1,11 +1,13 @@
 //! AMD GPU code objects (`EM_AMDGPU`, HSA code object v4-v6): metadata notes and kernel descriptors.
 
+pub mod decode;
 pub mod descriptor;
+pub mod oracle;
 
 use crate::elf::{symbols, Elf, ELFOSABI_AMDGPU_HSA, EM_AMDGPU};
 use crate::error::{IsaError, Result};
-use crate::manifest::{AmdKernel, AmdObject, Kernel, KernelArg, Resources};
-use crate::msgpack;
+use crate::manifest::{AmdKernel, AmdObject, Kernel, KernelArg, Metadata, Resources};
+use crate::msgpack::{self, Item};
 use serde_json::Value as J;
 
 const W: &str = "AMDGPU code object";
@@ -87,31 +89,30 @@ pub fn parse(data: &[u8]) -> Result<AmdParsed> {
             continue;
         }
         notes += 1;
-        let doc = match msgpack::decode(desc) {
-            Ok(v) => v,
+        let note = match msgpack::check(desc).and_then(|()| read_note(desc)) {
+            Ok(n) => n,
             Err(e) => {
                 warnings.push(format!("metadata note {notes}: {e}"));
                 continue;
             }
         };
-        let Some(map) = doc.as_map() else {
+        let Some(note) = note else {
             warnings.push(format!("metadata note {notes}: not a map"));
             continue;
         };
-        if let Some(t) = msgpack::map_get(map, "amdhsa.target").and_then(|v| v.as_str()) {
-            target.get_or_insert_with(|| t.to_string());
+        if let Some(t) = note.target {
+            target.get_or_insert(t);
         }
-        if let Some(v) = msgpack::map_get(map, "amdhsa.version").and_then(|v| v.as_array()) {
-            if version.is_empty() {
-                version = v.iter().filter_map(|x| x.as_u64()).collect();
+        if version.is_empty() {
+            if let Some(v) = note.version {
+                version = v;
             }
         }
-        if let Some(ks) = msgpack::map_get(map, "amdhsa.kernels").and_then(|v| v.as_array()) {
-            for (i, k) in ks.iter().enumerate() {
-                match kernel_from_metadata(k) {
-                    Ok(k) => kernels.push(k),
-                    Err(e) => warnings.push(format!("metadata note {notes}, kernel {i}: {e}")),
-                }
+        kernels.reserve(note.kernels.len());
+        for (i, k) in note.kernels.into_iter().enumerate() {
+            match k {
+                Ok(k) => kernels.push(k),
+                Err(e) => warnings.push(format!("metadata note {notes}, kernel {i}: {e}")),
             }
         }
     }
@@ -159,64 +160,114 @@ const TYPED_ARG_FIELDS: [&str; 6] = [
     ".address_space",
 ];
 
-fn kernel_from_metadata(k: &rmpv::Value) -> Result<Kernel> {
-    let Some(kmap) = k.as_map() else {
-        return Err(IsaError::malformed(W, "kernel metadata is not a map"));
+/// What one metadata note gives (None from [`read_note`]: the document is not a map).
+struct Note {
+    target: Option<String>,
+    version: Option<Vec<u64>>,
+    kernels: Vec<Result<Kernel>>,
+}
+
+/// Reads one checked metadata document in place. The top-level keys are looked up by their
+/// first occurrence; a kernel that is not a map or has no name becomes a warning beside the
+/// good ones.
+fn read_note(desc: &[u8]) -> Result<Option<Note>> {
+    let mut r = msgpack::Reader::new(desc);
+    let Item::Map(n) = r.item()? else {
+        return Ok(None);
     };
-    // `.args` goes to the typed `args` list; everything else is kept verbatim
-    let meta: serde_json::Map<String, J> = kmap
-        .iter()
-        .filter(|(key, _)| key.as_str() != Some(".args"))
-        .map(|(key, v)| (msgpack::key_string(key), msgpack::to_json(v)))
-        .collect();
-    let raw_args = msgpack::map_get(kmap, ".args").map(msgpack::to_json);
-    let name = meta
-        .get(".name")
-        .and_then(J::as_str)
-        .ok_or_else(|| IsaError::malformed(W, "kernel without .name"))?
-        .to_string();
+    let mut note = Note {
+        target: None,
+        version: None,
+        kernels: Vec::new(),
+    };
+    let (mut seen_target, mut seen_version, mut seen_kernels) = (false, false, false);
+    for _ in 0..n {
+        let key = r.key()?;
+        let it = r.item()?;
+        match (&*key, it) {
+            ("amdhsa.target", _) if !seen_target => {
+                seen_target = true;
+                if let Item::Str(b) = it {
+                    note.target = std::str::from_utf8(b).ok().map(str::to_string);
+                }
+                r.skip_body(it)?;
+            }
+            ("amdhsa.version", _) if !seen_version => {
+                seen_version = true;
+                if let Item::Array(len) = it {
+                    let mut v = Vec::with_capacity(len.min(16));
+                    for _ in 0..len {
+                        let e = r.item()?;
+                        if let Some(x) = e.as_u64() {
+                            v.push(x);
+                        }
+                        r.skip_body(e)?;
+                    }
+                    note.version = Some(v);
+                } else {
+                    r.skip_body(it)?;
+                }
+            }
+            ("amdhsa.kernels", Item::Array(len)) if !seen_kernels => {
+                seen_kernels = true;
+                note.kernels.reserve(len.min(1 << 16));
+                for _ in 0..len {
+                    note.kernels.push(kernel_from_metadata(&mut r)?);
+                }
+            }
+            ("amdhsa.kernels", _) if !seen_kernels => {
+                seen_kernels = true;
+                r.skip_body(it)?;
+            }
+            _ => r.skip_body(it)?,
+        }
+    }
+    Ok(Some(note))
+}
+
+/// One kernel's metadata map; the reader ends after it. The outer error is a broken document
+/// (the note is dropped), the inner one a kernel that cannot be reported (a warning).
+fn kernel_from_metadata(r: &mut msgpack::Reader<'_>) -> Result<Result<Kernel>> {
+    let it = r.item()?;
+    let Item::Map(n) = it else {
+        r.skip_body(it)?;
+        return Ok(Err(IsaError::malformed(W, "kernel metadata is not a map")));
+    };
+    // `.args` (its first occurrence) goes to the typed `args` list; everything else is kept
+    // verbatim. Real kernels have a few dozen fields; a forged map with thousands goes through
+    // a hashed map so that repeated keys stay linear to resolve.
+    let mut meta = Metadata::with_capacity(n.min(64));
+    let mut big = (n > 64).then(serde_json::Map::new);
+    let mut args = None;
+    for _ in 0..n {
+        let key = r.key()?;
+        if key == ".args" {
+            match args {
+                None => args = Some(args_from_metadata(r)?),
+                Some(_) => r.skip()?,
+            }
+            continue;
+        }
+        let v = r.json()?;
+        match big.as_mut() {
+            Some(m) => {
+                m.insert(key.into_owned(), v);
+            }
+            None => meta.insert(&key, v),
+        }
+    }
+    if let Some(m) = big {
+        meta = Metadata::from(m);
+    }
+    let args = args.unwrap_or_default();
+    let Some(name) = meta.get(".name").and_then(J::as_str).map(str::to_string) else {
+        return Ok(Err(IsaError::malformed(W, "kernel without .name")));
+    };
     let symbol = meta
         .get(".symbol")
         .and_then(J::as_str)
         .unwrap_or(&name)
         .to_string();
-    let args = raw_args
-        .as_ref()
-        .and_then(J::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|x| KernelArg {
-                    name: x.get(".name").and_then(J::as_str).map(str::to_string),
-                    type_name: x.get(".type_name").and_then(J::as_str).map(str::to_string),
-                    value_kind: x
-                        .get(".value_kind")
-                        .and_then(J::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                    offset: u(x.get(".offset")).unwrap_or(0),
-                    size: u(x.get(".size")).unwrap_or(0),
-                    address_space: x
-                        .get(".address_space")
-                        .and_then(J::as_str)
-                        .map(str::to_string),
-                    access: x
-                        .get(".access")
-                        .or_else(|| x.get(".actual_access"))
-                        .and_then(J::as_str)
-                        .map(str::to_string),
-                    extra: x
-                        .as_object()
-                        .map(|o| {
-                            o.iter()
-                                .filter(|(k, _)| !TYPED_ARG_FIELDS.contains(&k.as_str()))
-                                .map(|(k, v)| (k.clone(), v.clone()))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
     let resources = Resources {
         vgpr: u32f(meta.get(".vgpr_count")),
         sgpr: u32f(meta.get(".sgpr_count")),
@@ -232,7 +283,7 @@ fn kernel_from_metadata(k: &rmpv::Value) -> Result<Kernel> {
         dynamic_stack: meta.get(".uses_dynamic_stack").and_then(J::as_bool),
         ..Default::default()
     };
-    Ok(Kernel {
+    Ok(Ok(Kernel {
         demangled: crate::demangle::demangle(&name),
         name,
         symbol,
@@ -247,7 +298,69 @@ fn kernel_from_metadata(k: &rmpv::Value) -> Result<Kernel> {
         mix: None,
         occupancy: None,
         occupancy_note: None,
-    })
+    }))
+}
+
+/// The `.args` list, typed. Within one argument map a repeated key counts once, with its last
+/// value (as in the JSON object the metadata becomes); anything but a list gives no arguments,
+/// anything but a map gives an argument with every field empty.
+fn args_from_metadata(r: &mut msgpack::Reader<'_>) -> Result<Vec<KernelArg>> {
+    let it = r.item()?;
+    let Item::Array(n) = it else {
+        r.skip_body(it)?;
+        return Ok(Vec::new());
+    };
+    let mut args = Vec::with_capacity(n.min(1024));
+    for _ in 0..n {
+        let it = r.item()?;
+        let Item::Map(m) = it else {
+            r.skip_body(it)?;
+            args.push(KernelArg {
+                name: None,
+                type_name: None,
+                value_kind: String::new(),
+                offset: 0,
+                size: 0,
+                address_space: None,
+                access: None,
+                extra: Default::default(),
+            });
+            continue;
+        };
+        let mut typed: [Option<Item<'_>>; 6] = [None; 6];
+        let mut access: Option<Option<String>> = None;
+        let mut actual_access: Option<Option<String>> = None;
+        let mut extra = crate::manifest::FieldMap::new();
+        for _ in 0..m {
+            let key = r.key()?;
+            if let Some(i) = TYPED_ARG_FIELDS.iter().position(|f| *f == key) {
+                let v = r.item()?;
+                r.skip_body(v)?;
+                typed[i] = Some(v);
+                continue;
+            }
+            let v = r.json()?;
+            match &*key {
+                ".access" => access = Some(v.as_str().map(str::to_string)),
+                ".actual_access" => actual_access = Some(v.as_str().map(str::to_string)),
+                _ => {}
+            }
+            extra.insert(key.into_owned(), v);
+        }
+        let s = |i: usize| typed[i].and_then(|v| v.str_lossy()).map(|c| c.into_owned());
+        let n = |i: usize| typed[i].and_then(|v| v.as_u64()).unwrap_or(0);
+        args.push(KernelArg {
+            name: s(0),
+            type_name: s(1),
+            value_kind: s(2).unwrap_or_default(),
+            offset: n(3),
+            size: n(4),
+            address_space: s(5),
+            access: access.or(actual_access).flatten(),
+            extra,
+        });
+    }
+    Ok(args)
 }
 
 /// Function symbols of the object that are kernels: name -> (file offset, size) of their code.

@@ -24,6 +24,8 @@ pub enum DisasmArg {
     Auto,
     Never,
     Always,
+    /// External disassemblers only (llvm-objdump for AMD, no native decoder).
+    Objdump,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -47,7 +49,9 @@ pub struct ScanArgs {
     /// Parallel jobs (default: all cores).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// Instruction mix through llvm-objdump / nvdisasm / cuobjdump: auto (when found), never, always (exit 3 if absent).
+    /// Instruction mix: AMD natively (opcode tables from LLVM; llvm-objdump where the decoder
+    /// refuses), NVIDIA through nvdisasm / cuobjdump: auto (when found), never, always (exit 3
+    /// if absent), objdump (external tools only, no native decoder).
     #[arg(long, value_enum, default_value_t = DisasmArg::Auto)]
     pub disasm: DisasmArg,
     /// ptxas / NVRTC `-v` log with spill bytes for NVIDIA kernels.
@@ -146,6 +150,7 @@ fn scan(a: &ScanArgs, ctx: &Ctx) -> CmdResult {
             DisasmArg::Auto => DisasmMode::Auto,
             DisasmArg::Never => DisasmMode::Never,
             DisasmArg::Always => DisasmMode::Always,
+            DisasmArg::Objdump => DisasmMode::External,
         },
         ptxas_log: a.ptxas_log.as_ref().map(|p| ctx.resolve(p)),
         cache_dir,
