@@ -268,6 +268,21 @@ HFQ4_GEMV_RES(r2_sk2_h2, 2, 4, 4, 2, 8, true, false)
 // weights only: no x reloads through L1 per row, which bounds the R-rows-per-warp design above.
 // The block walks `rt` rows, U at a time (U x GPW nibble words + headers in flight per lane);
 // per row a warp reduction, then shared memory sums the WPB slices. Needs K == 256*GPW*WPB.
+// End of a row tile: the warps' partial sums of each row are added and written (plus the
+// residual when given). Every x-resident kernel ends its tiles this way.
+template <int WPB>
+LAB_DEV void hfq4_tile_store(const float (*part)[64], int rt, int row_base, int N, const float* __restrict__ res,
+                             float* __restrict__ y) {
+  lab_sync();
+  for (int t = lab_tid(); t < rt; t += WPB * 32) {
+    float s = 0.0f;
+#pragma unroll
+    for (int w = 0; w < WPB; ++w) s += part[w][t];
+    const int row = row_base + t;
+    if (row < N) y[row] = res ? s + res[row] : s;
+  }
+}
+
 template <int GPW, int WPB, int U, bool H2>
 LAB_DEV void hfq4_gemv_xr(const u8* __restrict__ W, const float* __restrict__ x, const float* __restrict__ res,
                           float* __restrict__ y, int N, int K, int rt) {
@@ -339,14 +354,7 @@ LAB_DEV void hfq4_gemv_xr(const u8* __restrict__ W, const float* __restrict__ x,
       if (lane == 0) part[warp][r0 + u] = s;
     }
   }
-  lab_sync();
-  for (int t = lab_tid(); t < rt; t += WPB * 32) {
-    float s = 0.0f;
-#pragma unroll
-    for (int w = 0; w < WPB; ++w) s += part[w][t];
-    const int row = row_base + t;
-    if (row < N) y[row] = res ? s + res[row] : s;
-  }
+  hfq4_tile_store<WPB>(part, rt, row_base, N, res, y);
 }
 
 #define HFQ4_XR(name, GPW, WPB, U, H2)                                                                        \
@@ -436,14 +444,7 @@ LAB_DEV void hfq4_gemv_xq(const u8* __restrict__ W, const float* __restrict__ x,
       if (lane == 0) part[warp][r0 + u] = s;
     }
   }
-  lab_sync();
-  for (int t = lab_tid(); t < rt; t += WPB * 32) {
-    float s = 0.0f;
-#pragma unroll
-    for (int w = 0; w < WPB; ++w) s += part[w][t];
-    const int row = row_base + t;
-    if (row < N) y[row] = res ? s + res[row] : s;
-  }
+  hfq4_tile_store<WPB>(part, rt, row_base, N, res, y);
 }
 
 #define HFQ4_XQ(name, GPW, WPB, U)                                                                            \
@@ -534,14 +535,7 @@ LAB_DEV void hfq4_gemv_xs(const u8* __restrict__ W, const float* __restrict__ x,
       const float s = lab_warp_sum_rows<U>(acc, lane);
       if ((lane & (32 / U - 1)) == 0) part[warp][r0 + owner] = s;
     }
-    lab_sync();
-    for (int t = lab_tid(); t < rt; t += WPB * 32) {
-      float s = 0.0f;
-#pragma unroll
-      for (int w = 0; w < WPB; ++w) s += part[w][t];
-      const int row = row_base + t;
-      if (row < N) y[row] = res ? s + res[row] : s;
-    }
+    hfq4_tile_store<WPB>(part, rt, row_base, N, res, y);
     tile += nblk;
     if (tile * rt >= N) break;
     lab_sync();  // part is rewritten by the next tile
@@ -661,14 +655,7 @@ LAB_DEV void hfq4_gemv_x8(const u8* __restrict__ W, const float* __restrict__ x,
       const float s = lab_warp_sum_rows<U>(acc, lane);
       if ((lane & (32 / U - 1)) == 0) part[warp][r0 + owner] = s;
     }
-    lab_sync();
-    for (int t = lab_tid(); t < rt; t += WPB * 32) {
-      float s = 0.0f;
-#pragma unroll
-      for (int w = 0; w < WPB; ++w) s += part[w][t];
-      const int row = row_base + t;
-      if (row < N) y[row] = res ? s + res[row] : s;
-    }
+    hfq4_tile_store<WPB>(part, rt, row_base, N, res, y);
     tile += nblk;
     if (tile * rt >= N) break;
     lab_sync();

@@ -55,6 +55,6 @@ LAB_DEV u32 lab_ld_stream_u32(const void* p) { u32 r; asm volatile("ld.global.nc
 LAB_DEV lab_f2 lab_ld_stream_f2(const void* p) { lab_f2 r; asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v2.f32 {%0, %1}, [%2];" : "=f"(r.x), "=f"(r.y) : "l"(p)); return r; }
 LAB_DEV lab_u2 lab_ld_stream_u2(const void* p) { lab_u2 r; asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0, %1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p)); return r; }
 LAB_DEV lab_u4 lab_ld_stream_u4(const void* p) { lab_u4 r; asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p)); return r; }
-LAB_DEV lab_u4 __ldg_u4(const lab_u4* p) { lab_u4 r; asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p)); return r; }
+LAB_DEV lab_u4 lab_ld_nc_u4(const lab_u4* p) { lab_u4 r; asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p)); return r; }
 LAB_DEV u32 lab_atomic_add_u32(u32* p, u32 v) { return atomicAdd(p, v); }
 LAB_DEV u64 lab_globaltimer() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }

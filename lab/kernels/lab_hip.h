@@ -67,6 +67,6 @@ LAB_DEV u32 lab_ld_stream_u32(const void* p) { return __builtin_nontemporal_load
 LAB_DEV lab_f2 lab_ld_stream_f2(const void* p) { return *(const lab_f2*)p; }
 LAB_DEV lab_u2 lab_ld_stream_u2(const void* p) { return *(const lab_u2*)p; }
 LAB_DEV lab_u4 lab_ld_stream_u4(const void* p) { return *(const lab_u4*)p; }
-LAB_DEV lab_u4 __ldg_u4(const lab_u4* p) { return *p; }
+LAB_DEV lab_u4 lab_ld_nc_u4(const lab_u4* p) { return *p; }
 LAB_DEV u32 lab_atomic_add_u32(u32* p, u32 v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 LAB_DEV u64 lab_globaltimer() { return __builtin_readcyclecounter(); }

@@ -7,23 +7,8 @@
 LAB_KERNEL(256) lab_copy_u4(const lab_u4* __restrict__ src, lab_u4* __restrict__ dst, long n, long stride) {
   for (long i = (long)lab_bid() * 256 + lab_tid(); i < n; i += stride) dst[i] = src[i];
 }
-// Read-only ceiling: every 16-byte word of a buffer read once (4 in flight per thread), summed
+// Read-only ceilings (`--read-ceilings`): every 16-byte word of a buffer read once, summed
 // (wrapping) into one checksum the host compares with its own sum, so the reads cannot be elided.
-LAB_KERNEL(256) lab_read_u4(const lab_u4* __restrict__ src, long n, long stride, u32* __restrict__ sum) {
-  u32 acc = 0;
-  long i = (long)lab_bid() * 256 + lab_tid();
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    const lab_u4 a = lab_ld_stream_u4(src + i), b = lab_ld_stream_u4(src + i + stride);
-    const lab_u4 c = lab_ld_stream_u4(src + i + 2 * stride), d = lab_ld_stream_u4(src + i + 3 * stride);
-    acc += a.x + a.y + a.z + a.w + b.x + b.y + b.z + b.w + c.x + c.y + c.z + c.w + d.x + d.y + d.z + d.w;
-  }
-  for (; i < n; i += stride) {
-    const lab_u4 a = lab_ld_stream_u4(src + i);
-    acc += a.x + a.y + a.z + a.w;
-  }
-  for (int m = 16; m > 0; m >>= 1) acc += lab_f2u(lab_shfl_xor(lab_u2f(acc), m));
-  if (lab_lane() == 0) lab_atomic_add_u32(sum, acc);
-}
 // Grid-stride read with U loads in flight per thread, plain (`ld.global.nc`) or streaming loads.
 template <int U, bool ST>
 LAB_DEV void lab_read_gs(const lab_u4* __restrict__ src, long n, long stride, u32* __restrict__ sum) {
@@ -32,7 +17,7 @@ LAB_DEV void lab_read_gs(const lab_u4* __restrict__ src, long n, long stride, u3
   for (; i + (U - 1) * stride < n; i += U * stride) {
     lab_u4 v[U];
 #pragma unroll
-    for (int j = 0; j < U; ++j) v[j] = ST ? lab_ld_stream_u4(src + i + j * stride) : __ldg_u4(src + i + j * stride);
+    for (int j = 0; j < U; ++j) v[j] = ST ? lab_ld_stream_u4(src + i + j * stride) : lab_ld_nc_u4(src + i + j * stride);
 #pragma unroll
     for (int j = 0; j < U; ++j) acc += v[j].x + v[j].y + v[j].z + v[j].w;
   }
@@ -65,9 +50,6 @@ LAB_DEV void lab_read_oneshot(const lab_u4* __restrict__ src, long n, u32* __res
   for (int j = 0; j < U; ++j) acc += v[j].x + v[j].y + v[j].z + v[j].w;
   for (int m = 16; m > 0; m >>= 1) acc += lab_f2u(lab_shfl_xor(lab_u2f(acc), m));
   if (lab_lane() == 0) lab_atomic_add_u32(sum, acc);
-}
-LAB_KERNEL(256) lab_read_os4(const lab_u4* __restrict__ src, long n, long unused, u32* __restrict__ sum) {
-  lab_read_oneshot<4>(src, n, sum);
 }
 LAB_KERNEL(256) lab_read_os8(const lab_u4* __restrict__ src, long n, long unused, u32* __restrict__ sum) {
   lab_read_oneshot<8>(src, n, sum);
