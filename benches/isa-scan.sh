@@ -21,8 +21,9 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/bench}"
-(cd "$ROOT" && cargo build -q --release -p katlas-isa --example scan)
+(cd "$ROOT" && cargo build -q --release -p katlas-isa --example scan && cargo build -q --release -p katlas)
 SCAN="$CARGO_TARGET_DIR/release/examples/scan"
+KATLAS="$CARGO_TARGET_DIR/release/katlas"
 BUNDLER=$(command -v clang-offload-bundler-22 || echo /usr/lib/llvm-22/bin/clang-offload-bundler)
 READOBJ=$(command -v llvm-readobj-22 || echo /usr/lib/llvm-22/bin/llvm-readobj)
 OBJDUMP=$(command -v llvm-objdump-22 || echo /usr/lib/llvm-22/bin/llvm-objdump)
@@ -36,22 +37,33 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 now() { date +%s.%N; }
 
 # --- katlas: whole libraries, metadata only ----------------------------------------------------
-katlas_meta() { # prints "seconds kernels bytes objects user_cpu_s sys_cpu_s"
+katlas_meta() { # prints "seconds kernels object_bytes objects user_cpu_s sys_cpu_s"
   python3 - "$SCAN" "$@" <<'PY'
 import json, resource, subprocess, sys, time
 t0 = time.monotonic(); out = subprocess.run(sys.argv[1:], check=True, capture_output=True, text=True).stdout
 wall = time.monotonic() - t0; ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-s = json.loads(out); print(wall, s['kernels'], s['bytes'], s['objects'], ru.ru_utime, ru.ru_stime)
+s = json.loads(out); print(wall, s['kernels'], s['object_bytes'], s['objects'], ru.ru_utime, ru.ru_stime)
+PY
+}
+katlas_cli() { # the whole command, writing the manifest file: prints "seconds user_cpu_s sys_cpu_s"
+  python3 - "$KATLAS" isa scan --disasm never --no-cache --output "$WORK/manifest.json" "$@" <<'PY'
+import resource, subprocess, sys, time
+t0 = time.monotonic(); subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+wall = time.monotonic() - t0; ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(wall, ru.ru_utime, ru.ru_stime)
 PY
 }
 LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
-declare -A KT
+declare -A KT KC
 for lib in SPARSE RAND5 RAND6; do
-  times=(); users=(); syss=()
+  times=(); users=(); syss=(); ctimes=()
   for r in $(seq "$RUNS"); do
     read -r s k b o us sy < <(katlas_meta "${!lib}"); times+=("$s"); users+=("$us"); syss+=("$sy")
+    read -r cs cu csy < <(katlas_cli "${!lib}"); ctimes+=("$cs")
   done
   KT[$lib]="$(printf '%s\n' "${times[@]}" | median) $k $b $o $(printf '%s\n' "${users[@]}" | median) $(printf '%s\n' "${syss[@]}" | median)"
+  KC[$lib]="$(printf '%s\n' "${ctimes[@]}" | median) $(stat -c %s "$WORK/manifest.json")"
+  rm -f "$WORK/manifest.json"
 done
 
 # --- peer: split .hip_fatbin records, clang-offload-bundler --list/--unbundle, llvm-readobj ----
@@ -83,26 +95,29 @@ while True:
 print(n, kept, kept_bytes)
 PY
 }
-peer_meta() { # runs the peer on $WORK/rec.*; prints "seconds kernels failures"
-  local t0 t1 kernels=0 fails=0; t0=$(now)
+peer_meta() { # runs the peer on $WORK/rec.*; prints "seconds kernels failures object_bytes"
+  # object_bytes: the objects it unbundled (what katlas's MB/s counts too); a record whose
+  # unbundle fails costs the peer its time but adds no bytes
+  local t0 t1 kernels=0 fails=0 obytes=0; t0=$(now)
   for rec in "$WORK"/rec.*; do
     for tgt in $("$BUNDLER" --list --type=o --input="$rec" 2>>"$WORK/peer.err" | grep -v '^host-' || true); do
       if "$BUNDLER" --unbundle --type=o --targets="$tgt" --input="$rec" --output="$WORK/o.o" 2>>"$WORK/peer.err"; then
         kernels=$((kernels + $("$READOBJ" --notes "$WORK/o.o" | grep -c '^  - \.' || true)))
+        obytes=$((obytes + $(stat -c %s "$WORK/o.o")))
       else
         fails=$((fails + 1))
       fi
     done
   done
-  t1=$(now); echo "$(python3 -c "print($t1-$t0)") $kernels $fails"
+  t1=$(now); echo "$(python3 -c "print($t1-$t0)") $kernels $fails $obytes"
 }
 declare -A PT
 for lib in SPARSE RAND5 RAND6; do
   rm -f "$WORK"/rec.*
   read -r total kept kept_bytes < <(split_records "${!lib}")
-  read -r ps pk pf < <(peer_meta)
+  read -r ps pk pf pb < <(peer_meta)
   [[ $pf == 0 ]] || echo "peer: $pf unbundle failures on $lib: $(sort -u "$WORK/peer.err" | head -3)" >&2
-  PT[$lib]="$ps $pk $kept_bytes $kept $total"
+  PT[$lib]="$ps $pk $pb $kept $total $pf"
 done
 
 # --- with instruction mix: katlas --mix (native AMDGPU decoder, parallel) vs the serial
@@ -134,13 +149,14 @@ MIX6=$(mix_bench "$RAND6" 1)
 MIXS=$(mix_bench "$SPARSE" "$MIX_SPARSE_EVERY")
 
 # --- report --------------------------------------------------------------------------------------
-LOAD_START=$LOAD_START python3 - "$RUNS" "$SAMPLE" "${KT[SPARSE]}" "${KT[RAND5]}" "${KT[RAND6]}" "${PT[SPARSE]}" "${PT[RAND5]}" "${PT[RAND6]}" "$MIX5" "$MIX6" "$MIXS" <<'PY'
+LOAD_START=$LOAD_START python3 - "$RUNS" "$SAMPLE" "${KT[SPARSE]}" "${KT[RAND5]}" "${KT[RAND6]}" "${PT[SPARSE]}" "${PT[RAND5]}" "${PT[RAND6]}" "$MIX5" "$MIX6" "$MIXS" "${KC[SPARSE]}" "${KC[RAND5]}" "${KC[RAND6]}" <<'PY'
 import sys, platform, os, datetime, subprocess
 runs, sample = sys.argv[1], sys.argv[2]
 libs = ['rocSPARSE 5.3 (bookworm)', 'rocRAND 5.7.1 (trixie)', 'rocRAND 6.4.3 (sid)']
 kt = [list(map(float, x.split())) for x in sys.argv[3:6]]
 pt = [list(map(float, x.split())) for x in sys.argv[6:9]]
 mixes = [list(map(float, x.split())) for x in sys.argv[9:12]]
+kc = [list(map(float, x.split())) for x in sys.argv[12:15]]
 cpu = next((l.split(':',1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
 load = os.getloadavg()[0]
 print(f"## katlas-isa scan ({datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC)\n")
@@ -149,12 +165,20 @@ print(f"Machine: {os.cpu_count()} cores ({cpu}), load average {float(os.environ.
       f"Command: `benches/isa-scan.sh --peer-sample {sample} --runs {runs}`. katlas numbers are the median of {runs} runs "
       f"(release build, `--disasm never`, all cores); the peer is clang-offload-bundler-22 `--list` + `--unbundle` per target + "
       f"llvm-readobj-22 `--notes` per object, run serially on every {sample}th `.hip_fatbin` record, compared by rate.\n")
-print("| library | size MB | objects | kernels | katlas s | katlas CPU user/sys s | katlas kernels/s | katlas MB/s | peer sample (records/bytes) | peer kernels/s | peer MB/s | ratio kernels/s | ratio MB/s |")
+print("MB are code-object bytes on both sides (katlas: every object it read, after decompression; the peer: the objects it unbundled).\n")
+print("| library | object MB | objects | kernels | katlas s | katlas CPU user/sys s | katlas kernels/s | katlas MB/s | peer sample (records, objects MB, failed unbundles) | peer kernels/s | peer MB/s | ratio kernels/s | ratio MB/s |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-for name, (ks, kk, kb, ko, ku, ksy), (ps, pk, pb, pkept, ptotal) in zip(libs, kt, pt):
+for name, (ks, kk, kb, ko, ku, ksy), (ps, pk, pb, pkept, ptotal, pf) in zip(libs, kt, pt):
     kr, km = kk/ks, kb/1e6/ks
     pr, pm = (pk/ps if ps else 0), (pb/1e6/ps if ps else 0)
-    print(f"| {name} | {kb/1e6:.0f} | {ko:.0f} | {kk:.0f} | {ks:.2f} | {ku:.2f}/{ksy:.2f} | {kr:,.0f} | {km:,.0f} | {pkept:.0f}/{ptotal:.0f} rec, {pb/1e6:.0f} MB | {pr:,.0f} | {pm:,.1f} | {kr/pr if pr else float('nan'):,.0f}x | {km/pm if pm else float('nan'):,.0f}x |")
+    print(f"| {name} | {kb/1e6:.0f} | {ko:.0f} | {kk:.0f} | {ks:.3f} | {ku:.2f}/{ksy:.2f} | {kr:,.0f} | {km:,.0f} | {pkept:.0f}/{ptotal:.0f} rec, {pb/1e6:.0f} MB, {pf:.0f} failed | {pr:,.0f} | {pm:,.1f} | {kr/pr if pr else float('nan'):,.0f}x | {km/pm if pm else float('nan'):,.0f}x |")
+print("\nThe whole command, `katlas isa scan --disasm never --no-cache --output FILE` (writes the compact JSON manifest), "
+      f"median of {runs} runs, against the same peer rates:\n")
+print("| library | katlas s | manifest MB | katlas kernels/s | ratio kernels/s | ratio MB/s |")
+print("|---|---|---|---|---|---|")
+for name, (cs, cbytes), (ks, kk, kb, ko, ku, ksy), (ps, pk, pb, pkept, ptotal, pf) in zip(libs, kc, kt, pt):
+    pr, pm = (pk/ps if ps else 0), (pb/1e6/ps if ps else 0)
+    print(f"| {name} | {cs:.3f} | {cbytes/1e6:.0f} | {kk/cs:,.0f} | {kk/cs/pr if pr else float('nan'):,.0f}x | {kb/1e6/cs/pm if pm else float('nan'):,.0f}x |")
 print("\nWith instruction mix: katlas `--mix` (native AMDGPU decoder, parallel, per kernel) vs serial clang-offload-bundler + "
       f"llvm-readobj + llvm-objdump per object on the same `.hip_fatbin` records, both medians of {runs} runs "
       "(peer kernels: `llvm-readobj --notes`; it may unbundle fewer objects than katlas reads).\n")

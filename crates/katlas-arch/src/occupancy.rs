@@ -80,6 +80,24 @@ pub enum Limiter {
     WaveSlots,
 }
 
+impl Limiter {
+    /// The name as serialised (`vgpr`, `shared_memory`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Limiter::Vgpr => "vgpr",
+            Limiter::Agpr => "agpr",
+            Limiter::Sgpr => "sgpr",
+            Limiter::Lds => "lds",
+            Limiter::Workgroup => "workgroup",
+            Limiter::Registers => "registers",
+            Limiter::SharedMemory => "shared_memory",
+            Limiter::Threads => "threads",
+            Limiter::Blocks => "blocks",
+            Limiter::WaveSlots => "wave_slots",
+        }
+    }
+}
+
 /// Theoretical occupancy of one kernel on one atom.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Occupancy {

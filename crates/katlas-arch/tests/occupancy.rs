@@ -804,3 +804,11 @@ fn sm90_matches_cuda_driver_occupancy_api() {
     // The sweep exercises every NVIDIA limiter.
     assert_eq!(limiters.len(), 4, "{limiters:?}");
 }
+
+#[test]
+fn limiter_names_are_the_serialised_names() {
+    use katlas_arch::Limiter::*;
+    for l in [Vgpr, Agpr, Sgpr, Lds, Workgroup, Registers, SharedMemory, Threads, Blocks, WaveSlots] {
+        assert_eq!(serde_json::to_value(l).unwrap(), serde_json::json!(l.name()));
+    }
+}

@@ -28,7 +28,12 @@ fn main() {
             if full {
                 println!("{}", serde_json::to_string_pretty(&m).unwrap_or_default());
             } else {
-                println!("{}", serde_json::to_string(&m.summary).unwrap_or_default());
+                // the summary, plus the bytes of the code objects read (after decompression):
+                // the basis the benchmark's MB/s shares with the peer, which counts the objects
+                // it unbundled
+                let mut v = serde_json::to_value(&m.summary).unwrap_or_default();
+                v["object_bytes"] = m.objects.iter().map(|o| o.size).sum::<u64>().into();
+                println!("{v}");
                 for e in m.errors.iter().take(20) {
                     eprintln!("error: {} {}: {}", e.path, e.chain, e.message);
                 }

@@ -93,14 +93,18 @@ pub fn diff(a: &IsaManifest, b: &IsaManifest, a_name: &str, b_name: &str) -> Isa
         }
         let mut mix = Vec::new();
         if let (Some(ma), Some(mb)) = (&ka.mix, &kb.mix) {
-            let cats: BTreeSet<&String> =
-                ma.categories.keys().chain(mb.categories.keys()).collect();
+            let cats: BTreeSet<&str> = ma
+                .categories
+                .keys()
+                .chain(mb.categories.keys())
+                .map(|c| c.as_ref())
+                .collect();
             for c in cats {
                 let x = ma.categories.get(c).copied().unwrap_or(0) as i64;
                 let y = mb.categories.get(c).copied().unwrap_or(0) as i64;
                 if x != y {
                     mix.push(Delta {
-                        field: c.clone(),
+                        field: c.to_string(),
                         a: Some(x),
                         b: Some(y),
                         delta: y - x,

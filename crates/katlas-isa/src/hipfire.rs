@@ -66,10 +66,10 @@ fn object(o: &CodeObject) -> Value {
             total += m.total;
             symbols.push(k.name.clone());
             for (a, b) in &m.opcodes {
-                *opcodes.entry(a.clone()).or_default() += b;
+                *opcodes.entry(a.to_string()).or_default() += b;
             }
             for (a, b) in &m.categories {
-                *categories.entry(a.clone()).or_default() += b;
+                *categories.entry(a.to_string()).or_default() += b;
             }
         }
     }

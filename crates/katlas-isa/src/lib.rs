@@ -20,6 +20,7 @@ pub mod elf;
 pub mod error;
 pub mod hipfire;
 pub mod manifest;
+pub mod manifest_write;
 pub mod md5_lanes;
 pub mod mix;
 pub mod msgpack;

@@ -265,7 +265,7 @@ impl Splitter {
             self.out.insert(n, m);
         }
     }
-    fn add(&mut self, op: &str, category: &str) {
+    fn add(&mut self, op: &str, category: &'static str) {
         if let Some((_, m)) = self.current.as_mut() {
             add(m, op, category);
         }
@@ -338,10 +338,15 @@ pub fn split_sass_lines(r: impl std::io::BufRead) -> HashMap<String, Instruction
     sp.finish()
 }
 
-fn add(mix: &mut InstructionMix, opcode: &str, category: &str) {
+fn add(mix: &mut InstructionMix, opcode: &str, category: &'static str) {
     mix.total += 1;
-    *mix.categories.entry(category.to_string()).or_default() += 1;
-    *mix.opcodes.entry(opcode.to_string()).or_default() += 1;
+    *mix.categories.entry(category.into()).or_default() += 1;
+    match mix.opcodes.get_mut(opcode) {
+        Some(n) => *n += 1,
+        None => {
+            mix.opcodes.insert(opcode.to_string().into(), 1);
+        }
+    }
 }
 
 /// llvm-objdump: `<symbol>:` (with or without a leading address) starts a function;

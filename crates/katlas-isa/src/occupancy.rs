@@ -2,7 +2,7 @@
 //! code); this module only maps manifest resources onto its inputs.
 
 use crate::manifest::{CodeObject, Kernel, Shared, Vendor};
-use katlas_arch::{occupancy, ArchDb, KernelResources};
+use katlas_arch::{occupancy, ArchDb, KernelResources, Occupancy};
 
 fn resources(vendor: Vendor, k: &Kernel) -> KernelResources {
     let r = &k.resources;
@@ -57,7 +57,7 @@ pub fn attach(obj: &mut CodeObject) {
         return;
     };
     // kernels of one object often have the same resources: one result, shared
-    let mut seen: Vec<(KernelResources, Result<Shared<serde_json::Value>, String>)> = Vec::new();
+    let mut seen: Vec<(KernelResources, Result<Shared<Occupancy>, String>)> = Vec::new();
     for k in &mut obj.kernels {
         let r = resources(obj.vendor, k);
         let res = match seen.iter().find(|(s, _)| *s == r) {
@@ -65,7 +65,6 @@ pub fn attach(obj: &mut CodeObject) {
             None => {
                 let res = occupancy(atom, &r)
                     .map_err(|e| e.to_string())
-                    .and_then(|o| serde_json::to_value(&o).map_err(|e| e.to_string()))
                     .map(Shared::new);
                 seen.push((r, res.clone()));
                 res

@@ -119,7 +119,7 @@ pub struct Ctx {
     pub opts: ScanOptions,
     pub tools: Disassemblers,
     pub ptxas: HashMap<(String, String), ptxas_log::PtxasFunction>,
-    memo: Mutex<HashMap<String, Arc<CodeObject>>>,
+    memo: Mutex<HashMap<String, Arc<MixMemo>>>,
     /// When set, every object's bytes are kept by chain text (tests compare them with vendor tools).
     pub keep_bytes: Option<Mutex<HashMap<String, Blob>>>,
     ahead: Md5Ahead,
@@ -128,15 +128,21 @@ pub struct Ctx {
 /// Where a blob's bytes lie: owner buffer, start, end.
 type BlobKey = (usize, usize, usize);
 
-/// md5 digests of leaf objects computed ahead, many at once: md5 is serial within one object,
-/// so objects share SIMD lanes instead ([`md5_lanes`]; rocSPARSE's 777 objects, 1.3 GB, were a
-/// third of the scan's CPU time hashed one by one). Digests are keyed by where the bytes lie
-/// and live only for the container walk that computed them ([`AheadScope`]).
+/// md5 digests of leaf objects, computed many at once: md5 is serial within one object, so
+/// objects share SIMD lanes instead ([`md5_lanes`]; rocSPARSE's 777 objects, 1.3 GB, were a
+/// third of the scan's CPU time hashed one by one). Digests are keyed by where the bytes lie.
+///
+/// When nothing needs an object's digest before parsing it (no mix memo, no disk cache), the
+/// hashing runs beside the parsing instead of before it: the leaves are registered as pending,
+/// [`leaf`] leaves their `md5` empty and notes the key in [`Found::deferred`], and the container
+/// that started the hashing fills the digests in once both are done ([`with_digests`]).
 #[derive(Default)]
 struct Md5Ahead {
     map: Mutex<HashMap<BlobKey, [u8; 16]>>,
+    pending: Mutex<std::collections::HashSet<BlobKey>>,
 }
 
+/// Digests computed ahead for one container walk; dropped with it.
 struct AheadScope<'a> {
     ahead: &'a Md5Ahead,
     keys: Vec<BlobKey>,
@@ -156,35 +162,39 @@ impl Drop for AheadScope<'_> {
 }
 
 impl Md5Ahead {
-    /// Hashes the code objects directly inside `containers` (entries of uncompressed offload
-    /// bundles) that have no digest yet.
-    fn hash_children<'a, 'b>(
-        &'a self,
-        containers: impl Iterator<Item = &'b Blob>,
-    ) -> AheadScope<'a> {
+    /// The code objects directly inside `containers` (entries of uncompressed offload bundles)
+    /// with no digest computed or pending.
+    fn leaves<'b>(&self, containers: impl Iterator<Item = &'b Blob>) -> Vec<Blob> {
         let mut leaves = Vec::new();
-        {
-            let known = self.map.lock().ok();
-            for c in containers {
-                let d = c.bytes();
-                if detect(d) != Kind::Bundle {
-                    continue;
-                }
-                let Ok(b) = bundle::parse_bundle(d) else {
+        let known = self.map.lock().ok();
+        let pending = self.pending.lock().ok();
+        let unknown = |k: &BlobKey| {
+            known.as_ref().is_none_or(|m| !m.contains_key(k))
+                && pending.as_ref().is_none_or(|p| !p.contains(k))
+        };
+        for c in containers {
+            let d = c.bytes();
+            if detect(d) != Kind::Bundle {
+                continue;
+            }
+            let Ok(b) = bundle::parse_bundle(d) else {
+                continue;
+            };
+            for e in b.entries.iter().filter(|e| e.size > 0) {
+                let Ok(child) = c.slice(e.offset..e.offset + e.size, "offload bundle entry") else {
                     continue;
                 };
-                for e in b.entries.iter().filter(|e| e.size > 0) {
-                    let Ok(child) = c.slice(e.offset..e.offset + e.size, "offload bundle entry")
-                    else {
-                        continue;
-                    };
-                    let leaf = matches!(detect(child.bytes()), Kind::AmdElf | Kind::Cubin);
-                    if leaf && known.as_ref().is_none_or(|m| !m.contains_key(&child.key())) {
-                        leaves.push(child);
-                    }
+                let leaf = matches!(detect(child.bytes()), Kind::AmdElf | Kind::Cubin);
+                if leaf && unknown(&child.key()) {
+                    leaves.push(child);
                 }
             }
         }
+        leaves
+    }
+
+    /// Hashes `leaves` now; their digests live as long as the returned scope.
+    fn compute(&self, leaves: &[Blob]) -> AheadScope<'_> {
         let mut keys = Vec::new();
         if leaves.len() >= 2 {
             let msgs: Vec<&[u8]> = leaves.iter().map(Blob::bytes).collect();
@@ -199,14 +209,58 @@ impl Md5Ahead {
         AheadScope { ahead: self, keys }
     }
 
-    /// The digest computed ahead for `b`, else computed now.
-    fn md5_hex(&self, b: &Blob) -> String {
-        let hit = self.map.lock().ok().and_then(|m| m.get(&b.key()).copied());
-        match hit {
-            Some(h) => hex::encode(h),
-            None => md5_hex(b.bytes()),
+    /// The digest of `b` as hex: computed ahead, or now; None when it is pending (being
+    /// computed beside the parse; the caller defers it).
+    fn md5_hex(&self, b: &Blob) -> Option<String> {
+        let k = b.key();
+        if let Some(h) = self.map.lock().ok().and_then(|m| m.get(&k).copied()) {
+            return Some(hex::encode(h));
+        }
+        if self.pending.lock().is_ok_and(|p| p.contains(&k)) {
+            return None;
+        }
+        Some(md5_hex(b.bytes()))
+    }
+}
+
+/// Walks the children of `containers` with `walk`, hashing their leaf code objects many at a
+/// time: before the walk when the walk needs the digests (cache keys), else beside it.
+fn with_digests<'b>(
+    ctx: &Ctx,
+    containers: impl Iterator<Item = &'b Blob>,
+    walk: impl FnOnce() -> Found + Send,
+) -> Found {
+    let leaves = ctx.ahead.leaves(containers);
+    if !ctx.defer_digests() || leaves.len() < 2 {
+        let _scope = ctx.ahead.compute(&leaves);
+        return walk();
+    }
+    let keys: Vec<BlobKey> = leaves.iter().map(Blob::key).collect();
+    if let Ok(mut p) = ctx.ahead.pending.lock() {
+        p.extend(keys.iter().copied());
+    }
+    let (digests, mut found) = rayon::join(
+        || {
+            let msgs: Vec<&[u8]> = leaves.iter().map(Blob::bytes).collect();
+            md5_lanes::md5_many_par(&msgs)
+        },
+        walk,
+    );
+    if let Ok(mut p) = ctx.ahead.pending.lock() {
+        for k in &keys {
+            p.remove(k);
         }
     }
+    let mine: HashMap<BlobKey, [u8; 16]> = keys.into_iter().zip(digests).collect();
+    let objects = &mut found.objects;
+    found.deferred.retain(|(i, b)| match mine.get(&b.key()) {
+        Some(h) => {
+            objects[*i].md5 = hex::encode(h);
+            false
+        }
+        None => true,
+    });
+    found
 }
 
 impl Ctx {
@@ -233,16 +287,27 @@ impl Ctx {
             ahead: Md5Ahead::default(),
         })
     }
+
+    /// True when no object's digest is needed before it is parsed (it keys the mix memo and
+    /// the disk cache, which hold disassembled objects only), so hashing may run beside parsing.
+    fn defer_digests(&self) -> bool {
+        self.opts.disasm == DisasmMode::Never
+    }
 }
 
 #[derive(Default)]
 pub struct Found {
     pub objects: Vec<CodeObject>,
     pub errors: Vec<ScanError>,
+    /// Objects (index into `objects`) whose md5 is still being computed, with their bytes.
+    deferred: Vec<(usize, Blob)>,
 }
 
 impl Found {
     fn merge(mut self, o: Found) -> Found {
+        let base = self.objects.len();
+        self.deferred
+            .extend(o.deferred.into_iter().map(|(i, k)| (i + base, k)));
         self.objects.extend(o.objects);
         self.errors.extend(o.errors);
         self
@@ -255,6 +320,7 @@ impl Found {
                 chain: chain.join(SEP),
                 message: e.to_string(),
             }],
+            deferred: vec![],
         }
     }
 }
@@ -277,8 +343,7 @@ pub fn explore(ctx: &Ctx, path: &str, blob: Blob, chain: Vec<String>, depth: usi
         Kind::Ptx => ptx_leaf(path, d, push(&chain, "ptx")),
         Kind::HostElf => host_elf(ctx, path, &blob, chain, depth),
         Kind::Bundle => match bundle::parse_bundle(d) {
-            Ok(b) => {
-                let _digests = ctx.ahead.hash_children(std::iter::once(&blob));
+            Ok(b) => with_digests(ctx, std::iter::once(&blob), || {
                 b.entries
                     .par_iter()
                     .filter(|e| e.size > 0 && !e.triple.starts_with("host-"))
@@ -290,7 +355,7 @@ pub fn explore(ctx: &Ctx, path: &str, blob: Blob, chain: Vec<String>, depth: usi
                         }
                     })
                     .reduce(Found::default, Found::merge)
-            }
+            }),
             Err(e) => Found::error(path, &chain, e),
         },
         Kind::Ccob => match bundle::decompress_ccob(d) {
@@ -345,21 +410,23 @@ fn host_elf(ctx: &Ctx, path: &str, blob: &Blob, chain: Vec<String>, depth: usize
                 });
             }
             let many = records.len() > 1;
-            let _digests = ctx.ahead.hash_children(records.iter().map(|r| &r.blob));
-            let sub = records
-                .into_par_iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    let cc = if many {
-                        let mut cc = chain.clone();
-                        cc.push(format!("{name}#{i}"));
-                        cc
-                    } else {
-                        c.clone()
-                    };
-                    explore(ctx, path, r.blob, cc, depth + 1)
-                })
-                .reduce(Found::default, Found::merge);
+            let blobs: Vec<Blob> = records.iter().map(|r| r.blob.clone()).collect();
+            let sub = with_digests(ctx, blobs.iter(), || {
+                records
+                    .into_par_iter()
+                    .enumerate()
+                    .map(|(i, r)| {
+                        let cc = if many {
+                            let mut cc = chain.clone();
+                            cc.push(format!("{name}#{i}"));
+                            cc
+                        } else {
+                            c.clone()
+                        };
+                        explore(ctx, path, r.blob, cc, depth + 1)
+                    })
+                    .reduce(Found::default, Found::merge)
+            });
             found = found.merge(sub);
         } else {
             found = found.merge(fatbin_region(ctx, path, &region, c, depth + 1));
@@ -448,6 +515,7 @@ fn ptx_leaf(path: &str, d: &[u8], chain: Vec<String>) -> Found {
             warnings: vec![],
         }],
         errors: vec![],
+        deferred: vec![],
     }
 }
 
@@ -458,26 +526,41 @@ fn arch_matches(want: &str, arch: &str) -> bool {
 /// Parses one code object (cached by md5), applies filters, mix and ptxas numbers.
 fn leaf(ctx: &Ctx, path: &str, blob: &Blob, chain: Vec<String>, vendor: Vendor) -> Found {
     let d = blob.bytes();
-    let md5 = ctx.ahead.md5_hex(blob);
+    let digest = ctx.ahead.md5_hex(blob);
+    let deferred = digest.is_none();
+    // deferred only when nothing below keys on it (Ctx::defer_digests)
+    let md5 = digest.unwrap_or_default();
     let want_mix = ctx.opts.disasm != DisasmMode::Never;
-    let cached = ctx
-        .memo
-        .lock()
-        .ok()
-        .and_then(|m| m.get(&md5).cloned())
-        .or_else(|| disk_get(ctx, &md5, want_mix));
-    let mut obj = match cached {
-        Some(o) => (*o).clone(),
-        None => {
-            let o = match parse_object(ctx, d, vendor, &md5) {
+    let memo_hit = if deferred || !want_mix {
+        None
+    } else {
+        ctx.memo.lock().ok().and_then(|m| m.get(&md5).cloned())
+    };
+    let cached = match (&memo_hit, deferred) {
+        (None, false) => disk_get(ctx, &md5, want_mix),
+        _ => None,
+    };
+    let mut obj = match (cached, memo_hit) {
+        (Some(o), _) => (*o).clone(),
+        // the same bytes were disassembled earlier in this scan: parse the metadata again
+        // (cheap) and take the mix from then
+        (None, Some(memo)) => {
+            let mut o = match parse_object(ctx, d, vendor, &md5, false) {
+                Ok(o) => o,
+                Err(e) => return Found::error(path, &chain, e),
+            };
+            memo.apply(&mut o);
+            o
+        }
+        (None, None) => {
+            let o = match parse_object(ctx, d, vendor, &md5, true) {
                 Ok(o) => o,
                 Err(e) => return Found::error(path, &chain, e),
             };
             disk_put(ctx, &o, want_mix);
-            // parsing is cheap; only a disassembled object is worth keeping for duplicates
             if want_mix {
                 if let Ok(mut m) = ctx.memo.lock() {
-                    m.insert(md5.clone(), Arc::new(o.clone()));
+                    m.insert(md5.clone(), Arc::new(MixMemo::of(&o)));
                 }
             }
             o
@@ -520,10 +603,49 @@ fn leaf(ctx: &Ctx, path: &str, blob: &Blob, chain: Vec<String>, vendor: Vendor) 
     Found {
         objects: vec![obj],
         errors: vec![],
+        deferred: if deferred {
+            vec![(0, blob.clone())]
+        } else {
+            vec![]
+        },
     }
 }
 
-fn parse_object(ctx: &Ctx, d: &[u8], vendor: Vendor, md5: &str) -> Result<CodeObject, IsaError> {
+/// What disassembling an object added to it, kept for its duplicates in the same scan: the
+/// mixes alone, not a second copy of every kernel record (which doubled the memory of a
+/// `--mix` scan of rocSPARSE).
+struct MixMemo {
+    status: Option<String>,
+    warnings: Vec<String>,
+    mixes: Vec<Option<InstructionMix>>,
+}
+
+impl MixMemo {
+    fn of(o: &CodeObject) -> MixMemo {
+        MixMemo {
+            status: o.mix_status.clone(),
+            warnings: o.warnings.clone(),
+            mixes: o.kernels.iter().map(|k| k.mix.clone()).collect(),
+        }
+    }
+
+    /// Equal bytes parse to the same kernels in the same order.
+    fn apply(&self, o: &mut CodeObject) {
+        o.mix_status = self.status.clone();
+        o.warnings = self.warnings.clone();
+        for (k, m) in o.kernels.iter_mut().zip(&self.mixes) {
+            k.mix = m.clone();
+        }
+    }
+}
+
+fn parse_object(
+    ctx: &Ctx,
+    d: &[u8],
+    vendor: Vendor,
+    md5: &str,
+    disassemble: bool,
+) -> Result<CodeObject, IsaError> {
     let mut obj = match vendor {
         Vendor::Amd => {
             let p = crate::amd::parse(d)?;
@@ -568,13 +690,20 @@ fn parse_object(ctx: &Ctx, d: &[u8], vendor: Vendor, md5: &str) -> Result<CodeOb
             }
         }
     };
-    obj.mix_status = Some(mix::attach(&ctx.tools, ctx.opts.disasm, d, &mut obj));
+    if disassemble {
+        obj.mix_status = Some(mix::attach(&ctx.tools, ctx.opts.disasm, d, &mut obj));
+    }
     Ok(obj)
 }
 
 const CACHE_VERSION: &str = "isa-v1";
 
+/// Only disassembled objects are cached: reading a metadata-only entry back costs about what
+/// parsing the object again does (rocSPARSE: 777 JSON files written for nothing).
 fn cache_path(ctx: &Ctx, md5: &str, mix: bool) -> Option<PathBuf> {
+    if !mix {
+        return None;
+    }
     let dir = ctx.opts.cache_dir.as_ref()?;
     Some(
         dir.join(CACHE_VERSION)
@@ -657,7 +786,13 @@ pub fn scan_blob(ctx: &Ctx, path: &str, blob: Blob) -> (Kind, Found) {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.to_string());
-    (kind, explore(ctx, path, blob, vec![name], 0))
+    let mut found = explore(ctx, path, blob, vec![name], 0);
+    // every deferred digest is filled by the container that deferred it; hash any left over
+    // rather than report an object without one
+    for (i, b) in std::mem::take(&mut found.deferred) {
+        found.objects[i].md5 = md5_hex(b.bytes());
+    }
+    (kind, found)
 }
 
 /// A scan builds its records on every worker thread at once (about 1 GB for rocSPARSE's 88k
@@ -672,6 +807,12 @@ fn grow_heap_in_large_steps() {
         // SAFETY: mallopt only changes allocator parameters; it is thread-safe.
         ONCE.call_once(|| unsafe {
             libc::mallopt(libc::M_TOP_PAD, 64 << 20);
+            // buffers up to 32 MiB (decoded sections, decompressed objects) come from the heap
+            // and are reused, instead of a fresh mmap each that the kernel zeroes page by page
+            // (a fifth of the CPU of `--mix` over rocSPARSE went to clearing pages); the heap
+            // is not trimmed back between objects either
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 512 << 20);
         });
     }
 }

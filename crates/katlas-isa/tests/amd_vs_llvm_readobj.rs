@@ -291,7 +291,15 @@ fn check_files(files: &[PathBuf]) -> (usize, usize, usize, usize, Vec<String>) {
                 .map(|o| {
                     let b = bytes.get(&o.chain_text).expect("object bytes kept");
                     let idx = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    compare_object(&o.chain_text, o, b.bytes(), &readobj, dir.path(), idx)
+                    let (n, mut bad) =
+                        compare_object(&o.chain_text, o, b.bytes(), &readobj, dir.path(), idx);
+                    // the digest is computed many objects at a time, beside the parse: it must
+                    // still be this object's own md5
+                    let want = hex::encode(<md5::Md5 as md5::Digest>::digest(b.bytes()));
+                    if o.md5 != want {
+                        bad.push(format!("{}: md5 {} but the bytes hash to {want}", o.chain_text, o.md5));
+                    }
+                    (n + 1, bad)
                 })
                 .collect();
             let kernels = amd.iter().map(|o| o.kernels.len()).sum::<usize>();
