@@ -98,26 +98,34 @@ PY
 peer_meta() { # runs the peer on $WORK/rec.*; prints "seconds kernels failures object_bytes"
   # object_bytes: the objects it unbundled (what katlas's MB/s counts too); a record whose
   # unbundle fails costs the peer its time but adds no bytes
-  local t0 t1 kernels=0 fails=0 obytes=0; t0=$(now)
+  # fail_s: time spent in unbundles that failed (reported so the ratio can leave it out)
+  local t0 t1 tf0 tf1 kernels=0 fails=0 obytes=0 fail_ns=0; t0=$(now)
   for rec in "$WORK"/rec.*; do
     for tgt in $("$BUNDLER" --list --type=o --input="$rec" 2>>"$WORK/peer.err" | grep -v '^host-' || true); do
+      tf0=$(date +%s%N)
       if "$BUNDLER" --unbundle --type=o --targets="$tgt" --input="$rec" --output="$WORK/o.o" 2>>"$WORK/peer.err"; then
         kernels=$((kernels + $("$READOBJ" --notes "$WORK/o.o" | grep -c '^  - \.' || true)))
         obytes=$((obytes + $(stat -c %s "$WORK/o.o")))
       else
+        tf1=$(date +%s%N); fail_ns=$((fail_ns + tf1 - tf0))
         fails=$((fails + 1))
       fi
     done
   done
-  t1=$(now); echo "$(python3 -c "print($t1-$t0)") $kernels $fails $obytes"
+  t1=$(now); echo "$(python3 -c "print($t1-$t0)") $kernels $fails $obytes $(python3 -c "print($fail_ns/1e9)")"
 }
 declare -A PT
 for lib in SPARSE RAND5 RAND6; do
   rm -f "$WORK"/rec.*
   read -r total kept kept_bytes < <(split_records "${!lib}")
-  read -r ps pk pf pb < <(peer_meta)
+  # the peer's time varies by 2x between runs on this shared machine: median of RUNS runs
+  ptimes=(); pfails=()
+  for r in $(seq "$RUNS"); do
+    read -r ps pk pf pb pfs < <(peer_meta); ptimes+=("$ps"); pfails+=("$pfs")
+  done
+  echo "peer $lib seconds: ${ptimes[*]} (of which failed unbundles: ${pfails[*]})" >&2
   [[ $pf == 0 ]] || echo "peer: $pf unbundle failures on $lib: $(sort -u "$WORK/peer.err" | head -3)" >&2
-  PT[$lib]="$ps $pk $pb $kept $total $pf"
+  PT[$lib]="$(printf '%s\n' "${ptimes[@]}" | median) $pk $pb $kept $total $pf $(printf '%s\n' "${pfails[@]}" | median)"
 done
 
 # --- with instruction mix: katlas --mix (native AMDGPU decoder, parallel) vs the serial
@@ -164,21 +172,23 @@ print(f"Machine: {os.cpu_count()} cores ({cpu}), load average {float(os.environ.
       f"{load:.1f} at the end of the run (shared machine). "
       f"Command: `benches/isa-scan.sh --peer-sample {sample} --runs {runs}`. katlas numbers are the median of {runs} runs "
       f"(release build, `--disasm never`, all cores); the peer is clang-offload-bundler-22 `--list` + `--unbundle` per target + "
-      f"llvm-readobj-22 `--notes` per object, run serially on every {sample}th `.hip_fatbin` record, compared by rate.\n")
+      f"llvm-readobj-22 `--notes` per object, run serially on every {sample}th `.hip_fatbin` record (median of {runs} runs), compared by rate.\n")
 print("MB are code-object bytes on both sides (katlas: every object it read, after decompression; the peer: the objects it unbundled).\n")
-print("| library | object MB | objects | kernels | katlas s | katlas CPU user/sys s | katlas kernels/s | katlas MB/s | peer sample (records, objects MB, failed unbundles) | peer kernels/s | peer MB/s | ratio kernels/s | ratio MB/s |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-for name, (ks, kk, kb, ko, ku, ksy), (ps, pk, pb, pkept, ptotal, pf) in zip(libs, kt, pt):
+print("| library | object MB | objects | kernels | katlas s | katlas CPU user/sys s | katlas kernels/s | katlas MB/s | peer sample (records, objects MB, failed unbundles) | peer s (in failed unbundles) | peer kernels/s | peer MB/s | ratio kernels/s | ratio MB/s | ratio kernels/s, peer's failed unbundles not counted |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for name, (ks, kk, kb, ko, ku, ksy), (ps, pk, pb, pkept, ptotal, pf, pfs) in zip(libs, kt, pt):
     kr, km = kk/ks, kb/1e6/ks
     pr, pm = (pk/ps if ps else 0), (pb/1e6/ps if ps else 0)
-    print(f"| {name} | {kb/1e6:.0f} | {ko:.0f} | {kk:.0f} | {ks:.3f} | {ku:.2f}/{ksy:.2f} | {kr:,.0f} | {km:,.0f} | {pkept:.0f}/{ptotal:.0f} rec, {pb/1e6:.0f} MB, {pf:.0f} failed | {pr:,.0f} | {pm:,.1f} | {kr/pr if pr else float('nan'):,.0f}x | {km/pm if pm else float('nan'):,.0f}x |")
+    pr_ok = pk/(ps - pfs) if ps > pfs else 0
+    print(f"| {name} | {kb/1e6:.0f} | {ko:.0f} | {kk:.0f} | {ks:.3f} | {ku:.2f}/{ksy:.2f} | {kr:,.0f} | {km:,.0f} | {pkept:.0f}/{ptotal:.0f} rec, {pb/1e6:.0f} MB, {pf:.0f} failed | {ps:.2f} ({pfs:.2f}) | {pr:,.0f} | {pm:,.1f} | {kr/pr if pr else float('nan'):,.0f}x | {km/pm if pm else float('nan'):,.0f}x | {kr/pr_ok if pr_ok else float('nan'):,.0f}x |")
 print("\nThe whole command, `katlas isa scan --disasm never --no-cache --output FILE` (writes the compact JSON manifest), "
       f"median of {runs} runs, against the same peer rates:\n")
-print("| library | katlas s | manifest MB | katlas kernels/s | ratio kernels/s | ratio MB/s |")
-print("|---|---|---|---|---|---|")
-for name, (cs, cbytes), (ks, kk, kb, ko, ku, ksy), (ps, pk, pb, pkept, ptotal, pf) in zip(libs, kc, kt, pt):
+print("| library | katlas s | manifest MB | katlas kernels/s | ratio kernels/s | ratio MB/s | ratio kernels/s, peer's failed unbundles not counted |")
+print("|---|---|---|---|---|---|---|")
+for name, (cs, cbytes), (ks, kk, kb, ko, ku, ksy), (ps, pk, pb, pkept, ptotal, pf, pfs) in zip(libs, kc, kt, pt):
     pr, pm = (pk/ps if ps else 0), (pb/1e6/ps if ps else 0)
-    print(f"| {name} | {cs:.3f} | {cbytes/1e6:.0f} | {kk/cs:,.0f} | {kk/cs/pr if pr else float('nan'):,.0f}x | {kb/1e6/cs/pm if pm else float('nan'):,.0f}x |")
+    pr_ok = pk/(ps - pfs) if ps > pfs else 0
+    print(f"| {name} | {cs:.3f} | {cbytes/1e6:.0f} | {kk/cs:,.0f} | {kk/cs/pr if pr else float('nan'):,.0f}x | {kb/1e6/cs/pm if pm else float('nan'):,.0f}x | {kk/cs/pr_ok if pr_ok else float('nan'):,.0f}x |")
 print("\nWith instruction mix: katlas `--mix` (native AMDGPU decoder, parallel, per kernel) vs serial clang-offload-bundler + "
       f"llvm-readobj + llvm-objdump per object on the same `.hip_fatbin` records, both medians of {runs} runs "
       "(peer kernels: `llvm-readobj --notes`; it may unbundle fewer objects than katlas reads).\n")
