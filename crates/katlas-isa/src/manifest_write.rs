@@ -32,7 +32,13 @@ fn write<W: Write>(m: &mut IsaManifest, w: &mut W, pretty: bool) -> io::Result<(
     // the one top-level key (pretty: at one level of indentation): unique in the text, since
     // string values escape their quotes
     let (mark, open, first_sep, sep, close): (&str, &[u8], &[u8], &[u8], &[u8]) = if pretty {
-        ("\n  \"objects\": []", b"\n  \"objects\": [", b"\n    ", b",\n    ", b"\n  ]")
+        (
+            "\n  \"objects\": []",
+            b"\n  \"objects\": [",
+            b"\n    ",
+            b",\n    ",
+            b"\n  ]",
+        )
     } else {
         ("\"objects\":[]", b"\"objects\":[", b"", b",", b"]")
     };
@@ -42,7 +48,7 @@ fn write<W: Write>(m: &mut IsaManifest, w: &mut W, pretty: bool) -> io::Result<(
     if m.objects.is_empty() {
         return w.write_all(skeleton.as_bytes());
     }
-    w.write_all(skeleton[..at].as_bytes())?;
+    w.write_all(&skeleton.as_bytes()[..at])?;
     w.write_all(open)?;
     let mut first = true;
     for batch in m.objects.chunks(BATCH) {
@@ -66,7 +72,7 @@ fn write<W: Write>(m: &mut IsaManifest, w: &mut W, pretty: bool) -> io::Result<(
         }
     }
     w.write_all(close)?;
-    w.write_all(skeleton[at + mark.len()..].as_bytes())
+    w.write_all(&skeleton.as_bytes()[at + mark.len()..])
 }
 
 /// `text` with `pad` after every line break (JSON strings escape their own line breaks, so

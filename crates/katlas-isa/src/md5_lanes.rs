@@ -442,6 +442,53 @@ mod x86 {
         m
     }
 
+    /// The 8-lane compress loop in 256-bit registers: loads, transposes, the 64 steps with
+    /// the given round functions (`$F`..`$I`, each `(b, c, d) -> __m256i`) and rotate
+    /// (`$rol`, `(t, s) -> __m256i`), and the feed-forward. One body for AVX2 and AVX-512VL,
+    /// which differ only in those.
+    macro_rules! compress8_body {
+        ($state:ident, $ptrs:ident, $strides:ident, $n:ident, $F:ident, $G:ident, $H:ident, $I:ident, $rol:ident) => {{
+            let mut a = _mm256_loadu_si256($state[0].as_ptr().cast());
+            let mut b = _mm256_loadu_si256($state[1].as_ptr().cast());
+            let mut c = _mm256_loadu_si256($state[2].as_ptr().cast());
+            let mut d = _mm256_loadu_si256($state[3].as_ptr().cast());
+            let mut p = *$ptrs;
+            for _ in 0..$n {
+                let mut lo = [_mm256_setzero_si256(); 8];
+                let mut hi = [_mm256_setzero_si256(); 8];
+                for i in 0..8 {
+                    lo[i] = _mm256_loadu_si256(p[i].cast());
+                    hi[i] = _mm256_loadu_si256(p[i].wrapping_add(32).cast());
+                    p[i] = p[i].wrapping_add($strides[i]);
+                }
+                let ml = transpose8(&lo);
+                let mh = transpose8(&hi);
+                let m: [__m256i; 16] =
+                    std::array::from_fn(|w| if w < 8 { ml[w] } else { mh[w - 8] });
+                let (a0, b0, c0, d0) = (a, b, c, d);
+                macro_rules! step {
+                    ($f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $g:expr, $k:expr, $s:expr) => {
+                        let t = _mm256_add_epi32(
+                            $a,
+                            _mm256_add_epi32(m[$g], _mm256_set1_epi32($k as u32 as i32)),
+                        );
+                        let t = _mm256_add_epi32(t, $f!($b, $c, $d));
+                        $a = _mm256_add_epi32($b, $rol!(t, $s));
+                    };
+                }
+                md5_steps!(step, a, b, c, d);
+                a = _mm256_add_epi32(a, a0);
+                b = _mm256_add_epi32(b, b0);
+                c = _mm256_add_epi32(c, c0);
+                d = _mm256_add_epi32(d, d0);
+            }
+            _mm256_storeu_si256($state[0].as_mut_ptr().cast(), a);
+            _mm256_storeu_si256($state[1].as_mut_ptr().cast(), b);
+            _mm256_storeu_si256($state[2].as_mut_ptr().cast(), c);
+            _mm256_storeu_si256($state[3].as_mut_ptr().cast(), d);
+        }};
+    }
+
     /// 8 lanes in AVX2 registers.
     ///
     /// # Safety
@@ -454,68 +501,36 @@ mod x86 {
         strides: &[usize; 8],
         n: usize,
     ) {
-        let mut a = _mm256_loadu_si256(state[0].as_ptr().cast());
-        let mut b = _mm256_loadu_si256(state[1].as_ptr().cast());
-        let mut c = _mm256_loadu_si256(state[2].as_ptr().cast());
-        let mut d = _mm256_loadu_si256(state[3].as_ptr().cast());
         let ones = _mm256_set1_epi32(-1);
-        let mut p = *ptrs;
-        for _ in 0..n {
-            let mut lo = [_mm256_setzero_si256(); 8];
-            let mut hi = [_mm256_setzero_si256(); 8];
-            for i in 0..8 {
-                lo[i] = _mm256_loadu_si256(p[i].cast());
-                hi[i] = _mm256_loadu_si256(p[i].wrapping_add(32).cast());
-                p[i] = p[i].wrapping_add(strides[i]);
-            }
-            let ml = transpose8(&lo);
-            let mh = transpose8(&hi);
-            let m: [__m256i; 16] = std::array::from_fn(|w| if w < 8 { ml[w] } else { mh[w - 8] });
-            let (a0, b0, c0, d0) = (a, b, c, d);
-            macro_rules! F {
-                ($b:expr, $c:expr, $d:expr) => {
-                    _mm256_xor_si256($d, _mm256_and_si256($b, _mm256_xor_si256($c, $d)))
-                };
-            }
-            macro_rules! G {
-                ($b:expr, $c:expr, $d:expr) => {
-                    _mm256_xor_si256($c, _mm256_and_si256($d, _mm256_xor_si256($b, $c)))
-                };
-            }
-            macro_rules! H {
-                ($b:expr, $c:expr, $d:expr) => {
-                    _mm256_xor_si256($b, _mm256_xor_si256($c, $d))
-                };
-            }
-            macro_rules! I {
-                ($b:expr, $c:expr, $d:expr) => {
-                    _mm256_xor_si256($c, _mm256_or_si256($b, _mm256_xor_si256($d, ones)))
-                };
-            }
-            macro_rules! step {
-                ($f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $g:expr, $k:expr, $s:expr) => {
-                    let t = _mm256_add_epi32(
-                        $a,
-                        _mm256_add_epi32(m[$g], _mm256_set1_epi32($k as u32 as i32)),
-                    );
-                    let t = _mm256_add_epi32(t, $f!($b, $c, $d));
-                    let t = _mm256_or_si256(
-                        _mm256_slli_epi32::<$s>(t),
-                        _mm256_srli_epi32::<{ 32 - $s }>(t),
-                    );
-                    $a = _mm256_add_epi32($b, t);
-                };
-            }
-            md5_steps!(step, a, b, c, d);
-            a = _mm256_add_epi32(a, a0);
-            b = _mm256_add_epi32(b, b0);
-            c = _mm256_add_epi32(c, c0);
-            d = _mm256_add_epi32(d, d0);
+        macro_rules! F {
+            ($b:expr, $c:expr, $d:expr) => {
+                _mm256_xor_si256($d, _mm256_and_si256($b, _mm256_xor_si256($c, $d)))
+            };
         }
-        _mm256_storeu_si256(state[0].as_mut_ptr().cast(), a);
-        _mm256_storeu_si256(state[1].as_mut_ptr().cast(), b);
-        _mm256_storeu_si256(state[2].as_mut_ptr().cast(), c);
-        _mm256_storeu_si256(state[3].as_mut_ptr().cast(), d);
+        macro_rules! G {
+            ($b:expr, $c:expr, $d:expr) => {
+                _mm256_xor_si256($c, _mm256_and_si256($d, _mm256_xor_si256($b, $c)))
+            };
+        }
+        macro_rules! H {
+            ($b:expr, $c:expr, $d:expr) => {
+                _mm256_xor_si256($b, _mm256_xor_si256($c, $d))
+            };
+        }
+        macro_rules! I {
+            ($b:expr, $c:expr, $d:expr) => {
+                _mm256_xor_si256($c, _mm256_or_si256($b, _mm256_xor_si256($d, ones)))
+            };
+        }
+        macro_rules! rol {
+            ($t:expr, $s:expr) => {
+                _mm256_or_si256(
+                    _mm256_slli_epi32::<$s>($t),
+                    _mm256_srli_epi32::<{ 32 - $s }>($t),
+                )
+            };
+        }
+        compress8_body!(state, ptrs, strides, n, F, G, H, I, rol)
     }
 
     /// 8 lanes in 256-bit registers with AVX-512VL ternary logic and rotates.
@@ -530,64 +545,33 @@ mod x86 {
         strides: &[usize; 8],
         n: usize,
     ) {
-        let mut a = _mm256_loadu_si256(state[0].as_ptr().cast());
-        let mut b = _mm256_loadu_si256(state[1].as_ptr().cast());
-        let mut c = _mm256_loadu_si256(state[2].as_ptr().cast());
-        let mut d = _mm256_loadu_si256(state[3].as_ptr().cast());
-        let mut p = *ptrs;
-        for _ in 0..n {
-            let mut lo = [_mm256_setzero_si256(); 8];
-            let mut hi = [_mm256_setzero_si256(); 8];
-            for i in 0..8 {
-                lo[i] = _mm256_loadu_si256(p[i].cast());
-                hi[i] = _mm256_loadu_si256(p[i].wrapping_add(32).cast());
-                p[i] = p[i].wrapping_add(strides[i]);
-            }
-            let ml = transpose8(&lo);
-            let mh = transpose8(&hi);
-            let m: [__m256i; 16] = std::array::from_fn(|w| if w < 8 { ml[w] } else { mh[w - 8] });
-            let (a0, b0, c0, d0) = (a, b, c, d);
-            // truth tables as in compress16
-            macro_rules! F {
-                ($b:expr, $c:expr, $d:expr) => {
-                    _mm256_ternarylogic_epi32::<0xca>($b, $c, $d)
-                };
-            }
-            macro_rules! G {
-                ($b:expr, $c:expr, $d:expr) => {
-                    _mm256_ternarylogic_epi32::<0xe4>($b, $c, $d)
-                };
-            }
-            macro_rules! H {
-                ($b:expr, $c:expr, $d:expr) => {
-                    _mm256_ternarylogic_epi32::<0x96>($b, $c, $d)
-                };
-            }
-            macro_rules! I {
-                ($b:expr, $c:expr, $d:expr) => {
-                    _mm256_ternarylogic_epi32::<0x39>($b, $c, $d)
-                };
-            }
-            macro_rules! step {
-                ($f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $g:expr, $k:expr, $s:expr) => {
-                    let t = _mm256_add_epi32(
-                        $a,
-                        _mm256_add_epi32(m[$g], _mm256_set1_epi32($k as u32 as i32)),
-                    );
-                    let t = _mm256_add_epi32(t, $f!($b, $c, $d));
-                    $a = _mm256_add_epi32($b, _mm256_rol_epi32::<$s>(t));
-                };
-            }
-            md5_steps!(step, a, b, c, d);
-            a = _mm256_add_epi32(a, a0);
-            b = _mm256_add_epi32(b, b0);
-            c = _mm256_add_epi32(c, c0);
-            d = _mm256_add_epi32(d, d0);
+        // truth tables as in compress16
+        macro_rules! F {
+            ($b:expr, $c:expr, $d:expr) => {
+                _mm256_ternarylogic_epi32::<0xca>($b, $c, $d)
+            };
         }
-        _mm256_storeu_si256(state[0].as_mut_ptr().cast(), a);
-        _mm256_storeu_si256(state[1].as_mut_ptr().cast(), b);
-        _mm256_storeu_si256(state[2].as_mut_ptr().cast(), c);
-        _mm256_storeu_si256(state[3].as_mut_ptr().cast(), d);
+        macro_rules! G {
+            ($b:expr, $c:expr, $d:expr) => {
+                _mm256_ternarylogic_epi32::<0xe4>($b, $c, $d)
+            };
+        }
+        macro_rules! H {
+            ($b:expr, $c:expr, $d:expr) => {
+                _mm256_ternarylogic_epi32::<0x96>($b, $c, $d)
+            };
+        }
+        macro_rules! I {
+            ($b:expr, $c:expr, $d:expr) => {
+                _mm256_ternarylogic_epi32::<0x39>($b, $c, $d)
+            };
+        }
+        macro_rules! rol {
+            ($t:expr, $s:expr) => {
+                _mm256_rol_epi32::<$s>($t)
+            };
+        }
+        compress8_body!(state, ptrs, strides, n, F, G, H, I, rol)
     }
 
     /// 8x8 words: row `i` = 8 words of lane `i` -> vector `w` = word `w` of every lane.

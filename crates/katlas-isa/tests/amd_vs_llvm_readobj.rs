@@ -297,7 +297,10 @@ fn check_files(files: &[PathBuf]) -> (usize, usize, usize, usize, Vec<String>) {
                     // still be this object's own md5
                     let want = hex::encode(<md5::Md5 as md5::Digest>::digest(b.bytes()));
                     if o.md5 != want {
-                        bad.push(format!("{}: md5 {} but the bytes hash to {want}", o.chain_text, o.md5));
+                        bad.push(format!(
+                            "{}: md5 {} but the bytes hash to {want}",
+                            o.chain_text, o.md5
+                        ));
                     }
                     (n + 1, bad)
                 })

@@ -273,10 +273,7 @@ fn parse_tables(text: &str) -> Result<Tables, String> {
         .iter()
         .map(|(n, p)| Dense::new(p).map(|d| (n.clone(), d)))
         .collect::<Result<_, _>>()?;
-    Ok(Tables {
-        procs,
-        aliases,
-    })
+    Ok(Tables { procs, aliases })
 }
 
 fn tables() -> &'static Result<Tables, String> {
