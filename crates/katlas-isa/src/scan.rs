@@ -528,17 +528,18 @@ fn leaf(ctx: &Ctx, path: &str, blob: &Blob, chain: Vec<String>, vendor: Vendor) 
     let d = blob.bytes();
     let digest = ctx.ahead.md5_hex(blob);
     let deferred = digest.is_none();
-    // deferred only when nothing below keys on it (Ctx::defer_digests)
+    // deferred only without a mix (Ctx::defer_digests), when the memo and the disk cache,
+    // which hold disassembled objects only, are not consulted
     let md5 = digest.unwrap_or_default();
     let want_mix = ctx.opts.disasm != DisasmMode::Never;
-    let memo_hit = if deferred || !want_mix {
-        None
-    } else {
+    let memo_hit = if want_mix {
         ctx.memo.lock().ok().and_then(|m| m.get(&md5).cloned())
+    } else {
+        None
     };
-    let cached = match (&memo_hit, deferred) {
-        (None, false) => disk_get(ctx, &md5, want_mix),
-        _ => None,
+    let cached = match memo_hit {
+        None => disk_get(ctx, &md5, want_mix),
+        Some(_) => None,
     };
     let mut obj = match (cached, memo_hit) {
         (Some(o), _) => (*o).clone(),

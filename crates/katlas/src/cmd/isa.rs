@@ -118,33 +118,35 @@ fn scan_failure(e: ScanFailure) -> CliError {
     }
 }
 
-fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<(), CliError> {
+/// Creates `path` (and its directory) and streams `body` into it, then a newline: manifests
+/// run to hundreds of megabytes (rocSPARSE's), so they are never built as one string.
+fn write_streamed(
+    path: &Path,
+    body: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<(), CliError> {
+    use std::io::Write;
     if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(d)?;
     }
-    // streamed: rocSPARSE's manifest is half a gigabyte of JSON
-    let err = |e: &dyn std::fmt::Display| CliError::bad_input(format!("{}: {e}", path.display()));
-    let file = std::fs::File::create(path).map_err(|e| err(&e))?;
+    let err = |e: std::io::Error| CliError::bad_input(format!("{}: {e}", path.display()));
+    let file = std::fs::File::create(path).map_err(err)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-    serde_json::to_writer_pretty(&mut w, v).map_err(|e| err(&e))?;
-    use std::io::Write;
-    w.write_all(b"\n").map_err(|e| err(&e))?;
-    w.flush().map_err(|e| err(&e))
+    body(&mut w)
+        .and_then(|()| w.write_all(b"\n"))
+        .and_then(|()| w.flush())
+        .map_err(err)
 }
 
-/// The manifest as compact JSON, streamed, objects serialised in parallel (rocSPARSE's is
-/// 274 MB compact, 524 MB pretty; `jq .` pretty-prints it, `katlas isa show` reads it).
+fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<(), CliError> {
+    write_streamed(path, |w| {
+        serde_json::to_writer_pretty(w, v).map_err(std::io::Error::other)
+    })
+}
+
+/// The manifest as compact JSON, objects serialised in parallel (rocSPARSE's is 274 MB
+/// compact, 524 MB pretty; `jq .` pretty-prints it, `katlas isa show` reads it).
 fn write_manifest(path: &Path, m: &mut katlas_isa::IsaManifest) -> Result<(), CliError> {
-    if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(d)?;
-    }
-    let err = |e: &dyn std::fmt::Display| CliError::bad_input(format!("{}: {e}", path.display()));
-    let file = std::fs::File::create(path).map_err(|e| err(&e))?;
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-    katlas_isa::manifest_write::write_compact(m, &mut w).map_err(|e| err(&e))?;
-    use std::io::Write;
-    w.write_all(b"\n").map_err(|e| err(&e))?;
-    w.flush().map_err(|e| err(&e))
+    write_streamed(path, |w| katlas_isa::manifest_write::write_compact(m, w))
 }
 
 fn scan(a: &ScanArgs, ctx: &Ctx) -> CmdResult {
