@@ -808,12 +808,6 @@ fn grow_heap_in_large_steps() {
         // SAFETY: mallopt only changes allocator parameters; it is thread-safe.
         ONCE.call_once(|| unsafe {
             libc::mallopt(libc::M_TOP_PAD, 64 << 20);
-            // buffers up to 32 MiB (decoded sections, decompressed objects) come from the heap
-            // and are reused, instead of a fresh mmap each that the kernel zeroes page by page
-            // (a fifth of the CPU of `--mix` over rocSPARSE went to clearing pages); the heap
-            // is not trimmed back between objects either
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-            libc::mallopt(libc::M_TRIM_THRESHOLD, 512 << 20);
         });
     }
 }
