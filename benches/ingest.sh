@@ -2,7 +2,7 @@
 # Ingest benchmark for katlas-collect's streaming parsers (results: docs/PERF.md).
 #
 # Generates, into .cache/bench/ (git-ignored, never committed), by scaling the
-# real samples in ../shared/fixtures:
+# real samples in fixtures/:
 #   - torch_1g.json     : the H200 torch.profiler trace's traceEvents repeated to ~1 GB
 #   - rocprof_10m.csv   : the rocprofv3 kernel trace's rows repeated to 10,000,000 rows
 # then times `katlas parse` on each (release build) with /usr/bin/time -v
@@ -12,7 +12,7 @@
 # Usage: [KATLAS_BIN=path/to/release/katlas] benches/ingest.sh [--reps N]   (needs python3, /usr/bin/time, cargo)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-FIX="${KATLAS_SHARED_FIXTURES:-$ROOT/../shared/fixtures}"
+FIX="$ROOT/fixtures"
 OUT="$ROOT/.cache/bench"
 REPS=3
 [[ "${1:-}" == "--reps" ]] && REPS="$2"

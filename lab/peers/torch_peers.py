@@ -3,7 +3,7 @@
 Each sample is one call between two CUDA events; torch.cuda._sleep holds the stream while Python
 queues all samples, so host overhead stays out; inputs rotate over sets spanning >= 4x L2.
 Also reports batch20 (20 calls between one event pair, the mean) and the anchor-style number (events around each call, no queueing ahead), which is
-what ../shared/fixtures/h200/anchors.json recorded. Output: a table and JSON (argv[1] or stdout).
+what fixtures/h200/anchors.json recorded. Output: a table and JSON (argv[1] or stdout).
 """
 import json, math, sys, statistics
 import torch

@@ -419,11 +419,10 @@ pub fn task_markdown(t: &Task) -> String {
 /// Write `<tasks_dir>/<id>/task.json` and `TASK.md`; returns the directory.
 pub fn write_task(tasks_dir: &Path, t: &Task) -> Result<PathBuf, crate::AdviseError> {
     let dir = tasks_dir.join(&t.id);
-    std::fs::create_dir_all(&dir).map_err(|e| crate::AdviseError::io(&dir, e))?;
     let json = serde_json::to_string_pretty(t).map_err(|e| crate::AdviseError::Usage(e.to_string()))? + "\n";
     let p = dir.join("task.json");
-    std::fs::write(&p, json).map_err(|e| crate::AdviseError::io(&p, e))?;
+    katlas_fs::write_atomic(&p, json.as_bytes()).map_err(|e| crate::AdviseError::io(&p, e))?;
     let p = dir.join("TASK.md");
-    std::fs::write(&p, task_markdown(t)).map_err(|e| crate::AdviseError::io(&p, e))?;
+    katlas_fs::write_atomic(&p, task_markdown(t).as_bytes()).map_err(|e| crate::AdviseError::io(&p, e))?;
     Ok(dir)
 }

@@ -222,7 +222,7 @@ fn register_files_follow_llvm() {
 
 #[test]
 fn sm90_limits_match_ncu_device_attributes() {
-    // device__attribute_* of an H200 from ../shared/fixtures/h200/ncu_llama_raw.csv
+    // device__attribute_* of an H200 from fixtures/h200/ncu_llama_raw.csv
     // (ncu 2025.3, CUDA 13.0), copied here.
     let nv = ArchDb::builtin()
         .atom("sm_90")
@@ -339,7 +339,7 @@ fn measured_bandwidth_overrides_datasheet() {
         .as_ref()
         .expect("H200 has a measured copy bandwidth");
     assert!(m.measured);
-    // ../shared/fixtures/h200/anchors.json copy_GBps = 4171.102293588255
+    // fixtures/h200/anchors.json copy_GBps = 4171.102293588255
     assert!((m.value - 4171.1).abs() < 0.05);
     assert!(m.source.contains("anchors.json") && m.source.contains("2026-11-30"));
     assert_eq!(h200.best_bw_gbps(), (4171.1, "measured"));

@@ -393,7 +393,7 @@ fn amd_bad_inputs_are_errors() {
     assert!(o.notes.iter().any(|n| n.contains("VGPR count unknown")));
 }
 
-/// One kernel launch from `ncu --page raw` on an H200 (../shared/fixtures/h200/
+/// One kernel launch from `ncu --page raw` on an H200 (fixtures/h200/
 /// ncu_llama_raw.csv, ncu 2025.3, CUDA 13.0): block size, registers per thread,
 /// static + dynamic shared memory, the carveout the driver chose
 /// (launch__shared_mem_config_size), ncu's launch__occupancy_limit_{registers,

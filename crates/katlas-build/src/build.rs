@@ -220,7 +220,7 @@ pub fn run_build(
 
     let bdir = s.build_dir();
     let cache_dir = bdir.join("cache");
-    std::fs::create_dir_all(&cache_dir).map_err(|e| BuildError::io(&cache_dir, e))?;
+    katlas_fs::create_dir_all(&cache_dir).map_err(|e| BuildError::io(&cache_dir, e))?;
     let need: BTreeSet<Lang> = resolutions.iter().map(|r| r.lang).collect();
     let mut compilers: BTreeMap<Lang, Compiler> = BTreeMap::new();
     let mut missing = Vec::new();
@@ -360,13 +360,7 @@ pub fn run_build(
 }
 
 fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<()> {
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d).map_err(|e| BuildError::io(d, e))?;
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, serde_json::to_vec_pretty(v).expect("serialises"))
-        .map_err(|e| BuildError::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| BuildError::io(path, e))
+    katlas_fs::write_atomic(path, &serde_json::to_vec_pretty(v).expect("serialises")).map_err(|e| BuildError::io(path, e))
 }
 
 fn execute(s: &Settings, p: &Planned, cache_dir: &Path) -> JobResult {
@@ -391,10 +385,7 @@ fn execute(s: &Settings, p: &Planned, cache_dir: &Path) -> JobResult {
     };
     let fail = |jr: &mut JobResult, msg: String| {
         let _ = std::fs::remove_file(&p.out);
-        if let Some(d) = p.log.parent() {
-            let _ = std::fs::create_dir_all(d);
-        }
-        let _ = std::fs::write(&p.log, &msg);
+        let _ = katlas_fs::write_atomic(&p.log, msg.as_bytes());
         jr.message = Some(
             msg.split_once('\n')
                 .filter(|(first, _)| first.starts_with("$ "))
@@ -404,7 +395,7 @@ fn execute(s: &Settings, p: &Planned, cache_dir: &Path) -> JobResult {
         jr.status = JobStatus::Failed;
     };
     for d in [p.out.parent(), p.log.parent()].into_iter().flatten() {
-        if let Err(e) = std::fs::create_dir_all(d) {
+        if let Err(e) = katlas_fs::create_dir_all(d) {
             fail(&mut jr, format!("{}: {e}\n", d.display()));
             return jr;
         }
@@ -414,9 +405,9 @@ fn execute(s: &Settings, p: &Planned, cache_dir: &Path) -> JobResult {
     if object.is_file() {
         let cached_log = std::fs::read_to_string(entry.join("log.txt")).unwrap_or_default();
         let log = format!("# cached: {} (key {})\n{cached_log}", s.rel(&entry), p.key);
-        match std::fs::copy(&object, &p.out) {
-            Ok(_) => {
-                let _ = std::fs::write(&p.log, log);
+        match std::fs::read(&object).and_then(|b| katlas_fs::write_atomic(&p.out, &b)) {
+            Ok(()) => {
+                let _ = katlas_fs::write_atomic(&p.log, log.as_bytes());
                 jr.status = JobStatus::Cached;
                 jr.exit_code = Some(0);
                 jr.output = Some(s.rel(&p.out));
@@ -436,7 +427,7 @@ fn execute(s: &Settings, p: &Planned, cache_dir: &Path) -> JobResult {
         std::process::id(),
         SEQ.fetch_add(1, Ordering::SeqCst)
     ));
-    if let Err(e) = std::fs::create_dir_all(&tmp) {
+    if let Err(e) = katlas_fs::create_dir_all(&tmp) {
         fail(&mut jr, format!("{}: {e}\n", tmp.display()));
         return jr;
     }
@@ -451,8 +442,8 @@ fn execute(s: &Settings, p: &Planned, cache_dir: &Path) -> JobResult {
         return jr;
     }
     let _ = std::fs::write(tmp.join("log.txt"), &outcome.log);
-    let _ = std::fs::write(&p.log, &outcome.log);
-    if let Err(e) = std::fs::copy(&tmp_obj, &p.out) {
+    let _ = katlas_fs::write_atomic(&p.log, outcome.log.as_bytes());
+    if let Err(e) = std::fs::read(&tmp_obj).and_then(|b| katlas_fs::write_atomic(&p.out, &b)) {
         let _ = std::fs::remove_dir_all(&tmp);
         fail(
             &mut jr,

@@ -22,7 +22,7 @@ impl BuildError {
             source,
         }
     }
-    /// Exit code of DESIGN.md: 2 bad input, 3 missing environment.
+    /// Exit code of the README's contract: 2 bad input, 3 missing environment.
     pub fn exit_code(&self) -> u8 {
         match self {
             BuildError::MissingEnv(_) => 3,

@@ -18,6 +18,14 @@ use std::time::Duration;
 pub const RUN_META_SCHEMA: &str = "katlas.run-meta.v1";
 const TAIL_BYTES: u64 = 4096;
 
+/// The end of a child's output for an error row, with secrets hidden: a child that
+/// prints its environment must not leak it into the corpus.
+fn secret_free_tail(path: &Path, spec_env: &BTreeMap<String, String>) -> Option<String> {
+    let t = runner::tail(path, TAIL_BYTES)?;
+    let process: BTreeMap<String, String> = std::env::vars().collect();
+    Some(katlas_identity::redact_text(&t, process.iter().chain(spec_env.iter())))
+}
+
 pub struct CollectOptions {
     pub project_root: PathBuf,
     pub layout: Layout,
@@ -368,13 +376,14 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
             let outcome = runner::run(&req).map_err(|e| CollectError::Io { path: run_dir.clone(), source: e })?;
             report.runs += 1;
             let (parsed, parse_errors) = if outcome.success() { parse_run(&plan, ls, &outcome, &vars) } else { (ParseOutput::default(), Vec::new()) };
+            let recorded_env = katlas_identity::redact_env(&plan.env);
             let meta = RunMeta {
                 schema: RUN_META_SCHEMA,
                 run_id: &rid,
                 workload: &ls.name,
                 spec_source: &ls.source,
                 argv: &argv,
-                env: &plan.env,
+                env: &recorded_env,
                 cwd: plan.cwd.display().to_string(),
                 params: &plan.vars,
                 pass,
@@ -385,7 +394,7 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
                 parse_errors: &parse_errors,
             };
             let meta_path = run_dir.join("meta.json");
-            std::fs::write(&meta_path, serde_json::to_vec_pretty(&meta).unwrap_or_default())
+            katlas_fs::write_atomic(&meta_path, &serde_json::to_vec_pretty(&meta).unwrap_or_default())
                 .map_err(|e| CollectError::Io { path: meta_path, source: e })?;
             let rows = build_rows(ls, opts, &plan, &identity, &argv, &outcome, parsed, &parse_errors, pass, run_index, &started, &run_dir, &vars)?;
             append_jsonl(&out_path, &rows, Fsync::Batch)?;
@@ -477,7 +486,7 @@ fn build_rows(
         row.command = argv.to_vec();
         row.identity = identity.clone();
         row.arch = identity.arch().map(str::to_string).or_else(|| parsed.route.get("arch").and_then(Value::as_str).map(str::to_string));
-        row.variant = Variant { env: plan.env.clone(), instrumentation: plan.instrumentation.clone(), knobs: knobs.clone() };
+        row.variant = Variant { env: katlas_identity::redact_env(&plan.env), instrumentation: plan.instrumentation.clone(), knobs: knobs.clone() };
         row.origin = Some(Origin {
             kind: "collect".into(),
             schema: None,
@@ -494,8 +503,8 @@ fn build_rows(
                 signal: outcome.signal,
                 timed_out: outcome.timed_out,
                 message: Some(msg),
-                stderr_tail: runner::tail(&outcome.stderr, TAIL_BYTES),
-                stdout_tail: runner::tail(&outcome.stdout, TAIL_BYTES),
+                stderr_tail: secret_free_tail(&outcome.stderr, &plan.env),
+                stdout_tail: secret_free_tail(&outcome.stdout, &plan.env),
             });
             out.push(row);
             continue;
@@ -535,7 +544,7 @@ fn build_rows(
                 basis: if observed { "observed" } else if !parsed.route.is_empty() { "reported" } else { "inferred" }.into(),
                 attributes: parsed.route.clone().into_iter().collect(),
                 kernels_seen: row.kernels.iter().map(|k| k.name.clone()).collect(),
-                env_requested: plan.env.clone(),
+                env_requested: katlas_identity::redact_env(&plan.env),
             });
         }
         let missing: Vec<&String> = s.required.for_phase(&row.phase).iter().filter(|k| !row.metrics.contains_key(*k)).collect();
@@ -546,8 +555,8 @@ fn build_rows(
                 signal: None,
                 timed_out: false,
                 message: Some(format!("missing metric {}", missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))),
-                stderr_tail: runner::tail(&outcome.stderr, TAIL_BYTES),
-                stdout_tail: runner::tail(&outcome.stdout, TAIL_BYTES),
+                stderr_tail: secret_free_tail(&outcome.stderr, &plan.env),
+                stdout_tail: secret_free_tail(&outcome.stdout, &plan.env),
             });
         }
         out.push(row);
@@ -635,7 +644,7 @@ fn embedded_rows(
         for (k, v) in plan.vars.iter().filter(|(k, _)| !spec::BUILTIN_VARS.contains(&k.as_str())) {
             row.params.entry(k.clone()).or_insert_with(|| v.clone());
         }
-        row.variant.env = plan.env.clone();
+        row.variant.env = katlas_identity::redact_env(&plan.env);
         row.variant.instrumentation = plan.instrumentation.clone();
         for (k, v) in knobs {
             row.variant.knobs.entry(k.clone()).or_insert_with(|| v.clone());
@@ -660,7 +669,7 @@ fn embedded_rows(
             if route.kernels_seen.is_empty() {
                 route.kernels_seen = row.kernels.iter().map(|k| k.name.clone()).collect();
             }
-            route.env_requested = plan.env.clone();
+            route.env_requested = katlas_identity::redact_env(&plan.env);
         }
         row.origin = Some(Origin {
             kind: "collect".into(),

@@ -114,11 +114,10 @@ fn kill_group(pgid: i32, sig: i32) {
 
 /// Run one process to completion, timeout or interrupt.
 pub fn run(req: &RunRequest) -> std::io::Result<RunOutcome> {
-    std::fs::create_dir_all(&req.run_dir)?;
     let stdout = req.run_dir.join("stdout");
     let stderr = req.run_dir.join("stderr");
-    let out_f = std::fs::File::create(&stdout)?;
-    let err_f = std::fs::File::create(&stderr)?;
+    let out_f = katlas_fs::create_file(&stdout)?;
+    let err_f = katlas_fs::create_file(&stderr)?;
     let mut outcome = RunOutcome {
         exit_code: None,
         signal: None,

@@ -135,7 +135,7 @@ env = { PROF = "1" }
 
 #[test]
 fn profiler_file_parsed_into_observed_route() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/rocprofv3/kernel_trace.csv");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/rocprofv3/kernel_trace.csv");
     assert!(fixture.exists(), "fixture {} missing", fixture.display());
     let spec = format!(
         r#"

@@ -1,4 +1,4 @@
-//! Parsers against the shared real / format-faithful samples (`../shared/fixtures/`).
+//! Parsers against the shared real / format-faithful samples (`fixtures/` at the repository root).
 //! Expected totals are computed here independently of the parsers (plain
 //! string splitting), so a parser bug cannot hide behind its own arithmetic.
 
@@ -7,11 +7,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 fn fixture(rel: &str) -> PathBuf {
-    let root = std::env::var_os("KATLAS_SHARED_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"));
-    let p = root.join(rel);
-    assert!(p.exists(), "fixture {} missing: run from a checkout with ../shared/fixtures beside the project root, or set KATLAS_SHARED_FIXTURES", p.display());
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(rel);
+    assert!(p.exists(), "fixture {} missing from the repository's fixtures/", p.display());
     p
 }
 

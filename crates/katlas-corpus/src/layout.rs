@@ -1,4 +1,4 @@
-//! Where things live under a project's `.katlas/` directory (see DESIGN.md).
+//! Where things live under a project's `.katlas/` directory (docs/corpus.md lists them).
 
 use std::path::{Path, PathBuf};
 

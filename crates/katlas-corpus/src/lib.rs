@@ -22,7 +22,7 @@ use fs4::fs_std::FileExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -60,12 +60,7 @@ pub fn append_jsonl<T: Serialize>(path: &Path, records: &[T], fsync: Fsync) -> R
         serde_json::to_writer(&mut buf, r).map_err(|source| StoreError::Serialize { index, source })?;
         buf.push(b'\n');
     }
-    if let Some(dir) = path.parent() {
-        if !dir.as_os_str().is_empty() {
-            std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-        }
-    }
-    let mut f = OpenOptions::new().create(true).append(true).read(true).open(path).map_err(io_err(path))?;
+    let mut f = katlas_fs::open_append(path).map_err(io_err(path))?;
     f.lock_exclusive().map_err(io_err(path))?;
     let result = (|| {
         let len = f.metadata()?.len();

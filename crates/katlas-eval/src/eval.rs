@@ -153,9 +153,7 @@ pub fn capture_identity(input: &SideInput, strip: &[String], cx: &CaptureContext
     };
     let mut id = katlas_identity::capture(&opts);
     // Knob values are part of the side, not the shared env: keep what the side asked for.
-    for (k, v) in &input.knobs {
-        id.env.insert(k.clone(), v.clone());
-    }
+    id.env.extend(katlas_identity::redact_env(&input.knobs));
     id
 }
 
@@ -411,9 +409,8 @@ pub fn run_eval(
         route_changes,
         ledger_id: entries.first().map(|e| e.id.clone()),
     };
-    std::fs::create_dir_all(&spec.dir).map_err(|source| ProtocolError::Io { path: spec.dir.clone(), source })?;
     let rp = spec.dir.join("result.json");
-    std::fs::write(&rp, serde_json::to_string_pretty(&result).expect("result serialises") + "\n")
+    katlas_fs::write_atomic(&rp, (serde_json::to_string_pretty(&result).expect("result serialises") + "\n").as_bytes())
         .map_err(|source| ProtocolError::Io { path: rp.clone(), source })?;
     if let Some(lp) = &spec.ledger_path {
         for e in &entries {

@@ -197,7 +197,7 @@ impl Runner<'_> {
         let s = self.settings;
         PlanRecord {
             eval_id: self.eval_id.clone(),
-            sides: self.sides.to_vec(),
+            sides: self.sides.iter().map(|s| Side { env: katlas_identity::redact_env(&s.env), ..s.clone() }).collect(),
             metric: s.metric.clone(),
             parser: s.parser.clone(),
             warmups: s.warmups,
@@ -229,9 +229,8 @@ impl Runner<'_> {
             }
             return Ok(());
         }
-        std::fs::create_dir_all(&self.dir).map_err(io(&self.dir))?;
         let text = serde_json::to_string_pretty(&want).expect("plan serialises");
-        std::fs::write(&path, text).map_err(io(&path))
+        katlas_fs::write_atomic(&path, text.as_bytes()).map_err(io(&path))
     }
 
     /// Run (or resume) the eval to its stopping point.
@@ -393,12 +392,12 @@ impl Runner<'_> {
         }
         sample.telemetry = tel;
         let out_dir = self.dir.join("out");
-        let _ = std::fs::create_dir_all(&out_dir);
+        let _ = katlas_fs::create_dir_all(&out_dir);
         match res {
             Err(e) => sample.error = Some(e),
             Ok(r) => {
-                let _ = std::fs::write(out_dir.join(format!("{}.stdout", p.seq)), &r.stdout);
-                let _ = std::fs::write(out_dir.join(format!("{}.stderr", p.seq)), &r.stderr);
+                let _ = katlas_fs::write_atomic(&out_dir.join(format!("{}.stdout", p.seq)), &r.stdout);
+                let _ = katlas_fs::write_atomic(&out_dir.join(format!("{}.stderr", p.seq)), &r.stderr);
                 sample.exit_code = r.code;
                 let text = format!("{}\n{}", String::from_utf8_lossy(&r.stdout), String::from_utf8_lossy(&r.stderr));
                 let source = format!("{}/out/{}.stdout", self.dir.display(), p.seq);
@@ -432,8 +431,10 @@ fn fmt_code(c: Option<i32>) -> String {
     c.map(|c| c.to_string()).unwrap_or_else(|| "none".into())
 }
 
+/// The last lines of a child's stderr for a sample's error, secrets hidden.
 fn tail(b: &[u8]) -> String {
     let s = String::from_utf8_lossy(b);
+    let s = katlas_identity::redact_text(&s, std::env::vars().collect::<BTreeMap<_, _>>().iter());
     let t: Vec<&str> = s.lines().rev().take(3).collect();
     t.into_iter().rev().collect::<Vec<_>>().join(" | ")
 }

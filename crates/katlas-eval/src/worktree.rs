@@ -40,8 +40,7 @@ pub fn prepare(root: &Path, git_ref: &str, dest: &Path, build: Option<&str>) -> 
     // Last use is stamped beside the worktrees, not inside them: a file inside would count as
     // an untracked change in the side's source identity.
     let stamps = dest.join(".used");
-    let _ = std::fs::create_dir_all(&stamps);
-    let _ = std::fs::write(stamps.join(name), now_secs().to_string());
+    let _ = katlas_fs::write_atomic(&stamps.join(name), now_secs().to_string().as_bytes());
     let reuse = path.join(".git").exists()
         && git(&path, &["rev-parse", "HEAD"]).map(|h| h == commit).unwrap_or(false);
     if !reuse {
@@ -49,7 +48,7 @@ pub fn prepare(root: &Path, git_ref: &str, dest: &Path, build: Option<&str>) -> 
             let _ = git(root, &["worktree", "remove", "--force", &path.display().to_string()]);
             let _ = std::fs::remove_dir_all(&path);
         }
-        std::fs::create_dir_all(dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+        katlas_fs::create_dir_all(dest).map_err(|e| format!("{}: {e}", dest.display()))?;
         let _ = git(root, &["worktree", "prune"]);
         git(root, &["worktree", "add", "--detach", "--force", &path.display().to_string(), &commit])?;
     }

@@ -65,14 +65,11 @@ pub fn file_digest(path: &Path, cache_dir: Option<&Path>) -> FileDigest {
 
 fn katlas_corpus_append(path: &Path, entry: &CacheEntry) -> std::io::Result<()> {
     use std::io::Write;
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d)?;
-    }
     let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
     line.push(b'\n');
     // One write of one whole line in append mode: concurrent writers can't tear it
     // for lines this short (well under PIPE_BUF).
-    std::fs::OpenOptions::new().create(true).append(true).open(path)?.write_all(&line)
+    katlas_fs::open_append(path)?.write_all(&line)
 }
 
 #[cfg(test)]

@@ -7,9 +7,66 @@ pub const DEFAULT_ENV_PREFIXES: &[&str] =
     &["HIPFIRE_", "HIP_", "ROCR_", "HSA_", "AMD_", "CUDA_", "NCCL_", "NVIDIA_TF32", "TORCH_", "PYTORCH_", "KATLAS_"];
 
 /// Names that look like credentials are never recorded, whatever their prefix.
+/// Over-matching only hides a value; under-matching leaks it into every row.
 pub fn is_secret_name(name: &str) -> bool {
     let up = name.to_ascii_uppercase();
-    ["TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"].iter().any(|p| up.contains(p))
+    const ANYWHERE: &[&str] =
+        &["TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDS", "AUTH", "PWD", "BEARER", "SESSION", "COOKIE", "PRIVATE"];
+    ANYWHERE.iter().any(|p| up.contains(p)) || up.ends_with("PASS") || up.split('_').any(|w| w == "PASS")
+}
+
+/// What a secret's value is recorded as.
+pub const REDACTED: &str = "<redacted>";
+
+/// `env` with the values of secret-looking names replaced: for env katlas records
+/// because the spec asked for it (a variant's env), where the name itself matters.
+pub fn redact_env(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    env.iter().map(|(k, v)| (k.clone(), if is_secret_name(k) { REDACTED.to_string() } else { v.clone() })).collect()
+}
+
+/// `text` (a child's captured output) with secrets hidden: the value of every
+/// secret-looking variable in `env` (8 characters or more, so short values do not
+/// blank ordinary words), and the value of any `NAME=value` whose name looks secret.
+pub fn redact_text<'a, I>(text: &str, env: I) -> String
+where
+    I: IntoIterator<Item = (&'a String, &'a String)>,
+{
+    let mut out = text.to_string();
+    for (k, v) in env {
+        if is_secret_name(k) && v.len() >= 8 && out.contains(v.as_str()) {
+            out = out.replace(v.as_str(), REDACTED);
+        }
+    }
+    let mut res = String::with_capacity(out.len());
+    for (i, line) in out.split('\n').enumerate() {
+        if i > 0 {
+            res.push('\n');
+        }
+        res.push_str(&redact_assignments(line));
+    }
+    res
+}
+
+fn redact_assignments(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(eq) = rest.find('=') {
+        let (before, after) = rest.split_at(eq);
+        let start = before.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map(|i| i + 1).unwrap_or(0);
+        let name = &before[start..];
+        out.push_str(before);
+        out.push('=');
+        let after = &after[1..];
+        if !name.is_empty() && is_secret_name(name) {
+            let end = after.find(char::is_whitespace).unwrap_or(after.len());
+            out.push_str(REDACTED);
+            rest = &after[end..];
+        } else {
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Variables matching any prefix, secrets dropped, sorted by name.
@@ -25,6 +82,27 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_names_a_probe_planted_are_secret() {
+        for n in ["HIPFIRE_AUTH_HEADER", "HIP_DB_PASS", "HIPFIRE_PWD_FILE", "CUDA_BEARER", "TORCH_SESSION_ID", "KATLAS_CREDS", "HIPFIRE_PASSPHRASE", "HIPFIRE_SPEC_TOKEN", "X_API_KEY", "MY_PASS_WORD"] {
+            assert!(is_secret_name(n), "{n}");
+        }
+        for n in ["HIPFIRE_GRAPH", "HIPFIRE_KV_MODE", "HIPFIRE_PASSES", "CUDA_VISIBLE_DEVICES", "HIPFIRE_RDNA2_VARIANT"] {
+            assert!(!is_secret_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn output_tails_hide_secret_values() {
+        let env: BTreeMap<String, String> = [("HIPFIRE_SPEC_TOKEN".to_string(), "tok-1234567890".to_string())].into();
+        let t = "HOME=/root\nHIPFIRE_SPEC_TOKEN=tok-1234567890\nusing tok-1234567890 now\nDB_PASSWORD=hunter2 x=1\n";
+        let r = redact_text(t, &env);
+        assert!(!r.contains("tok-1234567890") && !r.contains("hunter2"), "{r}");
+        assert!(r.contains("HOME=/root") && r.contains("x=1") && r.contains("DB_PASSWORD=<redacted> x=1"), "{r}");
+        let v = redact_env(&env);
+        assert_eq!(v["HIPFIRE_SPEC_TOKEN"], REDACTED);
+    }
 
     #[test]
     fn prefixes_and_secrets() {

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use digest_cache::file_digest;
-pub use env::{is_secret_name, route_env, DEFAULT_ENV_PREFIXES};
+pub use env::{is_secret_name, redact_env, redact_text, route_env, DEFAULT_ENV_PREFIXES, REDACTED};
 pub use source::source_identity;
 
 /// What to capture. `Default` captures host, GPUs, toolkits and the process

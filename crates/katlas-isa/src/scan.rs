@@ -734,15 +734,9 @@ fn disk_put(ctx: &Ctx, o: &CodeObject, mix: bool) {
     let Some(p) = cache_path(ctx, &o.md5, mix) else {
         return;
     };
-    if let Some(dir) = p.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
     if let Ok(bytes) = serde_json::to_vec(o) {
-        // write then rename so concurrent scans never read half a file
-        let tmp = p.with_extension(format!("tmp{}", std::process::id()));
-        if std::fs::write(&tmp, bytes).is_ok() {
-            let _ = std::fs::rename(&tmp, &p);
-        }
+        // Atomic, so concurrent scans never read half a file.
+        let _ = katlas_fs::write_atomic(&p, &bytes);
     }
 }
 

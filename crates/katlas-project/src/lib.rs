@@ -7,6 +7,7 @@
 //! errors as `katlas.toml:LINE: dotted.key: reason`.
 
 mod locate;
+pub mod trust;
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -151,6 +152,11 @@ impl Project {
     /// Where `katlas.toml` is or would be.
     pub fn config_file(&self) -> PathBuf {
         self.config_path.clone().unwrap_or_else(|| self.root.join(CONFIG_FILE))
+    }
+
+    /// `commands` as coming from `katlas.toml`, judged on the text katlas parsed.
+    pub fn config_commands(&self, commands: Vec<(String, String)>) -> trust::CommandSource {
+        trust::CommandSource { file: self.config_file(), content: self.config_text.clone().into_bytes(), commands }
     }
 
     /// The `.katlas/` directory.

@@ -8,7 +8,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Exit codes of DESIGN.md.
+/// Exit codes of the README's contract.
 #[allow(dead_code)]
 pub mod exit {
     pub const OK: u8 = 0;
@@ -74,6 +74,8 @@ pub struct Ctx {
     pub cwd: PathBuf,
     /// Colour only on a terminal and never with NO_COLOR set.
     pub color: bool,
+    /// `--yes`: run untrusted repository commands (still shown).
+    pub yes: bool,
 }
 
 impl Ctx {
@@ -84,6 +86,7 @@ impl Ctx {
             project: OnceCell::new(),
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             color: !no_color && std::io::stdout().is_terminal(),
+            yes: false,
         }
     }
 

@@ -3,6 +3,7 @@
 mod cmd;
 mod ctx;
 mod output;
+mod trust;
 
 use clap::{Parser, Subcommand};
 use ctx::Ctx;
@@ -24,6 +25,10 @@ struct Cli {
     /// Project root (default: walk up from the current directory to katlas.toml, .katlas/ or .git).
     #[arg(long, global = true, value_name = "DIR")]
     project: Option<PathBuf>,
+    /// Run commands from the repository's files (katlas.toml, workload files, task packets)
+    /// without their being trusted (`katlas trust`); they are still shown first. For scripts and CI.
+    #[arg(long, global = true, env = "KATLAS_YES", value_parser = clap::builder::BoolishValueParser::new())]
+    yes: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -80,6 +85,8 @@ enum Command {
     Route(cmd::route::RouteArgs),
     /// Compare two tensor dumps; bad cells histogrammed by row mod 16, column and lane.
     CheckNumeric(cmd::check_numeric::CheckNumericArgs),
+    /// Review and trust the commands a repository's files would run (by content digest, like direnv's allow).
+    Trust(cmd::trust::TrustArgs),
 }
 
 fn main() -> ExitCode {
@@ -90,7 +97,8 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
-    let ctx = Ctx::new(cli.project.clone());
+    let mut ctx = Ctx::new(cli.project.clone());
+    ctx.yes = cli.yes;
     let result = match &cli.command {
         Command::Init(a) => cmd::init::run(a, &ctx),
         Command::Identity(a) => cmd::identity::run(a, &ctx),
@@ -114,6 +122,7 @@ fn main() -> ExitCode {
         Command::Admissions(c) => cmd::admissions::run(c, &ctx),
         Command::Route(a) => cmd::route::run(a, &ctx),
         Command::CheckNumeric(a) => cmd::check_numeric::run(a, &ctx),
+        Command::Trust(a) => cmd::trust::run(a, &ctx),
     };
     match result {
         Ok(code) => code,

@@ -67,3 +67,12 @@ pub fn fmt_num(v: f64) -> String {
         format!("{v:.3}")
     }
 }
+
+/// `s` with control characters (ESC, BEL, newline …) shown as escapes, so a name
+/// from a file or a repository cannot drive the terminal or break a table.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(s.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect())
+}

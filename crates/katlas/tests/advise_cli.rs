@@ -10,6 +10,7 @@ fn katlas(dir: &Path, args: &[&str]) -> Output {
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
+        .env("KATLAS_CONFIG_DIR", dir.join(".katlas/test-user-config"))
         .env_remove("KATLAS_ARCH")
         .output()
         .expect("katlas runs")
@@ -29,8 +30,8 @@ fn repo() -> PathBuf {
 }
 
 fn fixture(rel: &str) -> PathBuf {
-    let p = repo().join("../shared/fixtures").join(rel);
-    assert!(p.exists(), "fixture {} is required (shared fixtures)", p.display());
+    let p = repo().join("fixtures").join(rel);
+    assert!(p.exists(), "fixture {} is required (repository fixtures/)", p.display());
     p
 }
 
@@ -197,7 +198,14 @@ fn next_command(md: &str) -> String {
 fn run_as_written(dir: &Path, cmd: &str) -> Output {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_katlas"));
     let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
-    Command::new("sh").args(["-c", cmd]).current_dir(dir).env("PATH", path).env("NO_COLOR", "1").output().unwrap()
+    Command::new("sh")
+        .args(["-c", cmd])
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .env("KATLAS_CONFIG_DIR", dir.join(".katlas/test-user-config"))
+        .output()
+        .unwrap()
 }
 
 #[test]

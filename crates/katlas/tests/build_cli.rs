@@ -32,7 +32,8 @@ fn require_compilers() -> PathBuf {
 
 fn katlas(dir: &Path, args: &[&str]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_katlas"));
-    c.args(args).current_dir(dir).env("NO_COLOR", "1");
+    // Trust prompts are tested in untrusted_repo.rs.
+    c.args(args).current_dir(dir).env("NO_COLOR", "1").env("KATLAS_YES", "1").env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config");
     if let Some(n) = nvrtc() {
         c.env("KATLAS_NVRTC", n);
     }

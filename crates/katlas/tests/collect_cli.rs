@@ -4,12 +4,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn katlas() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_katlas"))
+    // Trust prompts are tested in untrusted_repo.rs.
+    let mut c = Command::new(env!("CARGO_BIN_EXE_katlas"));
+    c.env("KATLAS_YES", "1").env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config");
+    c
 }
 
 fn fixture(rel: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures").join(rel);
-    assert!(p.exists(), "fixture {} missing (../shared/fixtures beside the project root)", p.display());
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(rel);
+    assert!(p.exists(), "fixture {} missing (the repository's fixtures/)", p.display());
     p
 }
 

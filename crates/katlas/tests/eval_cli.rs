@@ -13,7 +13,15 @@ fn project() -> tempfile::TempDir {
 }
 
 fn katlas(dir: &Path, args: &[&str]) -> Output {
-    Command::new(KATLAS).args(args).current_dir(dir).env("NO_COLOR", "1").output().unwrap()
+    // Trust prompts are tested in untrusted_repo.rs.
+    Command::new(KATLAS)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("KATLAS_YES", "1")
+        .env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config")
+        .output()
+        .unwrap()
 }
 
 fn code(o: &Output) -> i32 {
@@ -215,7 +223,7 @@ fn killed_eval_resumes() {
     let d = project();
     let p = d.path();
     let args = ["eval", "--baseline", "sleep 0.1; echo tok_s=100", "--candidate", "sleep 0.1; echo tok_s=120", "--metric", "tok_s", "-n", "6", "--telemetry", "false"];
-    let mut child = Command::new(KATLAS).args(args).current_dir(p).stdout(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = Command::new(KATLAS).args(args).current_dir(p).env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config").stdout(std::process::Stdio::null()).spawn().unwrap();
     // Kill it once a few samples are on disk (14 runs of >= 0.1 s are planned).
     let samples = || -> usize {
         std::fs::read_dir(p.join(".katlas/evals"))

@@ -22,8 +22,8 @@ fn stderr(o: &Output) -> String {
 }
 
 fn fixture(rel: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures").join(rel);
-    assert!(p.exists(), "shared fixture missing: {} (the project expects ../shared beside the checkout)", p.display());
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(rel);
+    assert!(p.exists(), "shared fixture missing: {} (the repository's fixtures/)", p.display());
     p
 }
 

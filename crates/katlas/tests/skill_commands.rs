@@ -89,7 +89,7 @@ fn git(dir: &Path, args: &[&str]) {
 
 #[test]
 fn skill_commands_run_on_fixtures() {
-    let shared = repo().join("../shared/fixtures");
+    let shared = repo().join("fixtures");
     let ncu = shared.join("h200/ncu_llama_raw.csv");
     let rows = shared.join("hipfire/atlas_rows_v0.jsonl");
     let objects = repo().join("crates/katlas-isa/tests/fixtures/kernels.gfx1201.hsaco");
@@ -121,6 +121,7 @@ fn skill_commands_run_on_fixtures() {
                 .current_dir(p)
                 .env("PATH", &path)
                 .env("NO_COLOR", "1")
+                .env("KATLAS_CONFIG_DIR", p.join(".katlas/test-user-config"))
                 .env("ROWS", "rows.jsonl")
                 .env("NCU", &ncu)
                 .env("CODE_OBJECTS", &objects)

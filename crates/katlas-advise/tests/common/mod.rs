@@ -5,13 +5,13 @@ use katlas_model::Row;
 use std::path::PathBuf;
 
 pub fn shared() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
 
 /// The profiled decode row of `hipfire/atlas_rows_v0.jsonl` (line 1).
 pub fn decode_row() -> Row {
     let p = shared().join("hipfire/atlas_rows_v0.jsonl");
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e} (the shared fixtures are required)", p.display()));
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e} (the repository's fixtures/ are required)", p.display()));
     let line = text.lines().next().expect("first line");
     let v: serde_json::Value = serde_json::from_str(line).unwrap();
     katlas_model::hipfire::import_v0(v, Some(&p.display().to_string()), Some(1)).unwrap()

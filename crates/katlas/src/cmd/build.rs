@@ -43,11 +43,36 @@ pub fn settings(ctx: &Ctx, arch: Option<&[String]>) -> Result<Settings, CliError
     Settings::load(ctx.project()?, arch).map_err(cli_err)
 }
 
+/// What `[build]` makes katlas execute or load: a compiler path, an NVRTC library
+/// (dlopened), or extra flags (which can load plugins). Named compilers are not
+/// commands from the file.
+fn build_commands(ctx: &Ctx) -> Result<katlas_project::trust::CommandSource, CliError> {
+    let project = ctx.project()?;
+    let cfg: katlas_build::config::BuildConfig = project.section(&["build"]).map_err(CliError::bad_input)?.unwrap_or_default();
+    let mut cmds = Vec::new();
+    let named = ["auto", "clang", "hipcc", "nvcc", "nvrtc"];
+    for (key, v) in [("hip_compiler", &cfg.hip_compiler), ("cuda_compiler", &cfg.cuda_compiler)] {
+        if let Some(c) = v.as_ref().filter(|c| !named.contains(&c.as_str())) {
+            cmds.push((format!("[build] {key}"), c.clone()));
+        }
+    }
+    if let Some(n) = &cfg.nvrtc {
+        cmds.push(("[build] nvrtc (loaded)".into(), n.clone()));
+    }
+    for (key, v) in [("hip_flags", &cfg.hip_flags), ("cuda_flags", &cfg.cuda_flags)] {
+        if !v.is_empty() {
+            cmds.push((format!("[build] {key}"), v.join(" ")));
+        }
+    }
+    Ok(project.config_commands(cmds))
+}
+
 pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
     if a.jobs == Some(0) {
         return Err(CliError::bad_input("--jobs: must be at least 1"));
     }
     let s = settings(ctx, a.arch.as_deref())?;
+    crate::trust::authorize(ctx, &[build_commands(ctx)?])?;
     let opts = BuildOptions {
         touched: a.touched.clone(),
         paths: a.paths.iter().map(|p| ctx.resolve(p)).collect(),

@@ -66,6 +66,23 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
         Some(f) => spec::load_file(&ctx.resolve(f), args.workload.as_deref()).map_err(spec_err)?,
         None => spec::load(project, args.workload.as_deref().expect("clap requires it")).map_err(spec_err)?,
     };
+    if !ls.source.starts_with("preset:") {
+        let show = |c: &spec::CommandSpec| match c {
+            spec::CommandSpec::Shell(s) => s.clone(),
+            spec::CommandSpec::Argv(v) => v.join(" "),
+        };
+        let mut cmds = vec![(format!("workload {} command", ls.name), show(&ls.spec.command))];
+        if let Some(pc) = ls.spec.profile.as_ref().and_then(|p| p.command.as_ref()).filter(|_| args.profile) {
+            cmds.push((format!("workload {} profile.command", ls.name), show(pc)));
+        }
+        let file = std::path::Path::new(&ls.source);
+        let src = if project.config_path.as_deref() == Some(file) {
+            project.config_commands(cmds)
+        } else {
+            crate::trust::source_of(file, cmds)?
+        };
+        crate::trust::authorize(ctx, &[src])?;
+    }
     let mut set = BTreeMap::new();
     for kv in &args.set {
         let (k, v) = kv.split_once('=').ok_or_else(|| CliError::bad_input(format!("--set {kv}: expected KEY=VALUE")))?;

@@ -362,6 +362,27 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     let mut correctness: Vec<(String, Option<RouteSpec>)> = Vec::new();
     let mut strip = p.strip_env.clone();
     let ecfg = eval_config(ctx)?;
+    // Every command this eval takes from a file is shown, and runs only from trusted files.
+    let loaded_task = a.task.as_deref().map(|id| load_task(&layout, id)).transpose()?;
+    let mut from_config = Vec::new();
+    if p.settle.is_none() {
+        if let Some(s) = &ecfg.settle {
+            from_config.push(("[eval] settle".to_string(), s.clone()));
+        }
+    }
+    for c in &a.claims {
+        let route: Option<RouteSpec> = project.section(&["route", c]).map_err(CliError::bad_input)?;
+        for (i, cmd) in route.iter().flat_map(|r| r.commands.iter()).enumerate() {
+            from_config.push((format!("[route.{c}] commands[{i}]"), cmd.clone()));
+        }
+    }
+    let mut sources = vec![project.config_commands(from_config)];
+    if let Some((tpath, text, task)) = &loaded_task {
+        let commands = super::trust::commands_in(tpath, text).map_err(CliError::bad_input)?;
+        debug_assert!(!task.bench.command.is_empty() || commands.len() <= 1);
+        sources.push(katlas_project::trust::CommandSource { file: tpath.clone(), content: text.clone().into_bytes(), commands });
+    }
+    crate::trust::authorize(ctx, &sources)?;
     let mut reference_identity = None;
     let wt_dir = layout.root.join("worktrees");
     prune_worktrees(&root, &wt_dir, ecfg.keep_worktrees);
@@ -373,11 +394,8 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         binary: p.binary.clone(),
     };
     let (metric, parser, g, eval_dir, eval_id);
-    if let Some(task_id) = &a.task {
-        let tdir = layout.tasks_dir().join(task_id);
-        let tpath = tdir.join("task.json");
-        let text = std::fs::read_to_string(&tpath).map_err(|e| CliError::bad_input(format!("{}: {e}", tpath.display())))?;
-        let task: Task = serde_json::from_str(&text).map_err(|e| CliError::bad_input(format!("{}: {e}", tpath.display())))?;
+    if let (Some(task_id), Some((tpath, _, task))) = (&a.task, loaded_task) {
+        let tdir = tpath.parent().expect("task.json has a directory").to_path_buf();
         metric = p.metric.clone().unwrap_or(task.bench.metric.clone());
         parser = p.parser.clone().or(task.bench.parser.clone()).or(ecfg.parser.clone()).unwrap_or_else(|| "kv".into());
         g = match p.goal {
@@ -545,6 +563,25 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     Ok(ExitCode::from(if ok { exit::OK } else { exit::NEGATIVE }))
 }
 
+/// `.katlas/tasks/<id>/task.json`: its path, text and parsed task. An id is one
+/// directory name: `..`, `/` or an absolute path would load (and run) a task from
+/// outside the project and write its evals there.
+fn load_task(layout: &katlas_corpus::Layout, id: &str) -> Result<(PathBuf, String, Task), CliError> {
+    let one_name = matches!(Path::new(id).components().collect::<Vec<_>>().as_slice(), [std::path::Component::Normal(_)]);
+    if !one_name || id.contains('/') {
+        return Err(CliError::bad_input(format!(
+            "task id `{}`: a task id names one directory under {} (no `/`, `..` or absolute path)",
+            crate::output::printable(id),
+            layout.tasks_dir().display()
+        )));
+    }
+    let tpath = layout.tasks_dir().join(id).join("task.json");
+    katlas_fs::check(&tpath).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let text = std::fs::read_to_string(&tpath).map_err(|e| CliError::bad_input(format!("{}: {e}", tpath.display())))?;
+    let task: Task = serde_json::from_str(&text).map_err(|e| CliError::bad_input(format!("{}: {e}", tpath.display())))?;
+    Ok((tpath, text, task))
+}
+
 fn env_or_bad(e: String) -> CliError {
     if e.starts_with("cannot run git") {
         CliError::missing_env(e)
@@ -637,10 +674,7 @@ fn record_aa(ctx: &Ctx, key: &str, r: &EvalReport) -> Result<(), CliError> {
     let mut map: BTreeMap<String, f64> =
         std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
     map.insert(key.into(), (noise * 1e4).ceil() / 1e4);
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d)?;
-    }
-    std::fs::write(&path, serde_json::to_string_pretty(&map).expect("map serialises") + "\n")?;
+    katlas_fs::write_atomic(&path, (serde_json::to_string_pretty(&map).expect("map serialises") + "\n").as_bytes())?;
     eprintln!("A/A noise threshold calibrated: {:.2}% (stored in {})", noise * 100.0, path.display());
     Ok(())
 }

@@ -93,6 +93,9 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
         add(&t, &f.display().to_string())?;
     }
     if let Some(cmd) = &command {
+        if a.command.is_none() {
+            crate::trust::authorize(ctx, &[project.config_commands(vec![("[gate] command".into(), cmd.clone())])])?;
+        }
         for i in 0..runs {
             let argv = vec!["sh".to_string(), "-c".to_string(), cmd.clone()];
             let r = run_process(&argv, &BTreeMap::new(), &[], &project.root, Duration::from_secs_f64(a.timeout))

@@ -18,7 +18,7 @@ pub fn run(args: &InitArgs, ctx: &Ctx) -> CmdResult {
     std::fs::write(&path, katlas_project::INIT_TEMPLATE).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
     let dot = root.join(".katlas");
     for sub in ["corpus", "isa", "tasks", "runs"] {
-        std::fs::create_dir_all(dot.join(sub)).map_err(|e| CliError::bad_input(format!("{}: {e}", dot.display())))?;
+        katlas_fs::create_dir_all(&dot.join(sub)).map_err(|e| CliError::bad_input(format!("{}: {e}", dot.display())))?;
     }
     println!("wrote {}", path.display());
     println!("created {}/{{corpus,isa,tasks,runs}}", dot.display());

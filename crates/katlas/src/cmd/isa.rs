@@ -125,11 +125,8 @@ fn write_streamed(
     body: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
 ) -> Result<(), CliError> {
     use std::io::Write;
-    if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(d)?;
-    }
     let err = |e: std::io::Error| CliError::bad_input(format!("{}: {e}", path.display()));
-    let file = std::fs::File::create(path).map_err(err)?;
+    let file = katlas_fs::create_file(path).map_err(err)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
     body(&mut w)
         .and_then(|()| w.write_all(b"\n"))

@@ -19,3 +19,4 @@ pub mod admissions;
 pub mod route;
 pub mod check_numeric;
 pub mod isa;
+pub mod trust;

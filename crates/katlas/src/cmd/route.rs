@@ -41,6 +41,8 @@ pub fn run(a: &RouteArgs, ctx: &Ctx) -> CmdResult {
         let ok = spec.as_ref().is_some_and(|s| !s.commands.is_empty());
         return Ok(ExitCode::from(if ok { exit::OK } else { exit::NEGATIVE }));
     }
+    let cmds = spec.iter().flat_map(|s| s.commands.iter()).enumerate().map(|(i, c)| (format!("[route.{}] commands[{i}]", a.claim), c.clone())).collect();
+    crate::trust::authorize(ctx, &[project.config_commands(cmds)])?;
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let checks = run_route(&a.claim, spec.as_ref(), &project.root, &env);
     if a.format.format == Format::Json {

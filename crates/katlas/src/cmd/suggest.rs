@@ -106,11 +106,8 @@ pub fn run(args: &SuggestArgs, ctx: &Ctx) -> CmdResult {
     let last = build(&args.evidence, args.ledger.as_ref(), args.max, ctx)?;
     // Remember the queue for `katlas task --rank N` (best effort outside a project).
     if let Ok(p) = last_path(ctx) {
-        if let Some(dir) = p.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
         if let Ok(text) = serde_json::to_string(&last) {
-            if let Err(e) = std::fs::write(&p, text) {
+            if let Err(e) = katlas_fs::write_atomic(&p, text.as_bytes()) {
                 eprintln!("katlas: warning: {}: {e} (`katlas task --rank` needs the ROW again)", p.display());
             }
         }

@@ -175,5 +175,6 @@ pub fn run(args: &TaskArgs, ctx: &Ctx) -> CmdResult {
         Format::Json => print_json(&task),
         _ => print!("{}", task_markdown(&task)),
     }
+    crate::trust::trust_written(ctx, &dir.join("task.json"));
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,231 @@
+//! A repository katlas runs in may be hostile: links in `.katlas/` that point out of
+//! the project, task ids that climb out of `.katlas/tasks/`, and commands in its files
+//! (`[eval] settle`, task packets, workload specs) that must be shown and trusted
+//! before they run (issue 15, the HIGH and MEDIUM items).
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const KATLAS: &str = env!("CARGO_BIN_EXE_katlas");
+
+struct Repo {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    outside: PathBuf,
+    user_config: PathBuf,
+}
+
+fn repo() -> Repo {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("clone");
+    let outside = d.path().join("home");
+    let user_config = d.path().join("user-config");
+    for p in [&root, &outside, &user_config] {
+        std::fs::create_dir_all(p).unwrap();
+    }
+    std::fs::create_dir_all(root.join(".katlas")).unwrap();
+    Repo { _dir: d, root, outside, user_config }
+}
+
+impl Repo {
+    fn katlas(&self, args: &[&str]) -> Output {
+        Command::new(KATLAS)
+            .args(args)
+            .current_dir(&self.root)
+            .env("NO_COLOR", "1")
+            .env("KATLAS_CONFIG_DIR", &self.user_config)
+            .env_remove("KATLAS_YES")
+            .output()
+            .unwrap()
+    }
+    /// A file outside the project that a link in the clone points at.
+    fn victim(&self, name: &str) -> PathBuf {
+        let p = self.outside.join(name);
+        std::fs::write(&p, "precious\n").unwrap();
+        p
+    }
+    fn outside_untouched(&self) {
+        for e in std::fs::read_dir(&self.outside).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_file() {
+                assert_eq!(std::fs::read_to_string(&p).unwrap(), "precious\n", "{} was written through a link", p.display());
+            } else {
+                assert!(std::fs::read_dir(&p).unwrap().next().is_none(), "{} got files through a link", p.display());
+            }
+        }
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+const EVAL: &[&str] = &["--metric", "tok_s", "-n", "3", "--telemetry", "false"];
+
+fn args<'a>(head: &[&'a str]) -> Vec<&'a str> {
+    head.iter().copied().chain(EVAL.iter().copied()).collect()
+}
+
+#[test]
+fn links_in_dot_katlas_are_never_written_through() {
+    let r = repo();
+    std::fs::create_dir_all(r.root.join(".katlas/cache")).unwrap();
+    let last = r.victim("suggest-target");
+    symlink(&last, r.root.join(".katlas/cache/suggest-last.json")).unwrap();
+    let md5 = r.victim("md5-target");
+    symlink(&md5, r.root.join(".katlas/cache/md5-cache.jsonl")).unwrap();
+    let noise = r.victim("noise-target");
+    symlink(&noise, r.root.join(".katlas/noise.json")).unwrap();
+    let o = r.katlas(&args(&["eval", "--aa", "--command", "echo tok_s=100", "--no-ledger"]));
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("symbolic link"), "{}", text(&o));
+
+    let ledger = r.victim("ledger-target");
+    symlink(&ledger, r.root.join(".katlas/ledger.jsonl")).unwrap();
+    let o = r.katlas(&args(&["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=130"]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("ledger.jsonl"), "{}", text(&o));
+
+    let rows = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hipfire/atlas_rows_v0.jsonl");
+    let o = r.katlas(&["suggest", rows.to_str().unwrap(), "--phase", "decode_ar"]);
+    assert!(text(&o).contains("symbolic link"), "suggest warns about the link: {}", text(&o));
+
+    let corpus_dir = r.outside.join("corpus-target");
+    std::fs::create_dir_all(&corpus_dir).unwrap();
+    let _ = std::fs::remove_dir_all(r.root.join(".katlas/corpus"));
+    symlink(&corpus_dir, r.root.join(".katlas/corpus")).unwrap();
+    let o = r.katlas(&["corpus", "import", rows.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+
+    let runs_dir = r.outside.join("runs-target");
+    std::fs::create_dir_all(&runs_dir).unwrap();
+    let _ = std::fs::remove_dir_all(r.root.join(".katlas/runs"));
+    symlink(&runs_dir, r.root.join(".katlas/runs")).unwrap();
+    std::fs::write(r.root.join("katlas.toml"), "[workload.w]\ncommand = 'echo tok_s=1'\n").unwrap();
+    let o = r.katlas(&["--yes", "collect", "w", "--output", r.root.join("rows.jsonl").to_str().unwrap()]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    r.outside_untouched();
+}
+
+#[test]
+fn a_linked_dot_katlas_is_refused() {
+    let r = repo();
+    std::fs::remove_dir(r.root.join(".katlas")).unwrap();
+    let target = r.outside.join("dot");
+    std::fs::create_dir_all(&target).unwrap();
+    symlink(&target, r.root.join(".katlas")).unwrap();
+    let o = r.katlas(&args(&["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=130"]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    r.outside_untouched();
+}
+
+#[test]
+fn task_ids_stay_inside_the_tasks_directory() {
+    let r = repo();
+    let evil = r.outside.join("X");
+    std::fs::create_dir_all(&evil).unwrap();
+    let marker = r.outside.join("ran");
+    std::fs::write(
+        evil.join("task.json"),
+        format!(
+            r#"{{"schema":"katlas.task.v1","id":"x","created_at":"2026-11-30T00:00:00Z","origin":{{"kind":"manual"}},"objective":"o","hypothesis":"h","target":{{}},"evidence":{{}},"baseline":{{}},"bench":{{"command":["touch","{}"],"metric":"tok_s","goal":"maximize"}},"next":""}}"#,
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let rel = "../../../home/X";
+    for id in [rel, evil.to_str().unwrap(), "a/b"] {
+        let o = r.katlas(&["--yes", "eval", id, "-n", "3"]);
+        assert_eq!(o.status.code(), Some(2), "{id}: {}", text(&o));
+        assert!(text(&o).contains("task id"), "{}", text(&o));
+    }
+    assert!(!marker.exists(), "the outside task ran");
+    assert!(!evil.join("evals").exists(), "evals were written outside");
+}
+
+fn task_json(marker: &Path) -> String {
+    format!(
+        r#"{{"schema":"katlas.task.v1","id":"t1","created_at":"2026-11-30T00:00:00Z","origin":{{"kind":"manual"}},"objective":"o","hypothesis":"h","target":{{}},"evidence":{{}},"baseline":{{}},"build":["touch {m}.build"],"bench":{{"command":["sh","-c","touch {m}.bench; echo tok_s=1"],"metric":"tok_s","goal":"maximize"}},"correctness":[{{"claim":"c","command":"touch {m}.check"}}],"next":""}}"#,
+        m = marker.display()
+    )
+}
+
+#[test]
+fn repository_commands_are_shown_and_run_only_when_trusted() {
+    let r = repo();
+    let m = r.root.join("settled");
+    std::fs::write(r.root.join("katlas.toml"), format!("[eval]\nsettle = \"touch {}\"\n", m.display())).unwrap();
+    let eval = args(&["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=130", "--no-ledger"]);
+
+    // Untrusted: shown, refused, nothing run.
+    let o = r.katlas(&eval);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("commands from katlas.toml") && t.contains(&format!("touch {}", m.display())), "{t}");
+    assert!(t.contains("katlas trust katlas.toml"), "{t}");
+    assert!(!m.exists(), "settle ran before it was trusted");
+
+    // Trusted: shown again, and it runs.
+    let o = r.katlas(&["trust", "katlas.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(r.user_config.join("trust.json").is_file(), "trust lives in the user's config");
+    assert!(!r.root.join(".katlas/trust.json").exists());
+    let o = r.katlas(&eval);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("(trusted"), "{}", text(&o));
+    assert!(m.exists(), "settle ran once trusted");
+
+    // An edit untrusts the file.
+    std::fs::remove_file(&m).unwrap();
+    std::fs::write(r.root.join("katlas.toml"), format!("[eval]\nsettle = \"touch {}; true\"\n", m.display())).unwrap();
+    let o = r.katlas(&eval);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("CHANGED since you trusted it"), "{}", text(&o));
+    assert!(!m.exists());
+
+    // --yes runs it, still showing it.
+    let mut yes = vec!["--yes"];
+    yes.extend(eval.iter().copied());
+    let o = r.katlas(&yes);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("running because of --yes"), "{}", text(&o));
+    assert!(m.exists());
+}
+
+#[test]
+fn task_packet_commands_need_trust() {
+    let r = repo();
+    let m = r.root.join("mark");
+    std::fs::create_dir_all(r.root.join(".katlas/tasks/t1")).unwrap();
+    std::fs::write(r.root.join(".katlas/tasks/t1/task.json"), task_json(&m)).unwrap();
+    let o = r.katlas(&["eval", "t1", "-n", "3", "--telemetry", "false"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    for what in ["build:", "bench:", "correctness c:"] {
+        assert!(t.contains(what), "{what} shown: {t}");
+    }
+    for ext in ["build", "bench", "check"] {
+        assert!(!r.root.join(format!("mark.{ext}")).exists(), "{ext} ran untrusted");
+    }
+    // `katlas trust` with no files lists what the project would run.
+    let o = r.katlas(&["trust"]);
+    assert!(text(&o).contains("task.json (not trusted)"), "{}", text(&o));
+}
+
+#[test]
+fn workload_files_need_trust() {
+    let r = repo();
+    let m = r.root.join("collected");
+    std::fs::create_dir_all(r.root.join("workloads")).unwrap();
+    std::fs::write(r.root.join("workloads/w.toml"), format!("command = \"touch {}; echo tok_s=1\"\n", m.display())).unwrap();
+    let o = r.katlas(&["collect", "w"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("workloads/w.toml"), "{}", text(&o));
+    assert!(!m.exists());
+    let o = r.katlas(&["trust", "workloads/w.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = r.katlas(&["collect", "w"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(m.exists());
+}
