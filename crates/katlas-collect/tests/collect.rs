@@ -203,3 +203,52 @@ fn repo_workloads_load() {
         assert!(!combos.is_empty());
     }
 }
+
+#[test]
+fn secrets_in_spec_env_and_child_output_never_reach_rows() {
+    // A spec that sets a token for its child, and a child that prints its environment
+    // and then fails: neither the row, the route, meta.json nor the error tail may
+    // carry the value (issue 15, secret filter).
+    let spec = r#"
+command = "env; echo using $HIPFIRE_SPEC_TOKEN; echo DB_PASSWORD=hunter2-$(echo secret); exit 3"
+parsers = ["kv"]
+[env]
+HIPFIRE_SPEC_TOKEN = "tok-0123456789abcdef"
+HIPFIRE_AUTH_HEADER = "Bearer abcdefghijkl"
+HIPFIRE_GRAPH = "1"
+"#;
+    let (d, o, ls) = setup(spec);
+    collect(&ls, &o).unwrap();
+    let text = std::fs::read_to_string(o.output.as_ref().unwrap()).unwrap();
+    let mut metas = String::new();
+    for e in walk(&d.path().join(".katlas/runs")) {
+        if e.ends_with("meta.json") {
+            metas.push_str(&std::fs::read_to_string(&e).unwrap());
+        }
+    }
+    assert!(!metas.is_empty(), "meta.json written");
+    for leak in ["tok-0123456789abcdef", "abcdefghijkl", "hunter2-secret"] {
+        assert!(!text.contains(leak), "{leak} in the rows: {text}");
+        assert!(!metas.contains(leak), "{leak} in meta.json");
+    }
+    let r = &rows(o.output.as_ref().unwrap())[0];
+    assert_eq!(r.variant.env["HIPFIRE_SPEC_TOKEN"], katlas_identity::REDACTED);
+    assert_eq!(r.variant.env["HIPFIRE_GRAPH"], "1", "ordinary knobs are kept");
+    let tail = r.error.as_ref().unwrap().stdout_tail.as_deref().unwrap();
+    assert!(tail.contains("HIPFIRE_GRAPH=1") && tail.contains("<redacted>"), "{tail}");
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

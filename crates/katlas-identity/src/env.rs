@@ -10,6 +10,10 @@ pub const DEFAULT_ENV_PREFIXES: &[&str] =
 /// Over-matching only hides a value; under-matching leaks it into every row.
 pub fn is_secret_name(name: &str) -> bool {
     let up = name.to_ascii_uppercase();
+    // The shell's working directories, not passwords.
+    if up == "PWD" || up == "OLDPWD" {
+        return false;
+    }
     const ANYWHERE: &[&str] =
         &["TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDS", "AUTH", "PWD", "BEARER", "SESSION", "COOKIE", "PRIVATE"];
     ANYWHERE.iter().any(|p| up.contains(p)) || up.ends_with("PASS") || up.split('_').any(|w| w == "PASS")
