@@ -73,15 +73,8 @@ impl Cond {
         if t.is_empty() {
             return Err("empty condition".into());
         }
-        const OPS: [(&str, Op); 7] = [
-            (">=", Op::Ge),
-            ("<=", Op::Le),
-            ("==", Op::Eq),
-            ("!=", Op::Ne),
-            (">", Op::Gt),
-            ("<", Op::Lt),
-            (" contains ", Op::Contains),
-        ];
+        const OPS: [(&str, Op); 7] =
+            [(">=", Op::Ge), ("<=", Op::Le), ("==", Op::Eq), ("!=", Op::Ne), (">", Op::Gt), ("<", Op::Lt), (" contains ", Op::Contains)];
         for (sym, op) in OPS {
             if let Some(pos) = t.find(sym) {
                 let signal = t[..pos].trim();

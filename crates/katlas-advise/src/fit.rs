@@ -17,14 +17,70 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Signals the fit view computes itself (rules may also `emit` more). The rules files may
 /// only name these or emitted ones; a test checks the data against this list.
 pub const COMPUTED_SIGNALS: &[&str] = &[
-    "kernel", "share_pct", "calls", "avg_us", "total_us", "bw_gbps", "bw_pct", "bw_peak_gbps", "bw_peak_label",
-    "bw_source", "headroom_pct", "tflops", "compute_pct", "compute_peak", "compute_peak_key", "compute_source", "memory_sol_pct", "achieved_occupancy_pct", "launch_waves", "simds",
-    "launch_waves_per_simd", "vgpr", "sgpr", "agpr", "spills", "scratch_bytes", "lds_bytes", "wave_size",
-    "occupancy_waves", "occupancy_max", "occupancy_pct", "occupancy_limiter", "occupancy_error", "mix_total",
-    "matrix_ops", "valu_frac", "valu_frac_pct", "vmem_loads", "vmem_wide_frac", "vmem_wide_frac_pct", "phase",
-    "phase_prefill", "phase_decode", "is_gemm", "decode_gemv", "projection", "op_family", "op_role", "is_elementwise",
-    "is_reduction", "library_kernel", "graph_enabled", "route_knobs", "route_knob_list", "dispatch_knobs", "arch",
-    "arch_class", "arch_family", "vendor", "caps", "wave_sizes", "wave_size_choices", "matrix_capable", "matrix_units",
+    "kernel",
+    "share_pct",
+    "calls",
+    "avg_us",
+    "total_us",
+    "bw_gbps",
+    "bw_pct",
+    "bw_peak_gbps",
+    "bw_peak_label",
+    "bw_source",
+    "headroom_pct",
+    "tflops",
+    "compute_pct",
+    "compute_peak",
+    "compute_peak_key",
+    "compute_source",
+    "memory_sol_pct",
+    "achieved_occupancy_pct",
+    "launch_waves",
+    "simds",
+    "launch_waves_per_simd",
+    "vgpr",
+    "sgpr",
+    "agpr",
+    "spills",
+    "scratch_bytes",
+    "lds_bytes",
+    "wave_size",
+    "occupancy_waves",
+    "occupancy_max",
+    "occupancy_pct",
+    "occupancy_limiter",
+    "occupancy_error",
+    "mix_total",
+    "matrix_ops",
+    "valu_frac",
+    "valu_frac_pct",
+    "vmem_loads",
+    "vmem_wide_frac",
+    "vmem_wide_frac_pct",
+    "phase",
+    "phase_prefill",
+    "phase_decode",
+    "is_gemm",
+    "decode_gemv",
+    "projection",
+    "op_family",
+    "op_role",
+    "is_elementwise",
+    "is_reduction",
+    "library_kernel",
+    "graph_enabled",
+    "route_knobs",
+    "route_knob_list",
+    "dispatch_knobs",
+    "arch",
+    "arch_class",
+    "arch_family",
+    "vendor",
+    "caps",
+    "wave_sizes",
+    "wave_size_choices",
+    "matrix_capable",
+    "matrix_units",
 ];
 
 /// What the fit view is built from.
@@ -414,18 +470,8 @@ fn mix_signals(k: &IsaKernel, s: &mut Signals) -> (Vec<MixBar>, Option<u64>) {
     let cat = |c: &str| mix.categories.get(c).copied().unwrap_or(0);
     let matrix = cat("matrix");
     let valu = cat("valu") + cat("dot");
-    let loads: u64 = mix
-        .opcodes
-        .iter()
-        .filter(|(op, _)| is_vmem_load(op))
-        .map(|(_, n)| *n)
-        .sum();
-    let wide: u64 = mix
-        .opcodes
-        .iter()
-        .filter(|(op, _)| is_vmem_load(op) && is_wide(op))
-        .map(|(_, n)| *n)
-        .sum();
+    let loads: u64 = mix.opcodes.iter().filter(|(op, _)| is_vmem_load(op)).map(|(_, n)| *n).sum();
+    let wide: u64 = mix.opcodes.iter().filter(|(op, _)| is_vmem_load(op) && is_wide(op)).map(|(_, n)| *n).sum();
     s.insert("mix_total".into(), Val::Num(total as f64));
     s.insert("matrix_ops".into(), Val::Num(matrix as f64));
     s.insert("valu_frac".into(), Val::Num(valu as f64 / total as f64));
@@ -436,12 +482,8 @@ fn mix_signals(k: &IsaKernel, s: &mut Signals) -> (Vec<MixBar>, Option<u64>) {
         s.insert("vmem_wide_frac".into(), Val::Num(wide as f64 / loads as f64));
         s.insert("vmem_wide_frac_pct".into(), Val::Num(100.0 * wide as f64 / loads as f64));
     }
-    let mut bars: Vec<MixBar> = mix
-        .categories
-        .iter()
-        .filter(|(_, n)| **n > 0)
-        .map(|(c, n)| MixBar { category: c.clone(), count: *n, fraction: *n as f64 / total as f64 })
-        .collect();
+    let mut bars: Vec<MixBar> =
+        mix.categories.iter().filter(|(_, n)| **n > 0).map(|(c, n)| MixBar { category: c.clone(), count: *n, fraction: *n as f64 / total as f64 }).collect();
     bars.sort_by(|a, b| b.count.cmp(&a.count).then(a.category.cmp(&b.category)));
     (bars, Some(matrix))
 }
@@ -519,8 +561,7 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     }
     let atom_name = atom.map(|a| a.name.clone()).or(arch.clone());
 
-    let product = resolve_product(db, input.product, row, atom_name.as_deref(), &mut scope_notes)
-        .map_err(crate::AdviseError::Usage)?;
+    let product = resolve_product(db, input.product, row, atom_name.as_deref(), &mut scope_notes).map_err(crate::AdviseError::Usage)?;
     if let (Some((p, _)), Some(a)) = (&product, atom) {
         if katlas_arch::canonical_atom(&p.atom) != a.name && a.variant_of.as_deref() != Some(p.atom.as_str()) {
             scope_notes.push(format!("product {} is {} but the evidence is {}", p.name, p.atom, a.name));
@@ -569,12 +610,7 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
 
     let ctx = KernelCtx { atom, product: prod, phase: row.map(|r| r.phase.as_str()), row };
     let mut kernels = Vec::new();
-    let mut scope = Scope {
-        isa_kernels: isa_all.len(),
-        isa_kernels_for_arch: isa_for_arch.len(),
-        isa_arches,
-        ..Default::default()
-    };
+    let mut scope = Scope { isa_kernels: isa_all.len(), isa_kernels_for_arch: isa_for_arch.len(), isa_arches, ..Default::default() };
 
     let profile: Vec<KernelSample> = row.map(|r| merge_samples(&r.kernels)).unwrap_or_default();
     if !profile.is_empty() {
@@ -592,9 +628,7 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
                 k.avg_us = Some(k.total_us / k.calls as f64);
             }
         }
-        hot.sort_by(|a, b| {
-            b.share_pct.unwrap_or(0.0).total_cmp(&a.share_pct.unwrap_or(0.0)).then(b.total_us.total_cmp(&a.total_us))
-        });
+        hot.sort_by(|a, b| b.share_pct.unwrap_or(0.0).total_cmp(&a.share_pct.unwrap_or(0.0)).then(b.total_us.total_cmp(&a.total_us)));
         scope.profile_names = hot.len();
         hot.truncate(rules.fit.settings.hot_limit);
         for s in &hot {
@@ -622,7 +656,10 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     } else if input.isa.is_some() {
         scope.kind = "isa-only".into();
         if atom.is_none() && scope.isa_arches.len() > 1 {
-            scope_notes.push(format!("the manifest holds several arches ({}): each kernel is read against its own; pass --arch to pick one", scope.isa_arches.join(", ")));
+            scope_notes.push(format!(
+                "the manifest holds several arches ({}): each kernel is read against its own; pass --arch to pick one",
+                scope.isa_arches.join(", ")
+            ));
         }
         for (o, k) in isa_for_arch.iter().take(rules.fit.settings.isa_only_limit) {
             // Without a chosen arch, each object is judged against its own atom.
@@ -666,16 +703,17 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
         isa: input.isa.is_some(),
         throughput: kernels.iter().any(|k| k.throughput.bw_gbps.is_some() || k.throughput.tflops.is_some()),
         product: prod.is_some(),
-        missing: missing
-            .into_iter()
-            .map(|(evidence, rules)| Missing { evidence, rules: rules.into_iter().filter(|r| !r.is_empty()).collect() })
-            .collect(),
+        missing: missing.into_iter().map(|(evidence, rules)| Missing { evidence, rules: rules.into_iter().filter(|r| !r.is_empty()).collect() }).collect(),
     };
     if !evidence.profile {
-        evidence.missing.insert(0, Missing { evidence: "a profile (per-kernel calls and times): without it no kernel can be called hot".into(), rules: vec![] });
+        evidence
+            .missing
+            .insert(0, Missing { evidence: "a profile (per-kernel calls and times): without it no kernel can be called hot".into(), rules: vec![] });
     }
     if !evidence.isa {
-        evidence.missing.push(Missing { evidence: "an ISA manifest (`katlas isa scan`): registers, spills, LDS, wave size, instruction mix".into(), rules: vec![] });
+        evidence
+            .missing
+            .push(Missing { evidence: "an ISA manifest (`katlas isa scan`): registers, spills, LDS, wave size, instruction mix".into(), rules: vec![] });
     }
     if !evidence.product {
         evidence.missing.push(Missing { evidence: "a product (`--product`): bandwidth and rate ceilings for % of peak".into(), rules: vec![] });
@@ -719,11 +757,7 @@ fn best_match<'a>(name: &str, demangled: Option<&str>, isa: &[Pair<'a>]) -> Opti
     let mut also = Vec::new();
     for pair in isa {
         let names = pair.1.names();
-        let lvl = [Some(name), demangled]
-            .into_iter()
-            .flatten()
-            .filter_map(|n| match_level(n, &names))
-            .min();
+        let lvl = [Some(name), demangled].into_iter().flatten().filter_map(|n| match_level(n, &names)).min();
         let Some(lvl) = lvl else { continue };
         match &best {
             Some((b, _)) if *b < lvl => {}
@@ -779,11 +813,7 @@ fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa
     kf.op = op;
 
     if let Some(r) = ctx.row {
-        let graph = r
-            .route
-            .as_ref()
-            .and_then(|rt| rt.attributes.get("graph_enabled"))
-            .and_then(|v| v.as_bool());
+        let graph = r.route.as_ref().and_then(|rt| rt.attributes.get("graph_enabled")).and_then(|v| v.as_bool());
         if let Some(g) = graph {
             s.insert("graph_enabled".into(), Val::Bool(g));
         }
@@ -974,10 +1004,13 @@ fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa
                     Vendor::Nvidia => o.achieved as f64 / atom.nvidia.as_ref().map(|n| n.sub_partitions).unwrap_or(4).max(1) as f64,
                 };
                 s.insert("occupancy_waves".into(), Val::Num(per_simd));
-                s.insert("occupancy_max".into(), Val::Num(match atom.vendor {
-                    Vendor::Amd => o.max as f64,
-                    Vendor::Nvidia => o.max as f64 / atom.nvidia.as_ref().map(|n| n.sub_partitions).unwrap_or(4).max(1) as f64,
-                }));
+                s.insert(
+                    "occupancy_max".into(),
+                    Val::Num(match atom.vendor {
+                        Vendor::Amd => o.max as f64,
+                        Vendor::Nvidia => o.max as f64 / atom.nvidia.as_ref().map(|n| n.sub_partitions).unwrap_or(4).max(1) as f64,
+                    }),
+                );
                 s.insert("occupancy_pct".into(), Val::Num(100.0 * o.fraction));
                 s.insert("occupancy_limiter".into(), Val::Str(limiter.clone()));
                 kf.occupancy = Some(OccupancyFit { achieved: o.achieved, max: o.max, unit: o.unit, limiter, source: src.into(), notes: o.notes });

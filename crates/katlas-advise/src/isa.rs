@@ -113,9 +113,8 @@ impl IsaManifest {
         let text = std::fs::read_to_string(path).map_err(|e| AdviseError::io(path, e))?;
         let shown = path.display().to_string();
         let mut de = serde_json::Deserializer::from_str(&text);
-        let value: serde_json::Value = serde::Deserialize::deserialize(&mut de).map_err(|e| {
-            AdviseError::input(&shown, format!("line {} column {}: {e}", e.line(), e.column()))
-        })?;
+        let value: serde_json::Value =
+            serde::Deserialize::deserialize(&mut de).map_err(|e| AdviseError::input(&shown, format!("line {} column {}: {e}", e.line(), e.column())))?;
         match value.get("schema").and_then(|s| s.as_str()) {
             Some(ISA_SCHEMA) => {}
             Some(other) => return Err(AdviseError::input(&shown, format!("field `schema`: expected `{ISA_SCHEMA}`, found `{other}`"))),

@@ -1,8 +1,8 @@
 //! The lever catalog (`data/levers.toml`): its types live in [`crate::rules`]; this
 //! module renders it for people (`katlas suggest --catalog`).
 
-pub use crate::rules::{Lever, LeverCatalog};
 use crate::expr::fmt_num;
+pub use crate::rules::{Lever, LeverCatalog};
 
 pub fn catalog_markdown(c: &LeverCatalog) -> String {
     let mut o = String::from("# katlas lever catalog\n");

@@ -34,9 +34,6 @@ pub const SUGGESTIONS_SCHEMA: &str = "katlas.suggestions.v1";
 pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
     vec![
         (FIT_SCHEMA, serde_json::to_value(schemars::schema_for!(fit::FitView)).unwrap_or_default()),
-        (
-            SUGGESTIONS_SCHEMA,
-            serde_json::to_value(schemars::schema_for!(suggest::SuggestionQueue)).unwrap_or_default(),
-        ),
+        (SUGGESTIONS_SCHEMA, serde_json::to_value(schemars::schema_for!(suggest::SuggestionQueue)).unwrap_or_default()),
     ]
 }

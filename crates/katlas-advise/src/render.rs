@@ -88,27 +88,41 @@ fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize) {
         d.kv("op", format!("{}.{}", op.family, op.role));
     }
     if k.share_pct.is_some() || k.calls.is_some() {
-        d.kv(
-            "time",
-            format!("share {}%  calls {}  avg {} us  total {} us", opt(k.share_pct, 1), opt_u(k.calls), opt(k.avg_us, 2), opt(k.total_us, 1)),
-        );
+        d.kv("time", format!("share {}%  calls {}  avg {} us  total {} us", opt(k.share_pct, 1), opt_u(k.calls), opt(k.avg_us, 2), opt(k.total_us, 1)));
     }
     let t = &k.throughput;
     match (t.bw_gbps, t.bw_pct_of_peak) {
         (Some(bw), Some(p)) => d.kv(
             "bandwidth",
-            format!("{} GB/s = {}% of peak {} ({}, {})", fmt_num(bw, Some(1)), fmt_num(p, Some(1)), bar(p / 100.0, width), t.bw_band.as_deref().unwrap_or("-"), t.bw_source.as_deref().unwrap_or("-")),
+            format!(
+                "{} GB/s = {}% of peak {} ({}, {})",
+                fmt_num(bw, Some(1)),
+                fmt_num(p, Some(1)),
+                bar(p / 100.0, width),
+                t.bw_band.as_deref().unwrap_or("-"),
+                t.bw_source.as_deref().unwrap_or("-")
+            ),
         ),
         (Some(bw), None) => d.kv("bandwidth", format!("{} GB/s ({}; no product ceiling)", fmt_num(bw, Some(1)), t.bw_source.as_deref().unwrap_or("-"))),
         _ => d.kv("bandwidth", "unknown (no byte counts)"),
     }
     if let Some(tf) = t.tflops {
-        d.kv("compute", format!("{} TFLOP/s{}", fmt_num(tf, Some(2)), t.compute_pct_of_peak.map(|p| format!(" = {}% of peak", fmt_num(p, Some(1)))).unwrap_or_default()));
+        d.kv(
+            "compute",
+            format!("{} TFLOP/s{}", fmt_num(tf, Some(2)), t.compute_pct_of_peak.map(|p| format!(" = {}% of peak", fmt_num(p, Some(1)))).unwrap_or_default()),
+        );
     }
     if let Some(l) = &k.launch {
         d.kv(
             "launch",
-            format!("grid {:?} block {:?}: {} waves on {} SIMDs = {} per SIMD", l.grid, l.block, fmt_num(l.waves, Some(0)), fmt_num(l.simds, Some(0)), fmt_num(l.waves_per_simd, Some(2))),
+            format!(
+                "grid {:?} block {:?}: {} waves on {} SIMDs = {} per SIMD",
+                l.grid,
+                l.block,
+                fmt_num(l.waves, Some(0)),
+                fmt_num(l.simds, Some(0)),
+                fmt_num(l.waves_per_simd, Some(2))
+            ),
         );
     }
     if t.tflops.is_none() {
@@ -131,7 +145,14 @@ fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize) {
             let regs = if i.arch.starts_with("sm_") {
                 format!("{}/thread  spill bytes {}  stack {} B", opt_u(i.vgpr), opt(i.spills, 0), opt_u(i.scratch_bytes))
             } else {
-                format!("VGPR {}  SGPR {}  AGPR {}  spills {}  scratch {} B", opt_u(i.vgpr), opt_u(i.sgpr), opt_u(i.agpr), opt(i.spills, 0), opt_u(i.scratch_bytes))
+                format!(
+                    "VGPR {}  SGPR {}  AGPR {}  spills {}  scratch {} B",
+                    opt_u(i.vgpr),
+                    opt_u(i.sgpr),
+                    opt_u(i.agpr),
+                    opt(i.spills, 0),
+                    opt_u(i.scratch_bytes)
+                )
             };
             d.kv("registers", regs);
             d.kv("LDS/shared", format!("{} B   wave size {}", opt_u(i.lds_bytes), opt_u(i.wave_size)));
@@ -199,11 +220,23 @@ fn fit_doc(v: &FitView, md: bool) -> String {
     if v.evidence.isa {
         d.kv(
             "isa",
-            format!("{} kernels, {} for this arch (manifest arches: {})", s.isa_kernels, s.isa_kernels_for_arch, if s.isa_arches.is_empty() { "none".into() } else { s.isa_arches.join(", ") }),
+            format!(
+                "{} kernels, {} for this arch (manifest arches: {})",
+                s.isa_kernels,
+                s.isa_kernels_for_arch,
+                if s.isa_arches.is_empty() { "none".into() } else { s.isa_arches.join(", ") }
+            ),
         );
         d.kv("profile matched", format!("{}/{} hot names", s.matched.len(), s.matched.len() + s.unmatched_hot.len()));
         for m in &s.matched {
-            d.item(format!("{} -> {} ({}) in {}{}", m.profile, m.isa_kernel, m.how, m.object, if m.also.is_empty() { String::new() } else { format!("; also {}", m.also.join(", ")) }));
+            d.item(format!(
+                "{} -> {} ({}) in {}{}",
+                m.profile,
+                m.isa_kernel,
+                m.how,
+                m.object,
+                if m.also.is_empty() { String::new() } else { format!("; also {}", m.also.join(", ")) }
+            ));
         }
         if !s.unmatched_hot.is_empty() {
             d.kv("unmatched hot", s.unmatched_hot.join(", "));
@@ -293,11 +326,16 @@ pub fn fit_html(v: &FitView) -> String {
         esc(&title),
         esc(&title)
     );
-    let _ = writeln!(o, "<table><tr><th>kernel</th><th>share</th><th>calls</th><th>avg us</th><th>% of peak bw</th><th>occupancy</th><th>VGPR</th><th>spills</th></tr>");
+    let _ = writeln!(
+        o,
+        "<table><tr><th>kernel</th><th>share</th><th>calls</th><th>avg us</th><th>% of peak bw</th><th>occupancy</th><th>VGPR</th><th>spills</th></tr>"
+    );
     for k in &v.kernels {
         let pct = k.throughput.bw_pct_of_peak;
         let bar_html = pct
-            .map(|p| format!("<span class=\"track\"><span class=\"bar\" style=\"width:{}%\"></span></span> {}%", p.clamp(0.0, 100.0).round(), fmt_num(p, Some(1))))
+            .map(|p| {
+                format!("<span class=\"track\"><span class=\"bar\" style=\"width:{}%\"></span></span> {}%", p.clamp(0.0, 100.0).round(), fmt_num(p, Some(1)))
+            })
             .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             o,
@@ -369,7 +407,18 @@ fn queue_doc(q: &SuggestionQueue, md: bool) -> String {
         }
         d.kv("id", &s.id);
         d.kv("lever", format!("{} ({})", s.lever, s.lever_name));
-        d.kv("risk / impact", format!("{} / {} ({}-{}% of {}; {})", s.risk, s.expected_impact, fmt_num(s.magnitude.low_pct, None), fmt_num(s.magnitude.high_pct, None), s.magnitude.of, s.magnitude.source));
+        d.kv(
+            "risk / impact",
+            format!(
+                "{} / {} ({}-{}% of {}; {})",
+                s.risk,
+                s.expected_impact,
+                fmt_num(s.magnitude.low_pct, None),
+                fmt_num(s.magnitude.high_pct, None),
+                s.magnitude.of,
+                s.magnitude.source
+            ),
+        );
         d.kv("triggered by", format!("{} (fit rules: {})", s.triggers.join(", "), if s.fit_rules.is_empty() { "-".into() } else { s.fit_rules.join(", ") }));
         if !s.adjustments.is_empty() {
             d.kv("score adjustments", s.adjustments.join(", "));
@@ -383,11 +432,14 @@ fn queue_doc(q: &SuggestionQueue, md: bool) -> String {
                     format!("prior verdict {} ({}; {})", a.verdict, a.disposition, a.note)
                 };
                 if let Some(c) = &a.revisit_if {
-                    line.push_str(&format!("; revisit if: {c}{}", match a.revisit_holds {
-                        Some(true) => " [holds now]",
-                        Some(false) => " [does not hold yet]",
-                        None => " [not machine-checkable]",
-                    }));
+                    line.push_str(&format!(
+                        "; revisit if: {c}{}",
+                        match a.revisit_holds {
+                            Some(true) => " [holds now]",
+                            Some(false) => " [does not hold yet]",
+                            None => " [not machine-checkable]",
+                        }
+                    ));
                 }
                 d.item(line);
             }

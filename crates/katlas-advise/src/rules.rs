@@ -233,12 +233,7 @@ impl Rules {
         let (ff, ft) = read("fit.toml", FIT_TOML)?;
         let (qf, qt) = read("quant.toml", QUANT_TOML)?;
         let (lf, lt) = read("levers.toml", LEVERS_TOML)?;
-        Ok(Rules {
-            fit: parse_fit(&ff, &ft)?,
-            quant: parse_quant(&qf, &qt)?,
-            quant_file: qf,
-            levers: parse_levers(&lf, &lt)?,
-        })
+        Ok(Rules { fit: parse_fit(&ff, &ft)?, quant: parse_quant(&qf, &qt)?, quant_file: qf, levers: parse_levers(&lf, &lt)? })
     }
 
     /// Quant intent for a row's quant string (first prefix match, case-insensitive).
@@ -275,13 +270,7 @@ fn check_schema(file: &str, got: &str, want: &str) -> Result<(), AdviseError> {
 
 fn conds(file: &str, text: &str, id: &str, list: &[String], field: &str) -> Result<Vec<Cond>, AdviseError> {
     list.iter()
-        .map(|c| {
-            Cond::parse(c).map_err(|m| AdviseError::Rules {
-                file: file.into(),
-                line: line_of_id(text, "id", id),
-                message: format!("{id}.{field}: {m}"),
-            })
-        })
+        .map(|c| Cond::parse(c).map_err(|m| AdviseError::Rules { file: file.into(), line: line_of_id(text, "id", id), message: format!("{id}.{field}: {m}") }))
         .collect()
 }
 

@@ -175,8 +175,7 @@ pub fn eval_contract(row: Option<&Row>, rules: &Rules) -> EvalContract {
         }
     }
     for (k, v) in &r.variant.env {
-        let instr = is_instrumentation(k, &r.variant.instrumentation)
-            || rules.levers.eval.instrumentation_env.iter().any(|p| matches_pattern(k, p));
+        let instr = is_instrumentation(k, &r.variant.instrumentation) || rules.levers.eval.instrumentation_env.iter().any(|p| matches_pattern(k, p));
         if instr {
             c.stripped_env.push(k.clone());
         } else {
@@ -252,13 +251,7 @@ fn suggestion_id(lever: &str, kernel: &Option<String>, t: &Target) -> String {
 
 /// Trigger texts of `lever` whose every condition holds on `sig`.
 fn held_triggers(lever: &Lever, sig: &Signals) -> Vec<String> {
-    lever
-        .triggers
-        .iter()
-        .zip(&lever.trigger_conds)
-        .filter(|(_, c)| eval_all(c, sig).0 == Some(true))
-        .map(|(t, _)| t.clone())
-        .collect()
+    lever.triggers.iter().zip(&lever.trigger_conds).filter(|(_, c)| eval_all(c, sig).0 == Some(true)).map(|(t, _)| t.clone()).collect()
 }
 
 fn truthy(s: &Signals, name: &str) -> bool {
@@ -267,12 +260,7 @@ fn truthy(s: &Signals, name: &str) -> bool {
 
 /// Fit findings that emitted (or whose conditions use) one of `names`.
 fn findings_for<'a>(k: &'a KernelFit, rules: &Rules, names: &[String]) -> Vec<&'a Finding> {
-    k.findings
-        .iter()
-        .filter(|f| {
-            rules.fit.rules.iter().find(|r| r.id == f.rule).map(|r| r.emits.iter().any(|e| names.contains(e))).unwrap_or(false)
-        })
-        .collect()
+    k.findings.iter().filter(|f| rules.fit.rules.iter().find(|r| r.id == f.rule).map(|r| r.emits.iter().any(|e| names.contains(e))).unwrap_or(false)).collect()
 }
 
 fn profile_line(k: &KernelFit, phase: Option<&str>) -> Option<String> {
@@ -359,12 +347,7 @@ pub fn suggest(fit: &FitView, row: Option<&Row>, db: &ArchDb, rules: &Rules, opt
     };
     let mut matched_ids = std::collections::BTreeSet::new();
     for s in &mut out {
-        let signals = s
-            .kernel
-            .as_ref()
-            .and_then(|n| fit.kernels.iter().find(|k| &k.name == n))
-            .map(|k| k.signals.clone())
-            .unwrap_or_default();
+        let signals = s.kernel.as_ref().and_then(|n| fit.kernels.iter().find(|k| &k.name == n)).map(|k| k.signals.clone()).unwrap_or_default();
         if let Some(h) = judge(db, &rules.levers.history, entries, &s.lever, &s.kernel, &target, &signals) {
             for a in &h.attempts {
                 matched_ids.insert(a.ledger_id.clone());
@@ -388,12 +371,7 @@ pub fn suggest(fit: &FitView, row: Option<&Row>, db: &ArchDb, rules: &Rules, opt
     }
     summary.matched = matched_ids.len();
 
-    out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(a.lever.cmp(&b.lever))
-            .then(a.kernel.cmp(&b.kernel))
-    });
+    out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.lever.cmp(&b.lever)).then(a.kernel.cmp(&b.kernel)));
     out.truncate(opts.max.unwrap_or(rules.levers.settings.max_suggestions));
     for (i, s) in out.iter_mut().enumerate() {
         s.rank = i + 1;
@@ -511,11 +489,8 @@ fn build_one(
     };
     let metric = contract.metric.clone().unwrap_or_else(|| format!("{who} kernel time"));
     let risk_detail = lever.null_results.first().map(|n| format!("{}: {n}", lever.risk)).unwrap_or_else(|| lever.risk.clone());
-    let hypothesis = format!(
-        "On {arch}/{who}/{where_}, {} should improve {metric} because {}; risk is {risk_detail}.",
-        lever.name.to_lowercase(),
-        lever.hypothesis
-    );
+    let hypothesis =
+        format!("On {arch}/{who}/{where_}, {} should improve {metric} because {}; risk is {risk_detail}.", lever.name.to_lowercase(), lever.hypothesis);
     let title = match &kernel {
         Some(k) => format!("{} on {}", lever.name, crate::names::display_name(k)),
         None => format!("{} for {}", lever.name, phase.unwrap_or("the phase")),

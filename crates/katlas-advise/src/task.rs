@@ -199,10 +199,20 @@ pub fn from_suggestion(fit: &FitView, row: Option<&Row>, s: &Suggestion, rules: 
 }
 
 /// A task on a row's hottest live kernel (or `kernel`), without a lever.
-pub fn from_row(fit: &FitView, row: &Row, kernel: Option<&str>, rules: &Rules, prov: &[KernelProvenance], extras: &TaskExtras) -> Result<Task, crate::AdviseError> {
+pub fn from_row(
+    fit: &FitView,
+    row: &Row,
+    kernel: Option<&str>,
+    rules: &Rules,
+    prov: &[KernelProvenance],
+    extras: &TaskExtras,
+) -> Result<Task, crate::AdviseError> {
     let k = match kernel {
         Some(n) => fit.kernels.iter().find(|k| k.name == n).ok_or_else(|| {
-            crate::AdviseError::Usage(format!("--kernel `{n}`: not among the row's hot kernels ({})", fit.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")))
+            crate::AdviseError::Usage(format!(
+                "--kernel `{n}`: not among the row's hot kernels ({})",
+                fit.kernels.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
+            ))
         })?,
         None => fit.kernels.first().ok_or_else(|| crate::AdviseError::Usage("the row has no kernels: nothing to target".into()))?,
     };
@@ -267,7 +277,11 @@ pub fn from_op(op: OpSpec, eval_command: Vec<String>, metric: String, extras: &T
             op.shapes.iter().map(|s| format!("[{s}]")).collect::<Vec<_>>().join(" x "),
             op.dtype.as_deref().map(|d| format!(" in {d}")).unwrap_or_default()
         ),
-        hypothesis: format!("On this GPU, {} for shapes {}: <lever> should improve {metric} because <mechanism>; risk is <risk>.", op.op, op.shapes.join(" / ")),
+        hypothesis: format!(
+            "On this GPU, {} for shapes {}: <lever> should improve {metric} because <mechanism>; risk is <risk>.",
+            op.op,
+            op.shapes.join(" / ")
+        ),
         lever: None,
         kernel: None,
         target: TaskTarget { shape: Some(op.shapes.join(";")), ..Default::default() },
@@ -284,13 +298,7 @@ pub fn from_op(op: OpSpec, eval_command: Vec<String>, metric: String, extras: &T
         },
         allowed_files: vec![],
         build: None,
-        bench: Bench {
-            command: eval_command,
-            metric,
-            goal: extras.goal.unwrap_or(Goal::Minimize),
-            parser: extras.parser.clone(),
-            ..Default::default()
-        },
+        bench: Bench { command: eval_command, metric, goal: extras.goal.unwrap_or(Goal::Minimize), parser: extras.parser.clone(), ..Default::default() },
         correctness: vec![],
         constraints: default_constraints(),
         next: String::new(),
@@ -317,14 +325,31 @@ pub fn task_markdown(t: &Task) -> String {
         o.push('\n');
     };
     push(&mut o, format!("# Task {}\n", t.id));
-    push(&mut o, format!("`{}` · created {} · from {}{}\n", t.schema, t.created_at, t.origin.kind, t.origin.suggestion_id.as_deref().map(|s| format!(" {s} (rank {})", t.origin.rank.unwrap_or(0))).unwrap_or_default()));
+    push(
+        &mut o,
+        format!(
+            "`{}` · created {} · from {}{}\n",
+            t.schema,
+            t.created_at,
+            t.origin.kind,
+            t.origin.suggestion_id.as_deref().map(|s| format!(" {s} (rank {})", t.origin.rank.unwrap_or(0))).unwrap_or_default()
+        ),
+    );
     push(&mut o, "## Objective\n".into());
     push(&mut o, format!("{}\n", t.objective));
     push(&mut o, "## Hypothesis\n".into());
     push(&mut o, format!("{}\n", t.hypothesis));
     push(&mut o, "## Target\n".into());
     let tg = &t.target;
-    for (k, v) in [("arch", &tg.arch), ("class", &tg.arch_class), ("product", &tg.product), ("workload", &tg.workload), ("phase", &tg.phase), ("shape", &tg.shape), ("quant", &tg.quant)] {
+    for (k, v) in [
+        ("arch", &tg.arch),
+        ("class", &tg.arch_class),
+        ("product", &tg.product),
+        ("workload", &tg.workload),
+        ("phase", &tg.phase),
+        ("shape", &tg.shape),
+        ("quant", &tg.quant),
+    ] {
         if let Some(v) = v {
             push(&mut o, format!("- {k}: {v}"));
         }
@@ -336,17 +361,48 @@ pub fn task_markdown(t: &Task) -> String {
         push(&mut o, format!("- kernel: `{k}`"));
     }
     if let Some(op) = &t.op {
-        push(&mut o, format!("- op: {} (`{}`), inputs {}, dtype {}", op.name, op.op, op.shapes.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", "), op.dtype.as_deref().unwrap_or("-")));
+        push(
+            &mut o,
+            format!(
+                "- op: {} (`{}`), inputs {}, dtype {}",
+                op.name,
+                op.op,
+                op.shapes.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", "),
+                op.dtype.as_deref().unwrap_or("-")
+            ),
+        );
     }
     push(&mut o, "\n## Evidence\n".into());
     for l in &t.evidence.fit {
         push(&mut o, format!("- {l}"));
     }
     if !t.evidence.profile.is_empty() {
-        push(&mut o, format!("- profile: {}", t.evidence.profile.iter().map(|(k, v)| format!("{k}={}", fmt_num(*v, if v.fract() == 0.0 { None } else { Some(2) }))).collect::<Vec<_>>().join(", ")));
+        push(
+            &mut o,
+            format!(
+                "- profile: {}",
+                t.evidence
+                    .profile
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", fmt_num(*v, if v.fract() == 0.0 { None } else { Some(2) })))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
     }
     if !t.evidence.isa.is_empty() {
-        push(&mut o, format!("- baseline ISA: {}", t.evidence.isa.iter().map(|(k, v)| format!("{k}={}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))).collect::<Vec<_>>().join(", ")));
+        push(
+            &mut o,
+            format!(
+                "- baseline ISA: {}",
+                t.evidence
+                    .isa
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
     }
     if !t.evidence.sources.is_empty() {
         push(&mut o, format!("- sources (ranked): {}", t.evidence.sources.join(", ")));
@@ -380,7 +436,14 @@ pub fn task_markdown(t: &Task) -> String {
     if let Some(r) = &t.baseline.row_id {
         push(&mut o, format!("- row: {r}"));
     }
-    push(&mut o, format!("- fresh baseline required: {}{}", if t.baseline.fresh_required { "yes" } else { "no" }, if t.baseline.fresh_why.is_empty() { String::new() } else { format!(" ({})", t.baseline.fresh_why.join("; ")) }));
+    push(
+        &mut o,
+        format!(
+            "- fresh baseline required: {}{}",
+            if t.baseline.fresh_required { "yes" } else { "no" },
+            if t.baseline.fresh_why.is_empty() { String::new() } else { format!(" ({})", t.baseline.fresh_why.join("; ")) }
+        ),
+    );
     push(&mut o, "\n## Allowed files\n".into());
     if t.allowed_files.is_empty() {
         push(&mut o, "- (none known: add with `katlas task … --allow PATH`; eval treats an empty list as unrestricted)".into());
@@ -396,7 +459,14 @@ pub fn task_markdown(t: &Task) -> String {
     push(&mut o, "\n## Benchmark\n".into());
     let env: Vec<String> = t.bench.env.iter().map(|(k, v)| format!("{k}={}", shell_word(v))).collect();
     push(&mut o, format!("```sh\n{}{}\n```", if env.is_empty() { String::new() } else { format!("{} ", env.join(" ")) }, shell_line(&t.bench.command)));
-    push(&mut o, format!("- metric: `{}` ({})", if t.bench.metric.is_empty() { "-" } else { &t.bench.metric }, if t.bench.goal == Goal::Minimize { "minimize" } else { "maximize" }));
+    push(
+        &mut o,
+        format!(
+            "- metric: `{}` ({})",
+            if t.bench.metric.is_empty() { "-" } else { &t.bench.metric },
+            if t.bench.goal == Goal::Minimize { "minimize" } else { "maximize" }
+        ),
+    );
     if !t.bench.stripped_env.is_empty() {
         push(&mut o, format!("- instrumentation stripped: {}", t.bench.stripped_env.join(", ")));
     }

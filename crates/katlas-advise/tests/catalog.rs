@@ -35,8 +35,17 @@ fn catalog_has_the_eleven_levers_with_sources() {
     let r = Rules::builtin().unwrap();
     let ids: BTreeSet<&str> = r.levers.levers.iter().map(|l| l.id.as_str()).collect();
     for want in [
-        "multirow_gemv", "k_split", "prefetch_pipeline", "wave_size_port", "matrix_path", "fusion", "wide_loads",
-        "lds_staging", "compiler_levers", "env_sweep", "graph_capture",
+        "multirow_gemv",
+        "k_split",
+        "prefetch_pipeline",
+        "wave_size_port",
+        "matrix_path",
+        "fusion",
+        "wide_loads",
+        "lds_staging",
+        "compiler_levers",
+        "env_sweep",
+        "graph_capture",
     ] {
         assert!(ids.contains(want), "lever {want} in data/levers.toml");
     }

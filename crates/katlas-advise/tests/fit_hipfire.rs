@@ -12,7 +12,8 @@ fn decode_row_unmatched_hot_kernels_and_likely_limit() {
     let m = common::write_manifest(dir.path(), &[("gemv_hfq4g256_residual_r4", 96, 0, 0), ("unrelated_kernel", 32, 0, 0)]);
     let isa = IsaManifest::read(&m).unwrap();
     let rules = Rules::builtin().unwrap();
-    let fit = build_fit(&FitInput { row: Some(&row), isa: Some(&isa), product: None, arch: None, db: ArchDb::builtin(), rules: &rules, row_source: None }).unwrap();
+    let fit =
+        build_fit(&FitInput { row: Some(&row), isa: Some(&isa), product: None, arch: None, db: ArchDb::builtin(), rules: &rules, row_source: None }).unwrap();
     println!("{}", render::fit_text(&fit));
     assert_eq!(fit.header.arch.as_deref(), Some("gfx1201"));
     assert_eq!(fit.scope.kind, "profile-matched");

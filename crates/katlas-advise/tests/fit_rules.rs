@@ -90,7 +90,8 @@ fn spills_and_occupancy_from_isa_only() {
     std::fs::write(&p, m.to_string()).unwrap();
     let isa = IsaManifest::read(&p).unwrap();
     let rules = Rules::builtin().unwrap();
-    let f = build_fit(&FitInput { row: None, isa: Some(&isa), product: None, arch: Some("gfx1201"), db: ArchDb::builtin(), rules: &rules, row_source: None }).unwrap();
+    let f = build_fit(&FitInput { row: None, isa: Some(&isa), product: None, arch: Some("gfx1201"), db: ArchDb::builtin(), rules: &rules, row_source: None })
+        .unwrap();
     assert_eq!(f.scope.kind, "isa-only");
     // The gfx1100 object is not this arch: only the two gfx1201 kernels.
     assert_eq!(f.kernels.len(), 2);

@@ -113,10 +113,7 @@ fn revisit_if_condition_restores() {
     let kernel = top.kernel.clone().unwrap();
     let dir = tempfile::tempdir().unwrap();
     // Condition that holds on the current fit (share is 38.2%).
-    let p = write_ledger(
-        dir.path(),
-        &[entry(&top.lever, &kernel, Verdict::NoChange, Disposition::RevisitIf { condition: "share_pct > 30".into() })],
-    );
+    let p = write_ledger(dir.path(), &[entry(&top.lever, &kernel, Verdict::NoChange, Disposition::RevisitIf { condition: "share_pct > 30".into() })]);
     let q = queue(Some(&p));
     let s = q.suggestions.iter().find(|s| s.id == top.id).unwrap();
     let h = s.history.as_ref().unwrap();
@@ -125,10 +122,7 @@ fn revisit_if_condition_restores() {
     assert_eq!(h.attempts[0].revisit_holds, Some(true));
     // One that does not hold: demoted, condition shown.
     std::fs::remove_file(&p).unwrap();
-    let p = write_ledger(
-        dir.path(),
-        &[entry(&top.lever, &kernel, Verdict::NoChange, Disposition::RevisitIf { condition: "bw_pct < 50".into() })],
-    );
+    let p = write_ledger(dir.path(), &[entry(&top.lever, &kernel, Verdict::NoChange, Disposition::RevisitIf { condition: "bw_pct < 50".into() })]);
     let q = queue(Some(&p));
     let s = q.suggestions.iter().find(|s| s.id == top.id).unwrap();
     assert_eq!(s.history.as_ref().unwrap().status, "demoted");

@@ -11,26 +11,11 @@ use std::sync::OnceLock;
 
 /// The embedded data files: (path relative to the repository root, contents).
 pub const BUILTIN_FILES: &[(&str, &str)] = &[
-    (
-        "data/arch/amd.toml",
-        include_str!("../../../data/arch/amd.toml"),
-    ),
-    (
-        "data/arch/nvidia.toml",
-        include_str!("../../../data/arch/nvidia.toml"),
-    ),
-    (
-        "data/arch/products-amd.toml",
-        include_str!("../../../data/arch/products-amd.toml"),
-    ),
-    (
-        "data/arch/products-nvidia.toml",
-        include_str!("../../../data/arch/products-nvidia.toml"),
-    ),
-    (
-        "data/arch/measured.toml",
-        include_str!("../../../data/arch/measured.toml"),
-    ),
+    ("data/arch/amd.toml", include_str!("../../../data/arch/amd.toml")),
+    ("data/arch/nvidia.toml", include_str!("../../../data/arch/nvidia.toml")),
+    ("data/arch/products-amd.toml", include_str!("../../../data/arch/products-amd.toml")),
+    ("data/arch/products-nvidia.toml", include_str!("../../../data/arch/products-nvidia.toml")),
+    ("data/arch/measured.toml", include_str!("../../../data/arch/measured.toml")),
 ];
 
 /// The architecture database: atoms and products, builtin data plus project overrides.
@@ -68,12 +53,7 @@ impl Collected {
             let line = line_of(text, a.name.span().start);
             let name = canonical_atom(a.name.get_ref());
             if name != *a.name.get_ref() {
-                return Err(data_err(
-                    file,
-                    line,
-                    "atom.name",
-                    format!("`{}` is not canonical (write `{name}`)", a.name.get_ref()),
-                ));
+                return Err(data_err(file, line, "atom.name", format!("`{}` is not canonical (write `{name}`)", a.name.get_ref())));
             }
             merge(&mut self.atoms, a, &name, |x| x.name.get_ref(), RawAtom::patch, (file, line), patching, "atom")?;
         }
@@ -84,11 +64,7 @@ impl Collected {
         }
         for m in parsed.measured {
             let line = line_of(text, m.product.span().start);
-            self.measured.push(Located {
-                file: file.into(),
-                text_line: line,
-                item: m,
-            });
+            self.measured.push(Located { file: file.into(), text_line: line, item: m });
         }
         Ok(())
     }
@@ -115,12 +91,7 @@ fn merge<T>(
             prev.text_line = line;
             Ok(())
         }
-        Some(prev) => Err(data_err(
-            file,
-            line,
-            &format!("{kind}.name"),
-            format!("duplicate {kind} `{name}` (first at {}:{})", prev.file, prev.text_line),
-        )),
+        Some(prev) => Err(data_err(file, line, &format!("{kind}.name"), format!("duplicate {kind} `{name}` (first at {}:{})", prev.file, prev.text_line))),
         None => {
             list.push(Located { file: file.into(), text_line: line, item });
             Ok(())
@@ -129,12 +100,7 @@ fn merge<T>(
 }
 
 fn data_err(file: &str, line: usize, key: &str, message: impl Into<String>) -> ArchError {
-    ArchError::Data {
-        file: file.into(),
-        line,
-        key: key.into(),
-        message: message.into(),
-    }
+    ArchError::Data { file: file.into(), line, key: key.into(), message: message.into() }
 }
 
 impl ArchDb {
@@ -142,14 +108,7 @@ impl ArchDb {
     /// tests; should it ever fail to load, this returns an empty database rather than panic.
     pub fn builtin() -> &'static ArchDb {
         static DB: OnceLock<ArchDb> = OnceLock::new();
-        DB.get_or_init(|| {
-            ArchDb::load(None).unwrap_or_else(|_| ArchDb {
-                schema: crate::SCHEMA,
-                atoms: vec![],
-                products: vec![],
-                files: vec![],
-            })
-        })
+        DB.get_or_init(|| ArchDb::load(None).unwrap_or_else(|_| ArchDb { schema: crate::SCHEMA, atoms: vec![], products: vec![], files: vec![] }))
     }
 
     /// Conventional override directory of a project: `<root>/.katlas/rules/arch`.
@@ -171,10 +130,7 @@ impl ArchDb {
         if let Some(path) = overrides {
             for f in override_files(path)? {
                 let shown = f.display().to_string();
-                let text = std::fs::read_to_string(&f).map_err(|e| ArchError::Io {
-                    path: shown.clone(),
-                    message: e.to_string(),
-                })?;
+                let text = std::fs::read_to_string(&f).map_err(|e| ArchError::Io { path: shown.clone(), message: e.to_string() })?;
                 c.add(&shown, &text, true)?;
                 files.push(shown);
             }
@@ -204,48 +160,23 @@ impl ArchDb {
         for m in &c.measured {
             let name = m.item.product.get_ref();
             let Some((_, p)) = products.iter_mut().find(|(_, p)| &p.name == name) else {
-                return Err(data_err(
-                    &m.file,
-                    m.text_line,
-                    "measured.product",
-                    format!("unknown product `{name}`"),
-                ));
+                return Err(data_err(&m.file, m.text_line, "measured.product", format!("unknown product `{name}`")));
             };
             match m.item.quantity.as_str() {
                 "copy_bw_gbps" => {
                     if !(m.item.value.is_finite() && m.item.value > 0.0) {
-                        return Err(data_err(
-                            &m.file,
-                            m.text_line,
-                            "measured.value",
-                            "must be > 0",
-                        ));
+                        return Err(data_err(&m.file, m.text_line, "measured.value", "must be > 0"));
                     }
                     p.measured_bw_gbps = Some(Sourced {
                         value: m.item.value,
-                        source: format!(
-                            "{}; file {}; {}; {}",
-                            m.item.source, m.item.file, m.item.date, m.item.method
-                        ),
+                        source: format!("{}; file {}; {}; {}", m.item.source, m.item.file, m.item.date, m.item.method),
                         measured: true,
                     });
                 }
-                other => {
-                    return Err(data_err(
-                        &m.file,
-                        m.text_line,
-                        "measured.quantity",
-                        format!("unknown quantity `{other}` (known: copy_bw_gbps)"),
-                    ))
-                }
+                other => return Err(data_err(&m.file, m.text_line, "measured.quantity", format!("unknown quantity `{other}` (known: copy_bw_gbps)"))),
             }
         }
-        let db = ArchDb {
-            schema: crate::SCHEMA,
-            atoms,
-            products: Vec::new(),
-            files,
-        };
+        let db = ArchDb { schema: crate::SCHEMA, atoms, products: Vec::new(), files };
         let mut db = db;
         for (loc, p) in &products {
             db.validate_product(loc, p)?;
@@ -259,50 +190,22 @@ impl ArchDb {
     }
 
     fn validate_atom(&self, loc: &Located<RawAtom>, a: &Atom) -> Result<(), ArchError> {
-        let e = |key: &str, msg: String| {
-            data_err(
-                &loc.file,
-                loc.text_line,
-                &format!("atom[{}].{key}", a.name),
-                msg,
-            )
-        };
+        let e = |key: &str, msg: String| data_err(&loc.file, loc.text_line, &format!("atom[{}].{key}", a.name), msg);
         if !a.wave_sizes.contains(&a.default_wave_size) {
-            return Err(e(
-                "default_wave_size",
-                format!(
-                    "{} not in wave_sizes {:?}",
-                    a.default_wave_size, a.wave_sizes
-                ),
-            ));
+            return Err(e("default_wave_size", format!("{} not in wave_sizes {:?}", a.default_wave_size, a.wave_sizes)));
         }
         if let Some(v) = &a.variant_of {
             match self.atom(v) {
                 Some(base) if base.vendor == a.vendor && base.name != a.name => {}
-                _ => {
-                    return Err(e(
-                        "variant_of",
-                        format!("`{v}` is not another atom of the same vendor"),
-                    ))
-                }
+                _ => return Err(e("variant_of", format!("`{v}` is not another atom of the same vendor"))),
             }
         }
         if let Some(amd) = &a.amd {
             for w in &a.wave_sizes {
                 match amd.vgpr(*w) {
                     Some(f) if f.granule > 0 && f.total >= f.granule && f.max_per_wave > 0 => {}
-                    Some(_) => {
-                        return Err(e(
-                            &format!("amd.vgpr_wave{w}"),
-                            "granule, total and max_per_wave must be > 0, total >= granule".into(),
-                        ))
-                    }
-                    None => {
-                        return Err(e(
-                            &format!("amd.vgpr_wave{w}"),
-                            format!("wave size {w} is supported but has no VGPR file"),
-                        ))
-                    }
+                    Some(_) => return Err(e(&format!("amd.vgpr_wave{w}"), "granule, total and max_per_wave must be > 0, total >= granule".into())),
+                    None => return Err(e(&format!("amd.vgpr_wave{w}"), format!("wave size {w} is supported but has no VGPR file"))),
                 }
             }
             let nonzero = [
@@ -313,10 +216,7 @@ impl ArchDb {
                 ("amd.lds_bytes_per_cu", amd.lds_bytes_per_cu),
                 ("amd.lds_granule", amd.lds_granule),
                 ("amd.max_workgroup_size", amd.max_workgroup_size as u64),
-                (
-                    "amd.max_workgroups_per_cu",
-                    amd.max_workgroups_per_cu as u64,
-                ),
+                ("amd.max_workgroups_per_cu", amd.max_workgroups_per_cu as u64),
                 ("amd.agpr_align", amd.agpr_align as u64),
             ];
             for (k, v) in nonzero {
@@ -327,46 +227,23 @@ impl ArchDb {
             if amd.agpr_mode != AgprMode::None && amd.agprs_per_wave == 0 {
                 return Err(e("amd.agprs_per_wave", "AGPR mode set but no AGPRs".into()));
             }
-            if !amd
-                .sgpr_waves
-                .windows(2)
-                .all(|w| w[0][0] < w[1][0] && w[0][1] >= w[1][1])
-            {
-                return Err(e(
-                    "amd.sgpr_waves",
-                    "steps must ascend in SGPRs and not ascend in waves".into(),
-                ));
+            if !amd.sgpr_waves.windows(2).all(|w| w[0][0] < w[1][0] && w[0][1] >= w[1][1]) {
+                return Err(e("amd.sgpr_waves", "steps must ascend in SGPRs and not ascend in waves".into()));
             }
             if !amd.sgpr_waves.is_empty() && amd.sgpr_waves_floor == 0 {
-                return Err(e(
-                    "amd.sgpr_waves_floor",
-                    "needed when sgpr_waves is given".into(),
-                ));
+                return Err(e("amd.sgpr_waves_floor", "needed when sgpr_waves is given".into()));
             }
         }
         if let Some(nv) = &a.nvidia {
             if nv.max_warps_per_sm * 32 != nv.max_threads_per_sm {
-                return Err(e(
-                    "nvidia.max_threads_per_sm",
-                    "must be 32 x max_warps_per_sm".into(),
-                ));
+                return Err(e("nvidia.max_threads_per_sm", "must be 32 x max_warps_per_sm".into()));
             }
-            if nv.smem_per_block_optin > nv.smem_per_sm
-                || nv.reg_alloc_unit == 0
-                || nv.sub_partitions == 0
-                || nv.smem_granule == 0
-            {
-                return Err(e(
-                    "nvidia",
-                    "inconsistent shared memory or register allocation limits".into(),
-                ));
+            if nv.smem_per_block_optin > nv.smem_per_sm || nv.reg_alloc_unit == 0 || nv.sub_partitions == 0 || nv.smem_granule == 0 {
+                return Err(e("nvidia", "inconsistent shared memory or register allocation limits".into()));
             }
             if let Some(&max) = nv.smem_carveouts_kib.iter().max() {
                 if max as u64 * 1024 != nv.smem_per_sm {
-                    return Err(e(
-                        "nvidia.smem_carveouts_kib",
-                        "largest carveout must equal smem_per_sm".into(),
-                    ));
+                    return Err(e("nvidia.smem_carveouts_kib", "largest carveout must equal smem_per_sm".into()));
                 }
             }
         }
@@ -374,25 +251,11 @@ impl ArchDb {
     }
 
     fn validate_product(&self, loc: &Located<RawProduct>, p: &Product) -> Result<(), ArchError> {
-        let e = |key: &str, msg: String| {
-            data_err(
-                &loc.file,
-                loc.text_line,
-                &format!("product[{}].{key}", p.name),
-                msg,
-            )
-        };
+        let e = |key: &str, msg: String| data_err(&loc.file, loc.text_line, &format!("product[{}].{key}", p.name), msg);
         match self.atom(&p.atom) {
             None => return Err(e("atom", format!("unknown atom `{}`", p.atom))),
-            Some(a) if a.vendor != p.vendor => {
-                return Err(e(
-                    "vendor",
-                    format!("atom `{}` is {}", a.name, a.vendor.as_str()),
-                ))
-            }
-            Some(a) if a.name != p.atom => {
-                return Err(e("atom", format!("write the canonical name `{}`", a.name)))
-            }
+            Some(a) if a.vendor != p.vendor => return Err(e("vendor", format!("atom `{}` is {}", a.name, a.vendor.as_str()))),
+            Some(a) if a.name != p.atom => return Err(e("atom", format!("write the canonical name `{}`", a.name))),
             _ => {}
         }
         if tokens(&p.name).iter().all(|t| is_filler(t)) {
@@ -406,10 +269,7 @@ impl ArchDb {
         let mut class_vendor: BTreeMap<&str, (Vendor, &str)> = BTreeMap::new();
         let mut family_vendor: BTreeMap<&str, (Vendor, &str)> = BTreeMap::new();
         for a in &self.atoms {
-            for (map, key, what) in [
-                (&mut class_vendor, a.class.as_str(), "class"),
-                (&mut family_vendor, a.family.as_str(), "family"),
-            ] {
+            for (map, key, what) in [(&mut class_vendor, a.class.as_str(), "class"), (&mut family_vendor, a.family.as_str(), "family")] {
                 let (v, first) = *map.entry(key).or_insert((a.vendor, a.name.as_str()));
                 if v != a.vendor {
                     return Err(data_err(
@@ -433,12 +293,8 @@ impl ArchDb {
         if let Some(a) = self.atoms.iter().find(|a| a.name == key) {
             return Some(a);
         }
-        let base = key
-            .strip_prefix("sm_")
-            .and_then(|n| n.strip_suffix(['a', 'f']))?;
-        self.atoms
-            .iter()
-            .find(|a| a.name.strip_prefix("sm_") == Some(base))
+        let base = key.strip_prefix("sm_").and_then(|n| n.strip_suffix(['a', 'f']))?;
+        self.atoms.iter().find(|a| a.name.strip_prefix("sm_") == Some(base))
     }
 
     /// All atoms in data order.
@@ -461,11 +317,7 @@ impl ArchDb {
         if want.is_empty() {
             return None;
         }
-        self.products.iter().find(|p| {
-            std::iter::once(&p.name)
-                .chain(p.aliases.iter())
-                .any(|n| key_words(n) == want)
-        })
+        self.products.iter().find(|p| std::iter::once(&p.name).chain(p.aliases.iter()).any(|n| key_words(n) == want))
     }
 
     /// Products whose chip compiles for `atom` (any spelling of the atom).
@@ -478,11 +330,7 @@ impl ArchDb {
     /// that declare the tag in `also_families`. A full atom name returns that atom.
     pub fn family_members(&self, family: &str) -> Vec<&Atom> {
         let f = family.trim().to_ascii_lowercase();
-        let members: Vec<&Atom> = self
-            .atoms
-            .iter()
-            .filter(|a| a.family == f || a.also_families.contains(&f))
-            .collect();
+        let members: Vec<&Atom> = self.atoms.iter().filter(|a| a.family == f || a.also_families.contains(&f)).collect();
         if members.is_empty() {
             return self.atom(&f).into_iter().collect();
         }
@@ -505,10 +353,7 @@ fn key_words(s: &str) -> BTreeSet<String> {
 }
 
 fn override_files(path: &Path) -> Result<Vec<PathBuf>, ArchError> {
-    let io = |e: std::io::Error| ArchError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    };
+    let io = |e: std::io::Error| ArchError::Io { path: path.display().to_string(), message: e.to_string() };
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(vec![]),
         Err(e) => Err(io(e)),
@@ -528,37 +373,20 @@ fn override_files(path: &Path) -> Result<Vec<PathBuf>, ArchError> {
 }
 
 /// Applies `inherit` parents (outermost first) under the record's own keys.
-fn inherit_chain(
-    all: &[Located<RawAtom>],
-    loc: &Located<RawAtom>,
-) -> Result<Located<RawAtom>, ArchError> {
+fn inherit_chain(all: &[Located<RawAtom>], loc: &Located<RawAtom>) -> Result<Located<RawAtom>, ArchError> {
     let mut chain = vec![loc];
     let mut cur = loc;
     while let Some(parent) = &cur.item.inherit {
         let Some(p) = all.iter().find(|x| x.item.name.get_ref() == parent) else {
-            return Err(data_err(
-                &cur.file,
-                cur.text_line,
-                &format!("atom[{}].inherit", cur.item.name.get_ref()),
-                format!("unknown atom `{parent}`"),
-            ));
+            return Err(data_err(&cur.file, cur.text_line, &format!("atom[{}].inherit", cur.item.name.get_ref()), format!("unknown atom `{parent}`")));
         };
         if chain.iter().any(|c| std::ptr::eq(*c, p)) || chain.len() > 16 {
-            return Err(data_err(
-                &cur.file,
-                cur.text_line,
-                &format!("atom[{}].inherit", cur.item.name.get_ref()),
-                "inheritance cycle",
-            ));
+            return Err(data_err(&cur.file, cur.text_line, &format!("atom[{}].inherit", cur.item.name.get_ref()), "inheritance cycle"));
         }
         chain.push(p);
         cur = p;
     }
-    let mut merged = chain
-        .pop()
-        .expect("chain has the record itself")
-        .item
-        .clone();
+    let mut merged = chain.pop().expect("chain has the record itself").item.clone();
     while let Some(next) = chain.pop() {
         merged.patch(&next.item);
         merged.name = next.item.name.clone();
@@ -567,9 +395,5 @@ fn inherit_chain(
     if loc.item.variant_of.is_none() {
         merged.variant_of = None;
     }
-    Ok(Located {
-        file: loc.file.clone(),
-        text_line: loc.text_line,
-        item: merged,
-    })
+    Ok(Located { file: loc.file.clone(), text_line: loc.text_line, item: merged })
 }

@@ -88,10 +88,7 @@ impl Atom {
 
     /// Source of one value: the per-key source when given, else the atom source.
     pub fn source_of(&self, key: &str) -> &str {
-        self.sources
-            .get(key)
-            .map(String::as_str)
-            .unwrap_or(&self.source)
+        self.sources.get(key).map(String::as_str).unwrap_or(&self.source)
     }
 }
 

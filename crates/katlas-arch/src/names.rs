@@ -8,9 +8,7 @@ pub fn canonical_atom(name: &str) -> String {
     if let Some(pos) = n.find("gfx") {
         // Target ids carry features after ':' (`gfx90a:sramecc+:xnack-`).
         let t = &n[pos..];
-        let end = t
-            .find(|c: char| c == ':' || c.is_whitespace())
-            .unwrap_or(t.len());
+        let end = t.find(|c: char| c == ':' || c.is_whitespace()).unwrap_or(t.len());
         return t[..end].to_string();
     }
     let digits = |s: &str| -> Option<String> {
@@ -30,11 +28,7 @@ pub fn canonical_atom(name: &str) -> String {
     }
     // Compute capability "9.0" / "12.0".
     if let Some((maj, min)) = n.split_once('.') {
-        if !maj.is_empty()
-            && maj.chars().all(|c| c.is_ascii_digit())
-            && min.len() == 1
-            && min.chars().all(|c| c.is_ascii_digit())
-        {
+        if !maj.is_empty() && maj.chars().all(|c| c.is_ascii_digit()) && min.len() == 1 && min.chars().all(|c| c.is_ascii_digit()) {
             return format!("sm_{maj}{min}");
         }
     }
@@ -44,28 +38,12 @@ pub fn canonical_atom(name: &str) -> String {
 /// Lower-case alphanumeric tokens of a product string ("AMD Radeon RX 7900 XTX" ->
 /// [amd, radeon, rx, 7900, xtx]); NVIDIA's "A100-SXM4-80GB" splits at the dashes.
 pub fn tokens(s: &str) -> Vec<String> {
-    s.to_ascii_lowercase()
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .map(str::to_string)
-        .collect()
+    s.to_ascii_lowercase().split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_string).collect()
 }
 
 /// Words that say nothing about which board it is.
 pub fn is_filler(t: &str) -> bool {
-    matches!(
-        t,
-        "amd"
-            | "nvidia"
-            | "ati"
-            | "radeon"
-            | "geforce"
-            | "instinct"
-            | "graphics"
-            | "tesla"
-            | "pro"
-            | "gpu"
-    )
+    matches!(t, "amd" | "nvidia" | "ati" | "radeon" | "geforce" | "instinct" | "graphics" | "tesla" | "pro" | "gpu")
 }
 
 #[cfg(test)]
@@ -76,10 +54,7 @@ mod tests {
     fn atom_spellings() {
         assert_eq!(canonical_atom("gfx90a:xnack-"), "gfx90a");
         assert_eq!(canonical_atom("gfx942:sramecc+:xnack-"), "gfx942");
-        assert_eq!(
-            canonical_atom("hipv4-amdgcn-amd-amdhsa--gfx1100"),
-            "gfx1100"
-        );
+        assert_eq!(canonical_atom("hipv4-amdgcn-amd-amdhsa--gfx1100"), "gfx1100");
         assert_eq!(canonical_atom("GFX1201"), "gfx1201");
         assert_eq!(canonical_atom("sm90"), "sm_90");
         assert_eq!(canonical_atom("sm_90a"), "sm_90a");
@@ -92,9 +67,6 @@ mod tests {
 
     #[test]
     fn product_tokens() {
-        assert_eq!(
-            tokens("NVIDIA A100-SXM4-80GB"),
-            ["nvidia", "a100", "sxm4", "80gb"]
-        );
+        assert_eq!(tokens("NVIDIA A100-SXM4-80GB"), ["nvidia", "a100", "sxm4", "80gb"]);
     }
 }

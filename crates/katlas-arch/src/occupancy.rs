@@ -129,11 +129,7 @@ pub fn occupancy(atom: &Atom, r: &KernelResources) -> Result<Occupancy, ArchErro
 }
 
 /// Occupancy with explicit launch settings.
-pub fn occupancy_with(
-    atom: &Atom,
-    r: &KernelResources,
-    o: &OccupancyOptions,
-) -> Result<Occupancy, ArchError> {
+pub fn occupancy_with(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occupancy, ArchError> {
     match atom.vendor {
         Vendor::Amd => amd(atom, r, o),
         Vendor::Nvidia => nvidia(atom, r, o),
@@ -144,18 +140,13 @@ pub fn occupancy_with(
 /// (getTotalNumVGPRs): unified files align the AGPR block after the arch VGPRs.
 pub fn total_vgprs(atom: &Atom, arch_vgprs: u32, agprs: u32) -> u32 {
     match atom.amd.as_ref().map(|a| (a.agpr_mode, a.agpr_align)) {
-        Some((AgprMode::Unified, align)) if agprs > 0 => {
-            arch_vgprs.div_ceil(align.max(1)) * align.max(1) + agprs
-        }
+        Some((AgprMode::Unified, align)) if agprs > 0 => arch_vgprs.div_ceil(align.max(1)) * align.max(1) + agprs,
         _ => arch_vgprs.max(agprs),
     }
 }
 
 fn err(atom: &Atom, msg: impl Into<String>) -> ArchError {
-    ArchError::Occupancy {
-        atom: atom.name.clone(),
-        message: msg.into(),
-    }
+    ArchError::Occupancy { atom: atom.name.clone(), message: msg.into() }
 }
 
 fn pick(per: &[(Limiter, u32)], order: &[Limiter]) -> (Limiter, u32) {
@@ -169,10 +160,7 @@ fn pick(per: &[(Limiter, u32)], order: &[Limiter]) -> (Limiter, u32) {
 }
 
 fn amd(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occupancy, ArchError> {
-    let a = atom
-        .amd
-        .as_ref()
-        .ok_or_else(|| err(atom, "no AMD limits in the data"))?;
+    let a = atom.amd.as_ref().ok_or_else(|| err(atom, "no AMD limits in the data"))?;
     let mut notes = Vec::new();
     let wave = r.wave_size.unwrap_or(atom.default_wave_size);
     if r.wave_size.is_none() {
@@ -181,37 +169,15 @@ fn amd(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occupan
     let vf = a
         .vgpr(wave)
         .filter(|_| atom.wave_sizes.contains(&wave))
-        .ok_or_else(|| {
-            err(
-                atom,
-                format!(
-                    "wave size {wave} not supported (supported: {:?})",
-                    atom.wave_sizes
-                ),
-            )
-        })?;
+        .ok_or_else(|| err(atom, format!("wave size {wave} not supported (supported: {:?})", atom.wave_sizes)))?;
     let wgp = a.cus_per_wgp > 1 && o.cu_mode.map(|c| !c).unwrap_or(a.wgp_mode_default);
     let (eus, lds_total, max_groups, group_unit) = if wgp {
-        (
-            a.simds_per_cu * a.cus_per_wgp,
-            a.lds_bytes_per_wgp,
-            a.max_workgroups_per_wgp,
-            "workgroups/WGP",
-        )
+        (a.simds_per_cu * a.cus_per_wgp, a.lds_bytes_per_wgp, a.max_workgroups_per_wgp, "workgroups/WGP")
     } else {
-        (
-            a.simds_per_cu,
-            a.lds_bytes_per_cu,
-            a.max_workgroups_per_cu,
-            "workgroups/CU",
-        )
+        (a.simds_per_cu, a.lds_bytes_per_cu, a.max_workgroups_per_cu, "workgroups/CU")
     };
     if a.cus_per_wgp > 1 {
-        notes.push(if wgp {
-            "WGP mode (HIP default on gfx10+): 4 SIMDs share LDS and workgroup slots".into()
-        } else {
-            "CU mode".to_string()
-        });
+        notes.push(if wgp { "WGP mode (HIP default on gfx10+): 4 SIMDs share LDS and workgroup slots".into() } else { "CU mode".to_string() });
     }
     let wg = match r.workgroup_size {
         Some(0) => return Err(err(atom, "workgroup size 0")),
@@ -222,13 +188,7 @@ fn amd(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occupan
         }
     };
     if wg > a.max_workgroup_size {
-        return Err(err(
-            atom,
-            format!(
-                "workgroup of {wg} threads exceeds the maximum {}",
-                a.max_workgroup_size
-            ),
-        ));
+        return Err(err(atom, format!("workgroup of {wg} threads exceeds the maximum {}", a.max_workgroup_size)));
     }
     let maxw = a.max_waves_per_simd;
     let n = wg.div_ceil(wave);
@@ -252,16 +212,10 @@ fn amd(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occupan
                 _ => (vf.max_per_wave, a.agprs_per_wave),
             };
             if v > arch_cap {
-                return Err(err(
-                    atom,
-                    format!("{v} VGPRs exceed the {arch_cap} a wave{wave} can address"),
-                ));
+                return Err(err(atom, format!("{v} VGPRs exceed the {arch_cap} a wave{wave} can address")));
             }
             if agprs > acc_cap {
-                return Err(err(
-                    atom,
-                    format!("{agprs} AGPRs exceed the {acc_cap} a wave can address"),
-                ));
+                return Err(err(atom, format!("{agprs} AGPRs exceed the {acc_cap} a wave can address")));
             }
             match mode {
                 AgprMode::None => {
@@ -287,9 +241,7 @@ fn amd(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occupan
                         return Err(err(atom, format!(".vgpr_count {v} is below .agpr_count {agprs}; pass the metadata total (arch + AGPRs)")));
                     }
                     if agprs > 0 {
-                        notes.push(format!(
-                            "unified register file: {v} registers of which {agprs} AGPRs"
-                        ));
+                        notes.push(format!("unified register file: {v} registers of which {agprs} AGPRs"));
                     }
                     per.push((Limiter::Vgpr, by_regs(v)));
                 }
@@ -301,53 +253,27 @@ fn amd(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occupan
     match r.sgprs {
         Some(s) if !a.sgpr_waves.is_empty() => {
             if s > a.sgprs_per_wave {
-                return Err(err(
-                    atom,
-                    format!(
-                        "{s} SGPRs exceed the {} a wave can address",
-                        a.sgprs_per_wave
-                    ),
-                ));
+                return Err(err(atom, format!("{s} SGPRs exceed the {} a wave can address", a.sgprs_per_wave)));
             }
-            let w = a
-                .sgpr_waves
-                .iter()
-                .find(|st| s <= st[0])
-                .map(|st| st[1])
-                .unwrap_or(a.sgpr_waves_floor);
+            let w = a.sgpr_waves.iter().find(|st| s <= st[0]).map(|st| st[1]).unwrap_or(a.sgpr_waves_floor);
             per.push((Limiter::Sgpr, w.min(maxw)));
         }
-        None if !a.sgpr_waves.is_empty() => {
-            notes.push("SGPR count unknown: SGPRs not judged".into())
-        }
+        None if !a.sgpr_waves.is_empty() => notes.push("SGPR count unknown: SGPRs not judged".into()),
         _ => {}
     }
 
     // Workgroup-granular limits: LDS and barrier slots (LLVM getMaxWorkGroupsPerCU).
     let slots = maxw * eus;
-    let barrier_groups = if n == 1 {
-        slots
-    } else {
-        (slots / n).min(max_groups)
-    };
+    let barrier_groups = if n == 1 { slots } else { (slots / n).min(max_groups) };
     let to_waves = |groups: u32| -> u32 { (groups * n).div_ceil(eus).min(maxw) };
     let mut per_groups: Vec<(Limiter, u32)> = Vec::new();
     if r.lds_bytes > 0 {
         if r.lds_bytes > a.lds_max_per_workgroup {
-            return Err(err(
-                atom,
-                format!(
-                    "{} bytes of LDS exceed the {} a workgroup may allocate",
-                    r.lds_bytes, a.lds_max_per_workgroup
-                ),
-            ));
+            return Err(err(atom, format!("{} bytes of LDS exceed the {} a workgroup may allocate", r.lds_bytes, a.lds_max_per_workgroup)));
         }
         let lds = r.lds_bytes.div_ceil(a.lds_granule) * a.lds_granule;
         if lds != r.lds_bytes {
-            notes.push(format!(
-                "LDS {} B allocated as {lds} B ({} B granule)",
-                r.lds_bytes, a.lds_granule
-            ));
+            notes.push(format!("LDS {} B allocated as {lds} B ({} B granule)", r.lds_bytes, a.lds_granule));
         }
         let g = (lds_total / lds).min(u32::MAX as u64) as u32;
         per_groups.push((Limiter::Lds, g));
@@ -357,54 +283,26 @@ fn amd(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occupan
     per.push((Limiter::Workgroup, to_waves(barrier_groups)));
     per.push((Limiter::WaveSlots, maxw));
 
-    let order = [
-        Limiter::Vgpr,
-        Limiter::Agpr,
-        Limiter::Sgpr,
-        Limiter::Lds,
-        Limiter::Workgroup,
-    ];
+    let order = [Limiter::Vgpr, Limiter::Agpr, Limiter::Sgpr, Limiter::Lds, Limiter::Workgroup];
     let (mut limiter, achieved) = pick(&per, &order);
     if achieved >= maxw {
         limiter = Limiter::WaveSlots;
     }
     // Whole workgroups must be resident: the per-wave bound caps the groups too.
-    let per_wave_bound = per
-        .iter()
-        .filter(|p| {
-            matches!(
-                p.0,
-                Limiter::Vgpr | Limiter::Agpr | Limiter::Sgpr | Limiter::WaveSlots
-            )
-        })
-        .map(|p| p.1)
-        .min()
-        .unwrap_or(maxw);
-    for (l, w) in per
-        .iter()
-        .filter(|p| matches!(p.0, Limiter::Vgpr | Limiter::Agpr | Limiter::Sgpr))
-    {
+    let per_wave_bound =
+        per.iter().filter(|p| matches!(p.0, Limiter::Vgpr | Limiter::Agpr | Limiter::Sgpr | Limiter::WaveSlots)).map(|p| p.1).min().unwrap_or(maxw);
+    for (l, w) in per.iter().filter(|p| matches!(p.0, Limiter::Vgpr | Limiter::Agpr | Limiter::Sgpr)) {
         per_groups.push((*l, w * eus / n));
     }
-    let groups = per_groups
-        .iter()
-        .map(|p| p.1)
-        .min()
-        .unwrap_or(0)
-        .min(per_wave_bound * eus / n);
+    let groups = per_groups.iter().map(|p| p.1).min().unwrap_or(0).min(per_wave_bound * eus / n);
     let achieved = if groups == 0 {
-        notes.push(format!(
-            "a workgroup of {n} waves does not fit: no workgroup can be resident"
-        ));
+        notes.push(format!("a workgroup of {n} waves does not fit: no workgroup can be resident"));
         0
     } else {
         achieved
     };
     if groups > 0 && (groups * n) % eus != 0 && achieved == to_waves(groups) {
-        notes.push(format!(
-            "{groups} workgroups of {n} waves over {eus} SIMDs average {:.2} waves/SIMD (LLVM rounds up)",
-            (groups * n) as f64 / eus as f64
-        ));
+        notes.push(format!("{groups} workgroups of {n} waves over {eus} SIMDs average {:.2} waves/SIMD (LLVM rounds up)", (groups * n) as f64 / eus as f64));
     }
     if r.scratch_bytes_per_lane > 0 {
         notes.push(format!(
@@ -428,10 +326,7 @@ fn amd(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occupan
 }
 
 fn nvidia(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occupancy, ArchError> {
-    let nv = atom
-        .nvidia
-        .as_ref()
-        .ok_or_else(|| err(atom, "no NVIDIA limits in the data"))?;
+    let nv = atom.nvidia.as_ref().ok_or_else(|| err(atom, "no NVIDIA limits in the data"))?;
     let mut notes = Vec::new();
     if let Some(w) = r.wave_size {
         if w != 32 {
@@ -447,13 +342,7 @@ fn nvidia(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occu
         }
     };
     if threads > nv.max_threads_per_block {
-        return Err(err(
-            atom,
-            format!(
-                "block of {threads} threads exceeds the maximum {}",
-                nv.max_threads_per_block
-            ),
-        ));
+        return Err(err(atom, format!("block of {threads} threads exceeds the maximum {}", nv.max_threads_per_block)));
     }
     let wpb = threads.div_ceil(32);
     let mut per_groups: Vec<(Limiter, u32)> = Vec::new();
@@ -461,13 +350,7 @@ fn nvidia(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occu
     match r.regs_per_thread {
         None => notes.push("registers per thread unknown: registers not judged".into()),
         Some(regs) if regs > nv.max_regs_per_thread => {
-            return Err(err(
-                atom,
-                format!(
-                    "{regs} registers per thread exceed the maximum {}",
-                    nv.max_regs_per_thread
-                ),
-            ))
+            return Err(err(atom, format!("{regs} registers per thread exceed the maximum {}", nv.max_regs_per_thread)))
         }
         Some(0) => {}
         Some(regs) => {
@@ -475,9 +358,7 @@ fn nvidia(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occu
             // The hardware checks a block against the per-block limit as if its warps
             // were spread over all sub-partitions (cuda_occupancy.h).
             let assumed = per_warp * wpb.div_ceil(nv.sub_partitions) * nv.sub_partitions;
-            let blocks = if assumed > nv.max_regs_per_block
-                || per_warp * wpb > nv.max_regs_per_block
-            {
+            let blocks = if assumed > nv.max_regs_per_block || per_warp * wpb > nv.max_regs_per_block {
                 notes.push(format!("{regs} registers x {threads} threads exceed the {} registers a block may use: launch fails", nv.max_regs_per_block));
                 0
             } else {
@@ -490,52 +371,38 @@ fn nvidia(atom: &Atom, r: &KernelResources, o: &OccupancyOptions) -> Result<Occu
 
     let carveout = o.smem_carveout_bytes.unwrap_or(nv.smem_per_sm);
     if r.shared_bytes > nv.smem_per_block_optin {
-        notes.push(format!(
-            "{} B shared memory exceed the {} B a block may use: launch fails",
-            r.shared_bytes, nv.smem_per_block_optin
-        ));
+        notes.push(format!("{} B shared memory exceed the {} B a block may use: launch fails", r.shared_bytes, nv.smem_per_block_optin));
         per_groups.push((Limiter::SharedMemory, 0));
     } else {
         if r.shared_bytes > nv.smem_per_block_default {
-            notes.push(format!("{} B shared memory need the opt-in above {} B (cudaFuncAttributeMaxDynamicSharedMemorySize)", r.shared_bytes, nv.smem_per_block_default));
+            notes.push(format!(
+                "{} B shared memory need the opt-in above {} B (cudaFuncAttributeMaxDynamicSharedMemorySize)",
+                r.shared_bytes, nv.smem_per_block_default
+            ));
         }
-        let per_block = (r.shared_bytes + nv.smem_reserved_per_block).div_ceil(nv.smem_granule)
-            * nv.smem_granule;
+        let per_block = (r.shared_bytes + nv.smem_reserved_per_block).div_ceil(nv.smem_granule) * nv.smem_granule;
         if nv.smem_reserved_per_block > 0 {
             notes.push(format!(
                 "shared memory per block {} B = {} B + {} B runtime reservation, {} B granule",
                 per_block, r.shared_bytes, nv.smem_reserved_per_block, nv.smem_granule
             ));
         }
-        let blocks = carveout
-            .checked_div(per_block)
-            .map_or(u32::MAX, |b| b.min(u32::MAX as u64) as u32);
+        let blocks = carveout.checked_div(per_block).map_or(u32::MAX, |b| b.min(u32::MAX as u64) as u32);
         per_groups.push((Limiter::SharedMemory, blocks));
     }
     if o.smem_carveout_bytes.is_none() {
-        notes.push(format!(
-            "shared memory judged against the largest carveout ({} B)",
-            nv.smem_per_sm
-        ));
+        notes.push(format!("shared memory judged against the largest carveout ({} B)", nv.smem_per_sm));
     }
     per_groups.push((Limiter::Blocks, nv.max_blocks_per_sm));
     per_groups.push((Limiter::Threads, nv.max_warps_per_sm / wpb));
 
-    let order = [
-        Limiter::Registers,
-        Limiter::SharedMemory,
-        Limiter::Blocks,
-        Limiter::Threads,
-    ];
+    let order = [Limiter::Registers, Limiter::SharedMemory, Limiter::Blocks, Limiter::Threads];
     let (mut limiter, blocks) = pick(&per_groups, &order);
     let warps = (blocks * wpb).min(nv.max_warps_per_sm);
     if warps >= nv.max_warps_per_sm {
         limiter = Limiter::Threads;
     }
-    let per = per_groups
-        .iter()
-        .map(|(l, b)| (*l, b.saturating_mul(wpb).min(nv.max_warps_per_sm)))
-        .collect();
+    let per = per_groups.iter().map(|(l, b)| (*l, b.saturating_mul(wpb).min(nv.max_warps_per_sm))).collect();
     Ok(Occupancy {
         unit: "warps/SM".into(),
         achieved: warps,

@@ -147,11 +147,7 @@ pub(crate) struct Located<T> {
 
 /// 1-based line of byte offset `pos` in `text`.
 pub(crate) fn line_of(text: &str, pos: usize) -> usize {
-    text.as_bytes()[..pos.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+    text.as_bytes()[..pos.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
 }
 
 /// Parses one data file; errors name the file, the line and the key on that line.
@@ -161,20 +157,12 @@ pub(crate) fn parse_file(file: &str, text: &str) -> Result<RawFile, ArchError> {
             Some(span) => {
                 let line = line_of(text, span.start);
                 let line_text = text.lines().nth(line - 1).unwrap_or("");
-                let key = line_text
-                    .split_once('=')
-                    .map(|(k, _)| k.trim().trim_matches('"').to_string())
-                    .unwrap_or_else(|| line_text.trim().to_string());
+                let key = line_text.split_once('=').map(|(k, _)| k.trim().trim_matches('"').to_string()).unwrap_or_else(|| line_text.trim().to_string());
                 (line, key)
             }
             None => (0, String::new()),
         };
-        ArchError::Data {
-            file: file.to_string(),
-            line,
-            key,
-            message: e.message().trim().to_string(),
-        }
+        ArchError::Data { file: file.to_string(), line, key, message: e.message().trim().to_string() }
     })
 }
 
@@ -210,9 +198,7 @@ impl RawAtom {
         patch!(self, o; inherit, vendor, family, also_families, class, codenames, variant_of, wave_sizes,
             default_wave_size, caps, matrix, dot, source, notes);
         if let Some(s) = &o.sources {
-            self.sources
-                .get_or_insert_with(BTreeMap::new)
-                .extend(s.clone());
+            self.sources.get_or_insert_with(BTreeMap::new).extend(s.clone());
         }
         match (&mut self.amd, &o.amd) {
             (Some(a), Some(b)) => a.patch(b),
@@ -233,9 +219,7 @@ impl RawProduct {
         patch!(self, o; vendor, atom, aliases, units, boost_clock_mhz, memory_gb,
             memory_type, peak_bw_gbps, llc_mib, notes, source);
         if let Some(r) = &o.peak_rates {
-            self.peak_rates
-                .get_or_insert_with(BTreeMap::new)
-                .extend(r.clone());
+            self.peak_rates.get_or_insert_with(BTreeMap::new).extend(r.clone());
         }
     }
 }
@@ -248,16 +232,10 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn err(&self, key: &str, message: impl Into<String>) -> ArchError {
-        ArchError::Data {
-            file: self.file.to_string(),
-            line: self.line,
-            key: format!("{}.{key}", self.what),
-            message: message.into(),
-        }
+        ArchError::Data { file: self.file.to_string(), line: self.line, key: format!("{}.{key}", self.what), message: message.into() }
     }
     fn req<T: Clone>(&self, v: &Option<T>, key: &str) -> Result<T, ArchError> {
-        v.clone()
-            .ok_or_else(|| self.err(key, "missing required key"))
+        v.clone().ok_or_else(|| self.err(key, "missing required key"))
     }
 }
 
@@ -265,11 +243,7 @@ impl Ctx<'_> {
 pub(crate) fn resolve_atom(loc: &Located<RawAtom>) -> Result<Atom, ArchError> {
     let r = &loc.item;
     let name = r.name.get_ref().clone();
-    let c = Ctx {
-        file: &loc.file,
-        line: loc.text_line,
-        what: format!("atom[{name}]"),
-    };
+    let c = Ctx { file: &loc.file, line: loc.text_line, what: format!("atom[{name}]") };
     let vendor = c.req(&r.vendor, "vendor")?;
     let family = c.req(&r.family, "family")?;
     let class = c.req(&r.class, "class")?;
@@ -283,9 +257,7 @@ pub(crate) fn resolve_atom(loc: &Located<RawAtom>) -> Result<Atom, ArchError> {
     };
     let nvidia = match (vendor, &r.nvidia) {
         (Vendor::Nvidia, Some(n)) => Some(resolve_nv(n, &c)?),
-        (Vendor::Nvidia, None) => {
-            return Err(c.err("nvidia", "NVIDIA atom without [nvidia] limits"))
-        }
+        (Vendor::Nvidia, None) => return Err(c.err("nvidia", "NVIDIA atom without [nvidia] limits")),
         (Vendor::Amd, Some(_)) => return Err(c.err("nvidia", "AMD atom with [nvidia] limits")),
         _ => None,
     };
@@ -354,46 +326,24 @@ fn resolve_nv(n: &RawNv, c: &Ctx) -> Result<NvLimits, ArchError> {
         sub_partitions: c.req(&n.sub_partitions, "nvidia.sub_partitions")?,
         smem_per_sm: c.req(&n.smem_per_sm, "nvidia.smem_per_sm")?,
         smem_per_block_optin: c.req(&n.smem_per_block_optin, "nvidia.smem_per_block_optin")?,
-        smem_per_block_default: c
-            .req(&n.smem_per_block_default, "nvidia.smem_per_block_default")?,
-        smem_reserved_per_block: c
-            .req(&n.smem_reserved_per_block, "nvidia.smem_reserved_per_block")?,
+        smem_per_block_default: c.req(&n.smem_per_block_default, "nvidia.smem_per_block_default")?,
+        smem_reserved_per_block: c.req(&n.smem_reserved_per_block, "nvidia.smem_reserved_per_block")?,
         smem_granule: c.req(&n.smem_granule, "nvidia.smem_granule")?,
         smem_carveouts_kib: n.smem_carveouts_kib.clone().unwrap_or_default(),
     })
 }
 
-fn sourced(
-    v: &RawNum,
-    default_source: &Option<String>,
-    c: &Ctx,
-    key: &str,
-) -> Result<Sourced<f64>, ArchError> {
+fn sourced(v: &RawNum, default_source: &Option<String>, c: &Ctx, key: &str) -> Result<Sourced<f64>, ArchError> {
     match v {
         RawNum::Plain(x) => match default_source {
-            Some(s) if !s.trim().is_empty() => Ok(Sourced {
-                value: *x,
-                source: s.clone(),
-                measured: false,
-            }),
-            _ => Err(c.err(
-                key,
-                "number without a source (give `source` on the product or {value, source})",
-            )),
+            Some(s) if !s.trim().is_empty() => Ok(Sourced { value: *x, source: s.clone(), measured: false }),
+            _ => Err(c.err(key, "number without a source (give `source` on the product or {value, source})")),
         },
-        RawNum::Sourced {
-            value,
-            source,
-            measured,
-        } => {
+        RawNum::Sourced { value, source, measured } => {
             if source.trim().is_empty() {
                 return Err(c.err(key, "empty source"));
             }
-            Ok(Sourced {
-                value: *value,
-                source: source.clone(),
-                measured: *measured,
-            })
+            Ok(Sourced { value: *value, source: source.clone(), measured: *measured })
         }
     }
 }
@@ -402,28 +352,14 @@ fn sourced(
 pub(crate) fn resolve_product(loc: &Located<RawProduct>) -> Result<Product, ArchError> {
     let r = &loc.item;
     let name = r.name.get_ref().clone();
-    let c = Ctx {
-        file: &loc.file,
-        line: loc.text_line,
-        what: format!("product[{name}]"),
-    };
+    let c = Ctx { file: &loc.file, line: loc.text_line, what: format!("product[{name}]") };
     let src = &r.source;
-    let opt = |v: &Option<RawNum>, key: &str| -> Result<Option<Sourced<f64>>, ArchError> {
-        v.as_ref().map(|v| sourced(v, src, &c, key)).transpose()
-    };
+    let opt = |v: &Option<RawNum>, key: &str| -> Result<Option<Sourced<f64>>, ArchError> { v.as_ref().map(|v| sourced(v, src, &c, key)).transpose() };
     let units = sourced(&c.req(&r.units, "units")?, src, &c, "units")?;
     if units.value < 1.0 || units.value.fract() != 0.0 || units.value > u32::MAX as f64 {
-        return Err(c.err(
-            "units",
-            format!("unit count must be a positive integer, got {}", units.value),
-        ));
+        return Err(c.err("units", format!("unit count must be a positive integer, got {}", units.value)));
     }
-    let peak_bw = sourced(
-        &c.req(&r.peak_bw_gbps, "peak_bw_gbps")?,
-        src,
-        &c,
-        "peak_bw_gbps",
-    )?;
+    let peak_bw = sourced(&c.req(&r.peak_bw_gbps, "peak_bw_gbps")?, src, &c, "peak_bw_gbps")?;
     let mut peak_rates = BTreeMap::new();
     for (k, v) in r.peak_rates.clone().unwrap_or_default() {
         let s = sourced(&v, src, &c, &format!("peak_rates.{k}"))?;
@@ -440,11 +376,7 @@ pub(crate) fn resolve_product(loc: &Located<RawProduct>) -> Result<Product, Arch
         vendor: c.req(&r.vendor, "vendor")?,
         atom: c.req(&r.atom, "atom")?,
         aliases: r.aliases.clone().unwrap_or_default(),
-        units: Sourced {
-            value: units.value as u32,
-            source: units.source,
-            measured: units.measured,
-        },
+        units: Sourced { value: units.value as u32, source: units.source, measured: units.measured },
         boost_clock_mhz: opt(&r.boost_clock_mhz, "boost_clock_mhz")?,
         memory_gb: opt(&r.memory_gb, "memory_gb")?,
         memory_type: r.memory_type.clone(),

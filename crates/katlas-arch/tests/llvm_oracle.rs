@@ -20,11 +20,7 @@ fn llc() -> PathBuf {
         return PathBuf::from(p);
     }
     for c in ["llc-22", "/usr/lib/llvm-22/bin/llc"] {
-        if Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
+        if Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()) {
             return PathBuf::from(c);
         }
     }
@@ -59,37 +55,20 @@ fn module(kernels: &[Kernel]) -> String {
         let attr = wgs.iter().position(|w| *w == k.wg).unwrap();
         if k.lds > 0 {
             let n = k.lds / 4;
-            writeln!(
-                m,
-                "@lds{i} = internal addrspace(3) global [{n} x i32] poison, align 4"
-            )
-            .unwrap();
+            writeln!(m, "@lds{i} = internal addrspace(3) global [{n} x i32] poison, align 4").unwrap();
             writeln!(m, "define amdgpu_kernel void @k{i}(i32 %i) #{attr} {{").unwrap();
-            writeln!(
-                m,
-                "  %p = getelementptr [{n} x i32], ptr addrspace(3) @lds{i}, i32 0, i32 %i"
-            )
-            .unwrap();
+            writeln!(m, "  %p = getelementptr [{n} x i32], ptr addrspace(3) @lds{i}, i32 0, i32 %i").unwrap();
             writeln!(m, "  store volatile i32 1, ptr addrspace(3) %p").unwrap();
         } else {
             writeln!(m, "define amdgpu_kernel void @k{i}() #{attr} {{").unwrap();
         }
         if !clobbers.is_empty() {
-            writeln!(
-                m,
-                "  call void asm sideeffect \"\", \"{}\"()",
-                clobbers.join(",")
-            )
-            .unwrap();
+            writeln!(m, "  call void asm sideeffect \"\", \"{}\"()", clobbers.join(",")).unwrap();
         }
         writeln!(m, "  ret void\n}}").unwrap();
     }
     for (i, w) in wgs.iter().enumerate() {
-        writeln!(
-            m,
-            "attributes #{i} = {{ \"amdgpu-flat-work-group-size\"=\"{w},{w}\" }}"
-        )
-        .unwrap();
+        writeln!(m, "attributes #{i} = {{ \"amdgpu-flat-work-group-size\"=\"{w},{w}\" }}").unwrap();
     }
     m
 }
@@ -100,30 +79,18 @@ fn compile(cpu: &str, mattr: &str, src: &str) -> BTreeMap<String, (u32, BTreeMap
     let ll = dir.path().join("k.ll");
     std::fs::write(&ll, src).unwrap();
     let mut cmd = Command::new(llc());
-    cmd.args([
-        "-mtriple=amdgcn-amd-amdhsa",
-        &format!("-mcpu={cpu}"),
-        "-o",
-        "-",
-    ]);
+    cmd.args(["-mtriple=amdgcn-amd-amdhsa", &format!("-mcpu={cpu}"), "-o", "-"]);
     if !mattr.is_empty() {
         cmd.arg(format!("-mattr={mattr}"));
     }
     let out = cmd.arg(&ll).output().expect("run llc");
-    assert!(
-        out.status.success(),
-        "llc {cpu} {mattr}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "llc {cpu} {mattr}: {}", String::from_utf8_lossy(&out.stderr));
     let asm = String::from_utf8(out.stdout).unwrap();
     let mut occ = BTreeMap::new();
     let mut current = None;
     for line in asm.lines() {
         if let Some((label, _)) = line.split_once(':') {
-            if label.starts_with('k')
-                && label[1..].chars().all(|c| c.is_ascii_digit())
-                && !label.is_empty()
-            {
+            if label.starts_with('k') && label[1..].chars().all(|c| c.is_ascii_digit()) && !label.is_empty() {
                 current = Some(label.to_string());
             }
         }
@@ -131,10 +98,7 @@ fn compile(cpu: &str, mattr: &str, src: &str) -> BTreeMap<String, (u32, BTreeMap
             occ.insert(k.clone(), v.trim().parse::<u32>().unwrap());
         }
     }
-    let meta = asm
-        .split(".amdgpu_metadata")
-        .nth(1)
-        .expect("metadata block");
+    let meta = asm.split(".amdgpu_metadata").nth(1).expect("metadata block");
     let mut kernels: Vec<BTreeMap<String, String>> = Vec::new();
     for line in meta.lines() {
         let (fields, new) = if let Some(rest) = line.strip_prefix("  - .") {
@@ -154,26 +118,15 @@ fn compile(cpu: &str, mattr: &str, src: &str) -> BTreeMap<String, (u32, BTreeMap
     let mut res = BTreeMap::new();
     for k in kernels {
         let Some(name) = k.get("name") else { continue };
-        let nums = k
-            .iter()
-            .filter_map(|(key, v)| v.parse::<u64>().ok().map(|n| (key.clone(), n)))
-            .collect();
-        let o = *occ
-            .get(name)
-            .unwrap_or_else(|| panic!("no Occupancy remark for {name}"));
+        let nums = k.iter().filter_map(|(key, v)| v.parse::<u64>().ok().map(|n| (key.clone(), n))).collect();
+        let o = *occ.get(name).unwrap_or_else(|| panic!("no Occupancy remark for {name}"));
         res.insert(name.clone(), (o, nums));
     }
     res
 }
 
 fn kernels(mfma: bool, sgpr_limit: bool) -> Vec<Kernel> {
-    let k = |vgprs, agprs, sgprs, lds, wg| Kernel {
-        vgprs,
-        agprs,
-        sgprs,
-        lds,
-        wg,
-    };
+    let k = |vgprs, agprs, sgprs, lds, wg| Kernel { vgprs, agprs, sgprs, lds, wg };
     let mut v = Vec::new();
     for n in 1..=256 {
         v.push(k(n, 0, 0, 0, 256));
@@ -234,11 +187,7 @@ fn amd_occupancy_equals_llvm_remarks() {
         let mfma = atom.has_cap("mfma");
         let gen = kernels(mfma, true);
         let results = compile(cpu, mattr, &module(&gen));
-        assert_eq!(
-            results.len(),
-            gen.len(),
-            "{cpu}: every kernel compiled and reported"
-        );
+        assert_eq!(results.len(), gen.len(), "{cpu}: every kernel compiled and reported");
         for (i, k) in gen.iter().enumerate() {
             let (llvm_occ, meta) = &results[&format!("k{i}")];
             let get = |key: &str| meta.get(key).copied();
@@ -252,10 +201,7 @@ fn amd_occupancy_equals_llvm_remarks() {
                 workgroup_size: Some(k.wg),
                 ..Default::default()
             };
-            let opts = OccupancyOptions {
-                cu_mode: Some(*cu_mode),
-                ..Default::default()
-            };
+            let opts = OccupancyOptions { cu_mode: Some(*cu_mode), ..Default::default() };
             let ours = occupancy_with(atom, &r, &opts).map(|o| o.achieved);
             checked += 1;
             if ours.as_ref().ok() != Some(llvm_occ) {
@@ -267,10 +213,5 @@ fn amd_occupancy_equals_llvm_remarks() {
         }
     }
     assert!(checked > 5000, "{checked}");
-    assert!(
-        mismatches.is_empty(),
-        "{} of {checked} kernels disagree with LLVM:\n{}",
-        mismatches.len(),
-        mismatches.join("\n")
-    );
+    assert!(mismatches.is_empty(), "{} of {checked} kernels disagree with LLVM:\n{}", mismatches.len(), mismatches.join("\n"));
 }

@@ -89,11 +89,7 @@ impl LocatedRow {
 fn header_lines(text: &str) -> Vec<usize> {
     text.lines()
         .enumerate()
-        .filter(|(_, l)| {
-            l.trim()
-                .trim_end_matches(|c: char| c == '#' || c.is_whitespace())
-                .starts_with("[[perf_allowlist]]")
-        })
+        .filter(|(_, l)| l.trim().trim_end_matches(|c: char| c == '#' || c.is_whitespace()).starts_with("[[perf_allowlist]]"))
         .map(|(i, _)| i + 1)
         .collect()
 }
@@ -106,37 +102,17 @@ pub fn key_atoms(s: &Settings, row: &AllowRow) -> (KeyKind, BTreeSet<String>) {
         Some(k) => {
             if s.db.atoms().any(|a| a.name == k) {
                 (KeyKind::Atom, BTreeSet::from([k.to_string()]))
-            } else if s
-                .db
-                .atoms()
-                .any(|a| a.family == k || a.also_families.iter().any(|f| f == k))
-            {
-                (
-                    KeyKind::Family,
-                    s.db.family_members(k)
-                        .iter()
-                        .map(|a| a.name.clone())
-                        .collect(),
-                )
+            } else if s.db.atoms().any(|a| a.family == k || a.also_families.iter().any(|f| f == k)) {
+                (KeyKind::Family, s.db.family_members(k).iter().map(|a| a.name.clone()).collect())
             } else if s.db.atoms().any(|a| a.class == k) {
-                (
-                    KeyKind::Class,
-                    s.db.atoms()
-                        .filter(|a| a.class == k)
-                        .map(|a| a.name.clone())
-                        .collect(),
-                )
+                (KeyKind::Class, s.db.atoms().filter(|a| a.class == k).map(|a| a.name.clone()).collect())
             } else {
                 (KeyKind::Unknown, BTreeSet::new())
             }
         }
     };
     if let Some(c) = &row.cap {
-        let with: BTreeSet<String> =
-            s.db.atoms()
-                .filter(|a| a.has_cap(c))
-                .map(|a| a.name.clone())
-                .collect();
+        let with: BTreeSet<String> = s.db.atoms().filter(|a| a.has_cap(c)).map(|a| a.name.clone()).collect();
         set = set.intersection(&with).cloned().collect();
         if kind != KeyKind::Unknown && kind != KeyKind::Atom {
             kind = KeyKind::Capability;
@@ -149,10 +125,7 @@ pub fn key_atoms(s: &Settings, row: &AllowRow) -> (KeyKind, BTreeSet<String>) {
 pub fn load(project: &Project, s: &Settings) -> Result<Vec<LocatedRow>> {
     let mut rows: Vec<(String, Option<usize>, AllowRow)> = Vec::new();
     if let Some(cfg) = &project.config_path {
-        let from_cfg: Vec<AllowRow> = project
-            .section(&["perf_allowlist"])
-            .map_err(|e| BuildError::BadInput(e.to_string()))?
-            .unwrap_or_default();
+        let from_cfg: Vec<AllowRow> = project.section(&["perf_allowlist"]).map_err(|e| BuildError::BadInput(e.to_string()))?.unwrap_or_default();
         let text = std::fs::read_to_string(cfg).unwrap_or_default();
         let lines = header_lines(&text);
         for (i, r) in from_cfg.into_iter().enumerate() {
@@ -162,20 +135,12 @@ pub fn load(project: &Project, s: &Settings) -> Result<Vec<LocatedRow>> {
     let extra = project.root.join(ALLOWLIST_FILE);
     if extra.is_file() {
         let text = std::fs::read_to_string(&extra).map_err(|e| BuildError::io(&extra, e))?;
-        let de = toml::de::Deserializer::parse(&text)
-            .map_err(|e| BuildError::BadInput(format!("{}: {e}", extra.display())))?;
+        let de = toml::de::Deserializer::parse(&text).map_err(|e| BuildError::BadInput(format!("{}: {e}", extra.display())))?;
         let file: AllowFile = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
-            let line = inner
-                .span()
-                .map(|sp| text[..sp.start.min(text.len())].matches('\n').count() + 1);
-            BuildError::BadInput(format!(
-                "{}{}: {path}: {}",
-                extra.display(),
-                line.map(|l| format!(":{l}")).unwrap_or_default(),
-                inner.message()
-            ))
+            let line = inner.span().map(|sp| text[..sp.start.min(text.len())].matches('\n').count() + 1);
+            BuildError::BadInput(format!("{}{}: {path}: {}", extra.display(), line.map(|l| format!(":{l}")).unwrap_or_default(), inner.message()))
         })?;
         let lines = header_lines(&text);
         for (i, r) in file.perf_allowlist.into_iter().enumerate() {
@@ -187,14 +152,7 @@ pub fn load(project: &Project, s: &Settings) -> Result<Vec<LocatedRow>> {
         .enumerate()
         .map(|(i, (file, line, row))| {
             let (kind, atoms) = key_atoms(s, &row);
-            LocatedRow {
-                index: i + 1,
-                file,
-                line,
-                row,
-                kind,
-                atoms,
-            }
+            LocatedRow { index: i + 1, file, line, row, kind, atoms }
         })
         .collect())
 }

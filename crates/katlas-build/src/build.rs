@@ -130,15 +130,8 @@ fn cache_key(s: &Settings, c: &Compiler, atom: &str, flags: &[String], src: &Sou
     for f in flags {
         line(&mut h, &format!("flag {f}"));
     }
-    let digest_of = |p: &Path| {
-        std::fs::read(p)
-            .map(|b| md5_hex(&b))
-            .unwrap_or_else(|e| format!("unreadable: {e}"))
-    };
-    line(
-        &mut h,
-        &format!("source {} {}", src.file, digest_of(&src.path)),
-    );
+    let digest_of = |p: &Path| std::fs::read(p).map(|b| md5_hex(&b)).unwrap_or_else(|e| format!("unreadable: {e}"));
+    line(&mut h, &format!("source {} {}", src.file, digest_of(&src.path)));
     let inc = includes(&src.path, &s.include_dirs);
     for f in &inc.files {
         line(&mut h, &format!("include {} {}", s.rel(f), digest_of(f)));
@@ -153,36 +146,16 @@ fn cache_key(s: &Settings, c: &Compiler, atom: &str, flags: &[String], src: &Sou
 pub type Progress = dyn Fn(&JobResult, usize, usize) + Sync;
 
 /// Run one build. `progress` sees each job as it finishes (done count, total).
-pub fn run_build(
-    s: &Settings,
-    opts: &BuildOptions,
-    progress: Option<&Progress>,
-) -> Result<BuildReport> {
+pub fn run_build(s: &Settings, opts: &BuildOptions, progress: Option<&Progress>) -> Result<BuildReport> {
     let started = Instant::now();
-    let paths: Vec<PathBuf> = opts
-        .paths
-        .iter()
-        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
-        .collect();
+    let paths: Vec<PathBuf> = opts.paths.iter().map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())).collect();
     for (p, orig) in paths.iter().zip(&opts.paths) {
         if !p.exists() {
-            return Err(BuildError::BadInput(format!(
-                "{}: no such file or directory",
-                orig.display()
-            )));
+            return Err(BuildError::BadInput(format!("{}: no such file or directory", orig.display())));
         }
     }
     let roots = if s.kernel_roots.is_empty() {
-        paths
-            .iter()
-            .map(|p| {
-                if p.is_dir() {
-                    p.clone()
-                } else {
-                    p.parent().map(Path::to_path_buf).unwrap_or_default()
-                }
-            })
-            .collect()
+        paths.iter().map(|p| if p.is_dir() { p.clone() } else { p.parent().map(Path::to_path_buf).unwrap_or_default() }).collect()
     } else {
         s.kernel_roots.clone()
     };
@@ -193,30 +166,18 @@ pub fn run_build(
             "no kernel sources (.{} / .{}) under {}",
             s.hip_extensions.join(", ."),
             s.cuda_extensions.join(", ."),
-            if paths.is_empty() { &roots } else { &paths }
-                .iter()
-                .map(|p| s.rel(p))
-                .collect::<Vec<_>>()
-                .join(", ")
+            if paths.is_empty() { &roots } else { &paths }.iter().map(|p| s.rel(p)).collect::<Vec<_>>().join(", ")
         )));
     }
     let touched = match &opts.touched {
-        Some(rev) => Some(touched_atoms(
-            s,
-            &sources,
-            rev,
-            &changed_files(&s.root, rev)?,
-        )),
+        Some(rev) => Some(touched_atoms(s, &sources, rev, &changed_files(&s.root, rev)?)),
         None => None,
     };
     let atoms: Vec<String> = match &touched {
         Some(t) => t.atoms.clone(),
         None => s.matrix.clone(),
     };
-    let resolutions: Vec<Resolution> = resolve(s, &sources, &atoms)
-        .into_iter()
-        .filter(|r| sources.iter().any(|x| x.file == r.file && selected(x)))
-        .collect();
+    let resolutions: Vec<Resolution> = resolve(s, &sources, &atoms).into_iter().filter(|r| sources.iter().any(|x| x.file == r.file && selected(x))).collect();
 
     let bdir = s.build_dir();
     let cache_dir = bdir.join("cache");
@@ -234,15 +195,8 @@ pub fn run_build(
                 compilers.insert(lang, c);
             }
             Err(e) => {
-                let atoms: BTreeSet<&str> = resolutions
-                    .iter()
-                    .filter(|r| r.lang == lang)
-                    .map(|r| r.atom.as_str())
-                    .collect();
-                missing.push(format!(
-                    "{e} (needed for {})",
-                    atoms.into_iter().collect::<Vec<_>>().join(" ")
-                ));
+                let atoms: BTreeSet<&str> = resolutions.iter().filter(|r| r.lang == lang).map(|r| r.atom.as_str()).collect();
+                missing.push(format!("{e} (needed for {})", atoms.into_iter().collect::<Vec<_>>().join(" ")));
             }
         }
     }
@@ -259,10 +213,7 @@ pub fn run_build(
         let dir = src.path.parent().unwrap_or(Path::new("."));
         let flags = compiler.flags(s, &r.atom, dir);
         let key = cache_key(s, compiler, &r.atom, &flags, src);
-        let out =
-            bdir.join("out")
-                .join(&r.atom)
-                .join(format!("{}.{}", src.out_stem, compiler.out_ext()));
+        let out = bdir.join("out").join(&r.atom).join(format!("{}.{}", src.out_stem, compiler.out_ext()));
         if let Some(prev) = outs.insert(out.clone(), src.file.clone()) {
             if prev != src.file {
                 return Err(BuildError::BadInput(format!(
@@ -274,19 +225,8 @@ pub fn run_build(
             }
             continue;
         }
-        let log = bdir
-            .join("logs")
-            .join(&r.atom)
-            .join(format!("{}.log", src.out_stem));
-        plan.push(Planned {
-            res: r,
-            src,
-            compiler,
-            flags,
-            key,
-            out,
-            log,
-        });
+        let log = bdir.join("logs").join(&r.atom).join(format!("{}.log", src.out_stem));
+        plan.push(Planned { res: r, src, compiler, flags, key, out, log });
     }
 
     let total = plan.len();
@@ -301,28 +241,13 @@ pub fn run_build(
         }
         r
     };
-    let jobs = opts.jobs.or(s.jobs).unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2)
-    });
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
-        .build()
-        .map_err(|e| BuildError::BadInput(format!("--jobs {jobs}: {e}")))?;
+    let jobs = opts.jobs.or(s.jobs).unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build().map_err(|e| BuildError::BadInput(format!("--jobs {jobs}: {e}")))?;
     let results: Vec<JobResult> = pool.install(|| plan.par_iter().map(run_one).collect());
 
-    let mut failed_atoms: Vec<String> = results
-        .iter()
-        .filter(|r| r.status == JobStatus::Failed)
-        .map(|r| r.atom.clone())
-        .collect();
+    let mut failed_atoms: Vec<String> = results.iter().filter(|r| r.status == JobStatus::Failed).map(|r| r.atom.clone()).collect();
     failed_atoms.dedup();
-    let failed_atoms: Vec<String> = atoms
-        .iter()
-        .filter(|a| failed_atoms.contains(a))
-        .cloned()
-        .collect();
+    let failed_atoms: Vec<String> = atoms.iter().filter(|a| failed_atoms.contains(a)).cloned().collect();
     let mut report = BuildReport {
         schema: BUILD_SCHEMA.into(),
         created_at: katlas_model::row::now_rfc3339(),
@@ -332,18 +257,9 @@ pub fn run_build(
         compilers: compilers.values().map(|c| c.id.clone()).collect(),
         summary: BuildSummary {
             jobs: results.len(),
-            compiled: results
-                .iter()
-                .filter(|r| r.status == JobStatus::Compiled)
-                .count(),
-            cached: results
-                .iter()
-                .filter(|r| r.status == JobStatus::Cached)
-                .count(),
-            failed: results
-                .iter()
-                .filter(|r| r.status == JobStatus::Failed)
-                .count(),
+            compiled: results.iter().filter(|r| r.status == JobStatus::Compiled).count(),
+            cached: results.iter().filter(|r| r.status == JobStatus::Cached).count(),
+            failed: results.iter().filter(|r| r.status == JobStatus::Failed).count(),
             failed_atoms,
             elapsed_ms: 0,
         },
@@ -386,12 +302,7 @@ fn execute(s: &Settings, p: &Planned, cache_dir: &Path) -> JobResult {
     let fail = |jr: &mut JobResult, msg: String| {
         let _ = std::fs::remove_file(&p.out);
         let _ = katlas_fs::write_atomic(&p.log, msg.as_bytes());
-        jr.message = Some(
-            msg.split_once('\n')
-                .filter(|(first, _)| first.starts_with("$ "))
-                .map(|(_, rest)| rest.to_string())
-                .unwrap_or(msg),
-        );
+        jr.message = Some(msg.split_once('\n').filter(|(first, _)| first.starts_with("$ ")).map(|(_, rest)| rest.to_string()).unwrap_or(msg));
         jr.status = JobStatus::Failed;
     };
     for d in [p.out.parent(), p.log.parent()].into_iter().flatten() {
@@ -421,20 +332,13 @@ fn execute(s: &Settings, p: &Planned, cache_dir: &Path) -> JobResult {
     }
     // Compile into a private directory, then publish it as the cache entry in one rename.
     static SEQ: AtomicUsize = AtomicUsize::new(0);
-    let tmp = cache_dir.join(format!(
-        "{}.tmp-{}-{}",
-        p.key,
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::SeqCst)
-    ));
+    let tmp = cache_dir.join(format!("{}.tmp-{}-{}", p.key, std::process::id(), SEQ.fetch_add(1, Ordering::SeqCst)));
     if let Err(e) = katlas_fs::create_dir_all(&tmp) {
         fail(&mut jr, format!("{}: {e}\n", tmp.display()));
         return jr;
     }
     let tmp_obj = tmp.join("object");
-    let outcome = p
-        .compiler
-        .compile(&p.src.path, &p.src.file, &p.flags, &tmp_obj, s.timeout_s);
+    let outcome = p.compiler.compile(&p.src.path, &p.src.file, &p.flags, &tmp_obj, s.timeout_s);
     jr.exit_code = outcome.exit_code;
     if !outcome.ok {
         let _ = std::fs::remove_dir_all(&tmp);
@@ -445,10 +349,7 @@ fn execute(s: &Settings, p: &Planned, cache_dir: &Path) -> JobResult {
     let _ = katlas_fs::write_atomic(&p.log, outcome.log.as_bytes());
     if let Err(e) = std::fs::read(&tmp_obj).and_then(|b| katlas_fs::write_atomic(&p.out, &b)) {
         let _ = std::fs::remove_dir_all(&tmp);
-        fail(
-            &mut jr,
-            format!("{}{}: {e}\n", outcome.log, p.out.display()),
-        );
+        fail(&mut jr, format!("{}{}: {e}\n", outcome.log, p.out.display()));
         return jr;
     }
     if std::fs::rename(&tmp, &entry).is_err() {
@@ -462,28 +363,15 @@ fn execute(s: &Settings, p: &Planned, cache_dir: &Path) -> JobResult {
 
 /// Scan this build's outputs, merge them into the manifest of all current outputs, and diff
 /// against what the previous manifest said about the same outputs.
-fn isa_step(
-    s: &Settings,
-    opts: &BuildOptions,
-    plan: &[Planned],
-    report: &mut BuildReport,
-    jobs: usize,
-) {
-    let outputs: Vec<PathBuf> = plan
-        .iter()
-        .filter(|p| p.out.is_file())
-        .map(|p| p.out.clone())
-        .collect();
+fn isa_step(s: &Settings, opts: &BuildOptions, plan: &[Planned], report: &mut BuildReport, jobs: usize) {
+    let outputs: Vec<PathBuf> = plan.iter().filter(|p| p.out.is_file()).map(|p| p.out.clone()).collect();
     let planned: BTreeSet<String> = plan.iter().map(|p| s.rel(&p.out)).collect();
     let manifest_path = s.build_dir().join("manifest.json");
     let prev: Option<IsaManifest> = match std::fs::read(&manifest_path) {
         Ok(b) => match serde_json::from_slice(&b) {
             Ok(m) => Some(m),
             Err(e) => {
-                report.isa_errors.push(format!(
-                    "{}: previous manifest unreadable ({e}); no diff",
-                    s.rel(&manifest_path)
-                ));
+                report.isa_errors.push(format!("{}: previous manifest unreadable ({e}); no diff", s.rel(&manifest_path)));
                 None
             }
         },
@@ -491,11 +379,7 @@ fn isa_step(
     };
     let scan_opts = katlas_isa::ScanOptions {
         jobs: Some(jobs),
-        disasm: if opts.mix {
-            katlas_isa::DisasmMode::Auto
-        } else {
-            katlas_isa::DisasmMode::Never
-        },
+        disasm: if opts.mix { katlas_isa::DisasmMode::Auto } else { katlas_isa::DisasmMode::Never },
         cache_dir: Some(s.root.join(".katlas").join("cache").join("isa")),
         ..Default::default()
     };
@@ -520,44 +404,27 @@ fn isa_step(
     }
     for e in &mut cur.errors {
         e.path = relpath(&e.path);
-        report
-            .isa_errors
-            .push(format!("{}: {}: {}", e.path, e.chain, e.message));
+        report.isa_errors.push(format!("{}: {}: {}", e.path, e.chain, e.message));
     }
     if let Some(prev) = &prev {
         let mut before = prev.clone();
         before.objects.retain(|o| planned.contains(&o.path));
         before.inputs.retain(|i| planned.contains(&i.path));
         if !before.objects.is_empty() {
-            report.isa_diff = Some(katlas_isa::diff::diff(
-                &before,
-                cur,
-                &format!("previous build ({})", prev.created_at),
-                "this build",
-            ));
+            report.isa_diff = Some(katlas_isa::diff::diff(&before, cur, &format!("previous build ({})", prev.created_at), "this build"));
         }
     }
     // The combined manifest: this build's outputs plus earlier ones that still exist untouched.
     let mut combined = cur.clone();
     if let Some(prev) = prev {
         let keep = |p: &str| !planned.contains(p) && s.root.join(p).is_file();
-        combined
-            .objects
-            .extend(prev.objects.into_iter().filter(|o| keep(&o.path)));
-        combined
-            .inputs
-            .extend(prev.inputs.into_iter().filter(|i| keep(&i.path)));
-        combined
-            .objects
-            .sort_by(|a, b| (&a.path, &a.chain_text).cmp(&(&b.path, &b.chain_text)));
+        combined.objects.extend(prev.objects.into_iter().filter(|o| keep(&o.path)));
+        combined.inputs.extend(prev.inputs.into_iter().filter(|i| keep(&i.path)));
+        combined.objects.sort_by(|a, b| (&a.path, &a.chain_text).cmp(&(&b.path, &b.chain_text)));
         combined.inputs.sort_by(|a, b| a.path.cmp(&b.path));
         combined.summary.files = combined.inputs.len() as u64;
         combined.summary.objects = combined.objects.len() as u64;
-        combined.summary.kernels = combined
-            .objects
-            .iter()
-            .map(|o| o.kernels.len() as u64)
-            .sum();
+        combined.summary.kernels = combined.objects.iter().map(|o| o.kernels.len() as u64).sum();
         combined.summary.bytes = combined.inputs.iter().map(|i| i.size).sum();
     }
     match write_json(&manifest_path, &combined) {

@@ -54,26 +54,13 @@ pub fn which(name: &str) -> Option<PathBuf> {
     if p.components().count() > 1 {
         return p.is_file().then(|| p.to_path_buf());
     }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|c| c.is_file())
-    })
+    std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|c| c.is_file()))
 }
 
 fn version_of(path: &Path) -> Option<String> {
-    let o = Command::new(path)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .ok()?;
-    let text =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("InstalledDir"))
-        .collect();
+    let o = Command::new(path).arg("--version").stdin(Stdio::null()).output().ok()?;
+    let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("InstalledDir")).collect();
     (!lines.is_empty()).then(|| lines.join(" | "))
 }
 
@@ -83,14 +70,8 @@ fn digest(path: &Path, cache: &Path) -> Option<String> {
 }
 
 impl Compiler {
-    fn from_binary(
-        lang: Lang,
-        kind: Kind,
-        path: PathBuf,
-        cache: &Path,
-    ) -> Result<Compiler, String> {
-        let version =
-            version_of(&path).ok_or_else(|| format!("{}: `--version` failed", path.display()))?;
+    fn from_binary(lang: Lang, kind: Kind, path: PathBuf, cache: &Path) -> Result<Compiler, String> {
+        let version = version_of(&path).ok_or_else(|| format!("{}: `--version` failed", path.display()))?;
         let id = CompilerId {
             lang: lang.as_str().into(),
             kind: format!("{kind:?}").to_lowercase(),
@@ -98,12 +79,7 @@ impl Compiler {
             version,
             md5: digest(&path, cache),
         };
-        Ok(Compiler {
-            id,
-            kind,
-            path,
-            nvrtc: None,
-        })
+        Ok(Compiler { id, kind, path, nvrtc: None })
     }
 
     /// The HIP compiler per `[build] hip_compiler`.
@@ -111,25 +87,20 @@ impl Compiler {
         let want = s.hip_compiler.as_str();
         let hipcc = || {
             which("hipcc")
-                .or_else(|| {
-                    std::env::var_os("ROCM_PATH")
-                        .map(|r| PathBuf::from(r).join("bin/hipcc"))
-                        .filter(|p| p.is_file())
-                })
+                .or_else(|| std::env::var_os("ROCM_PATH").map(|r| PathBuf::from(r).join("bin/hipcc")).filter(|p| p.is_file()))
                 .or_else(|| Some(PathBuf::from("/opt/rocm/bin/hipcc")).filter(|p| p.is_file()))
         };
-        let clang = || {
-            std::env::var_os("KATLAS_CLANG")
-                .map(PathBuf::from)
-                .or_else(|| which("clang-22"))
-                .or_else(|| which("clang"))
-        };
+        let clang = || std::env::var_os("KATLAS_CLANG").map(PathBuf::from).or_else(|| which("clang-22")).or_else(|| which("clang"));
         let (kind, path) = match want {
             "auto" => match hipcc() {
                 Some(p) => (Kind::Hipcc, p),
-                None => (Kind::Clang, clang().ok_or("no HIP compiler: neither hipcc nor clang-22/clang found (apt-get install clang-22 lld-22, or install ROCm)")?),
+                None => {
+                    (Kind::Clang, clang().ok_or("no HIP compiler: neither hipcc nor clang-22/clang found (apt-get install clang-22 lld-22, or install ROCm)")?)
+                }
             },
-            "hipcc" => (Kind::Hipcc, hipcc().ok_or("no HIP compiler: build.hip_compiler = \"hipcc\" but hipcc is not on PATH nor in $ROCM_PATH/bin or /opt/rocm/bin")?),
+            "hipcc" => {
+                (Kind::Hipcc, hipcc().ok_or("no HIP compiler: build.hip_compiler = \"hipcc\" but hipcc is not on PATH nor in $ROCM_PATH/bin or /opt/rocm/bin")?)
+            }
             "clang" => (Kind::Clang, clang().ok_or("no HIP compiler: clang-22/clang not found (apt-get install clang-22 lld-22 llvm-22)")?),
             p => {
                 let path = which(p).ok_or_else(|| format!("no HIP compiler: build.hip_compiler = {p:?} not found"))?;
@@ -141,15 +112,9 @@ impl Compiler {
             // clang links the code object with ld.lld from its own directory or PATH (a wrapper
             // given by path is trusted to know its own linker).
             let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-            let beside = real
-                .parent()
-                .map(|d| d.join("ld.lld"))
-                .filter(|p| p.is_file());
+            let beside = real.parent().map(|d| d.join("ld.lld")).filter(|p| p.is_file());
             if beside.is_none() && which("ld.lld").is_none() {
-                return Err(format!(
-                    "no HIP linker: {} needs ld.lld (apt-get install lld-22)",
-                    path.display()
-                ));
+                return Err(format!("no HIP linker: {} needs ld.lld (apt-get install lld-22)", path.display()));
             }
         }
         Self::from_binary(Lang::Hip, kind, path, cache)
@@ -157,10 +122,7 @@ impl Compiler {
 
     /// The CUDA compiler per `[build] cuda_compiler`.
     pub fn cuda(s: &Settings, cache: &Path) -> Result<Compiler, String> {
-        let nvcc = || {
-            which("nvcc")
-                .or_else(|| Some(PathBuf::from("/usr/local/cuda/bin/nvcc")).filter(|p| p.is_file()))
-        };
+        let nvcc = || which("nvcc").or_else(|| Some(PathBuf::from("/usr/local/cuda/bin/nvcc")).filter(|p| p.is_file()));
         let nvrtc = || -> Result<Compiler, String> {
             let n = Nvrtc::load(&s.root, s.nvrtc.as_deref())?;
             let id = CompilerId {
@@ -170,12 +132,7 @@ impl Compiler {
                 version: format!("nvrtc {}.{}", n.version.0, n.version.1),
                 md5: n.path.as_ref().and_then(|p| digest(p, cache)),
             };
-            Ok(Compiler {
-                id,
-                kind: Kind::Nvrtc,
-                path: n.path.clone().unwrap_or_default(),
-                nvrtc: Some(Arc::new(n)),
-            })
+            Ok(Compiler { id, kind: Kind::Nvrtc, path: n.path.clone().unwrap_or_default(), nvrtc: Some(Arc::new(n)) })
         };
         match s.cuda_compiler.as_str() {
             "auto" => match nvcc() {
@@ -183,18 +140,11 @@ impl Compiler {
                 None => nvrtc(),
             },
             "nvrtc" => nvrtc(),
-            "nvcc" => Self::from_binary(
-                Lang::Cuda,
-                Kind::Nvcc,
-                nvcc().ok_or(
-                    "no CUDA compiler: build.cuda_compiler = \"nvcc\" but nvcc is not on PATH",
-                )?,
-                cache,
-            ),
+            "nvcc" => {
+                Self::from_binary(Lang::Cuda, Kind::Nvcc, nvcc().ok_or("no CUDA compiler: build.cuda_compiler = \"nvcc\" but nvcc is not on PATH")?, cache)
+            }
             p => {
-                let path = which(p).ok_or_else(|| {
-                    format!("no CUDA compiler: build.cuda_compiler = {p:?} not found")
-                })?;
+                let path = which(p).ok_or_else(|| format!("no CUDA compiler: build.cuda_compiler = {p:?} not found"))?;
                 Self::from_binary(Lang::Cuda, Kind::Nvcc, path, cache)
             }
         }
@@ -211,32 +161,16 @@ impl Compiler {
     /// Flags that decide the output (cache key and command line), without input/output paths.
     pub fn flags(&self, s: &Settings, atom: &str, src_dir: &Path) -> Vec<String> {
         let mut f: Vec<String> = match self.kind {
-            Kind::Clang => [
-                "-x",
-                "hip",
-                "--offload-device-only",
-                "--no-gpu-bundle-output",
-                "-nogpuinc",
-                "-nogpulib",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .chain([format!("--offload-arch={atom}")])
-            .collect(),
+            Kind::Clang => ["-x", "hip", "--offload-device-only", "--no-gpu-bundle-output", "-nogpuinc", "-nogpulib"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain([format!("--offload-arch={atom}")])
+                .collect(),
             Kind::Hipcc => vec!["--genco".into(), format!("--offload-arch={atom}")],
-            Kind::Nvcc => vec![
-                "-cubin".into(),
-                format!("-arch={atom}"),
-                "-Xptxas".into(),
-                "-v".into(),
-            ],
+            Kind::Nvcc => vec!["-cubin".into(), format!("-arch={atom}"), "-Xptxas".into(), "-v".into()],
             Kind::Nvrtc => vec![format!("-arch={atom}"), "--ptxas-options=-v".into()],
         };
-        f.push(if self.kind == Kind::Nvrtc {
-            "-std=c++17".into()
-        } else {
-            "-O3".into()
-        });
+        f.push(if self.kind == Kind::Nvrtc { "-std=c++17".into() } else { "-O3".into() });
         if self.kind != Kind::Nvrtc {
             f.push("-std=c++17".into());
         }
@@ -251,32 +185,15 @@ impl Compiler {
     }
 
     /// Compile `src` with `flags` into `out`.
-    pub fn compile(
-        &self,
-        src: &Path,
-        shown: &str,
-        flags: &[String],
-        out: &Path,
-        timeout_s: u64,
-    ) -> Outcome {
+    pub fn compile(&self, src: &Path, shown: &str, flags: &[String], out: &Path, timeout_s: u64) -> Outcome {
         if let Some(n) = &self.nvrtc {
             let mut log = format!("$ nvrtc {} {shown}\n", flags.join(" "));
             let bytes = match std::fs::read(src) {
                 Ok(b) => b,
-                Err(e) => {
-                    return Outcome {
-                        ok: false,
-                        exit_code: None,
-                        log: log + &format!("{shown}: {e}\n"),
-                    }
-                }
+                Err(e) => return Outcome { ok: false, exit_code: None, log: log + &format!("{shown}: {e}\n") },
             };
             return match n.compile(&bytes, shown, flags) {
-                Err(e) => Outcome {
-                    ok: false,
-                    exit_code: None,
-                    log: log + &e + "\n",
-                },
+                Err(e) => Outcome { ok: false, exit_code: None, log: log + &e + "\n" },
                 Ok(r) => {
                     log.push_str(&r.log);
                     if !log.ends_with('\n') {
@@ -284,22 +201,10 @@ impl Compiler {
                     }
                     match r.cubin {
                         Some(c) => match std::fs::write(out, c) {
-                            Ok(()) => Outcome {
-                                ok: true,
-                                exit_code: Some(0),
-                                log,
-                            },
-                            Err(e) => Outcome {
-                                ok: false,
-                                exit_code: None,
-                                log: log + &format!("{}: {e}\n", out.display()),
-                            },
+                            Ok(()) => Outcome { ok: true, exit_code: Some(0), log },
+                            Err(e) => Outcome { ok: false, exit_code: None, log: log + &format!("{}: {e}\n", out.display()) },
                         },
-                        None => Outcome {
-                            ok: false,
-                            exit_code: None,
-                            log: log + &format!("NVRTC: {}\n", r.status),
-                        },
+                        None => Outcome { ok: false, exit_code: None, log: log + &format!("NVRTC: {}\n", r.status) },
                     }
                 }
             };
@@ -310,10 +215,7 @@ impl Compiler {
         args.push(out.display().to_string());
         let mut log = format!("$ {} {}\n", self.path.display(), args.join(" "));
         let mut cmd = Command::new(&self.path);
-        cmd.args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         // Own process group, so a timeout kills the driver and every subprocess it started
         // (clang -cc1, lld, a wrapper's children) and the output pipes close.
         #[cfg(unix)]
@@ -321,13 +223,7 @@ impl Compiler {
         let child = cmd.spawn();
         let mut child = match child {
             Ok(c) => c,
-            Err(e) => {
-                return Outcome {
-                    ok: false,
-                    exit_code: None,
-                    log: log + &format!("cannot run {}: {e}\n", self.path.display()),
-                }
-            }
+            Err(e) => return Outcome { ok: false, exit_code: None, log: log + &format!("cannot run {}: {e}\n", self.path.display()) },
         };
         // Drain both pipes on threads so a chatty compiler never blocks on a full pipe.
         let mut so = child.stdout.take().expect("piped");
@@ -367,26 +263,15 @@ impl Compiler {
         log.push_str(&String::from_utf8_lossy(&err_b));
         match status {
             None => {
-                log.push_str(&format!(
-                    "killed after {}s (build.timeout_s / KATLAS_BUILD_TIMEOUT)\n",
-                    limit.as_secs()
-                ));
-                Outcome {
-                    ok: false,
-                    exit_code: None,
-                    log,
-                }
+                log.push_str(&format!("killed after {}s (build.timeout_s / KATLAS_BUILD_TIMEOUT)\n", limit.as_secs()));
+                Outcome { ok: false, exit_code: None, log }
             }
             Some(st) => {
                 let ok = st.success() && out.is_file();
                 if st.success() && !ok {
                     log.push_str("compiler exited 0 but wrote no output\n");
                 }
-                Outcome {
-                    ok,
-                    exit_code: st.code(),
-                    log,
-                }
+                Outcome { ok, exit_code: st.code(), log }
             }
         }
     }

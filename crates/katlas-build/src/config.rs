@@ -8,9 +8,7 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// The matrix when `[build] matrix` is not set: one atom per shipping family we target.
-pub const DEFAULT_MATRIX: &[&str] = &[
-    "gfx906", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1151", "gfx1201", "sm_80", "sm_90",
-];
+pub const DEFAULT_MATRIX: &[&str] = &["gfx906", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1151", "gfx1201", "sm_80", "sm_90"];
 
 /// `[build]` in katlas.toml.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -68,9 +66,7 @@ pub struct ReachConfig {
     pub allow_undispatched: Vec<String>,
 }
 
-pub const DEFAULT_HOST_EXTENSIONS: &[&str] = &[
-    "rs", "c", "cc", "cpp", "cxx", "h", "hh", "hpp", "hxx", "py", "go", "zig", "swift", "js", "ts",
-];
+pub const DEFAULT_HOST_EXTENSIONS: &[&str] = &["rs", "c", "cc", "cpp", "cxx", "h", "hh", "hpp", "hxx", "py", "go", "zig", "swift", "js", "ts"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -113,34 +109,22 @@ fn cfg_err(e: katlas_project::ConfigError) -> BuildError {
 impl Settings {
     /// Read `[build]`/`[reach]` from the project. `matrix_override` is `--arch LIST`.
     pub fn load(project: &Project, matrix_override: Option<&[String]>) -> Result<Settings> {
-        let build: BuildConfig = project
-            .section(&["build"])
-            .map_err(cfg_err)?
-            .unwrap_or_default();
-        let reach: ReachConfig = project
-            .section(&["reach"])
-            .map_err(cfg_err)?
-            .unwrap_or_default();
-        let db = ArchDb::load(Some(&ArchDb::override_dir(&project.root)))
-            .map_err(|e| BuildError::BadInput(e.to_string()))?;
+        let build: BuildConfig = project.section(&["build"]).map_err(cfg_err)?.unwrap_or_default();
+        let reach: ReachConfig = project.section(&["reach"]).map_err(cfg_err)?.unwrap_or_default();
+        let db = ArchDb::load(Some(&ArchDb::override_dir(&project.root))).map_err(|e| BuildError::BadInput(e.to_string()))?;
         let config_file = project.config_file();
         let shown = config_file.display().to_string();
         let (names, from): (Vec<String>, String) = match (matrix_override, &build.matrix) {
             (Some(m), _) => (m.to_vec(), "--arch".into()),
             (None, Some(m)) => (m.clone(), format!("{shown}: build.matrix")),
-            (None, None) => (
-                DEFAULT_MATRIX.iter().map(|s| s.to_string()).collect(),
-                "default matrix".into(),
-            ),
+            (None, None) => (DEFAULT_MATRIX.iter().map(|s| s.to_string()).collect(), "default matrix".into()),
         };
         let matrix = validate_matrix(&db, &names, &from)?;
         let root = std::fs::canonicalize(&project.root).unwrap_or_else(|_| project.root.clone());
         let rel = |v: &[String]| v.iter().map(|s| root.join(s)).collect::<Vec<_>>();
         let kernel_roots = match &build.kernel_roots {
             Some(r) => rel(r),
-            None if !project.config.project.kernel_roots.is_empty() => {
-                rel(&project.config.project.kernel_roots)
-            }
+            None if !project.config.project.kernel_roots.is_empty() => rel(&project.config.project.kernel_roots),
             None if project.config.project.preset.as_deref() == Some("hipfire") => {
                 vec![root.join("kernels/src")]
             }
@@ -153,16 +137,10 @@ impl Settings {
         let tag_mode = match build.tags.as_deref() {
             None | Some("replace") => TagMode::Replace,
             Some("add") => TagMode::Add,
-            Some(o) => {
-                return Err(BuildError::BadInput(format!(
-                    "{shown}: build.tags: unknown mode `{o}` (expected `replace` or `add`)"
-                )))
-            }
+            Some(o) => return Err(BuildError::BadInput(format!("{shown}: build.tags: unknown mode `{o}` (expected `replace` or `add`)"))),
         };
         if build.jobs == Some(0) {
-            return Err(BuildError::BadInput(format!(
-                "{shown}: build.jobs: must be at least 1"
-            )));
+            return Err(BuildError::BadInput(format!("{shown}: build.jobs: must be at least 1")));
         }
         Ok(Settings {
             config_file,
@@ -180,22 +158,9 @@ impl Settings {
             tag_mode,
             exclude: build.exclude,
             jobs: build.jobs,
-            timeout_s: build
-                .timeout_s
-                .or_else(|| {
-                    std::env::var("KATLAS_BUILD_TIMEOUT")
-                        .ok()
-                        .and_then(|v| v.parse().ok())
-                })
-                .unwrap_or(900)
-                .max(1),
+            timeout_s: build.timeout_s.or_else(|| std::env::var("KATLAS_BUILD_TIMEOUT").ok().and_then(|v| v.parse().ok())).unwrap_or(900).max(1),
             dispatch_roots,
-            host_extensions: reach.extensions.unwrap_or_else(|| {
-                DEFAULT_HOST_EXTENSIONS
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect()
-            }),
+            host_extensions: reach.extensions.unwrap_or_else(|| DEFAULT_HOST_EXTENSIONS.iter().map(|s| s.to_string()).collect()),
             kernel_macros: reach.kernel_macros,
             allow_undispatched: reach.allow_undispatched,
             root,
@@ -203,17 +168,12 @@ impl Settings {
     }
 
     pub fn atom(&self, name: &str) -> &Atom {
-        self.db
-            .atom(name)
-            .expect("matrix atoms were validated against the table")
+        self.db.atom(name).expect("matrix atoms were validated against the table")
     }
 
     /// Project-relative display path.
     pub fn rel(&self, p: &Path) -> String {
-        p.strip_prefix(&self.root)
-            .unwrap_or(p)
-            .display()
-            .to_string()
+        p.strip_prefix(&self.root).unwrap_or(p).display().to_string()
     }
 
     /// Where build state lives: `.katlas/build/`.
@@ -225,12 +185,7 @@ impl Settings {
 /// Canonical atom names for `names`; an unknown or non-atom name (a family, a class) is an error.
 pub fn validate_matrix(db: &ArchDb, names: &[String], from: &str) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
-    for n in names
-        .iter()
-        .flat_map(|s| s.split(','))
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
+    for n in names.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
         let canon = katlas_arch::canonical_atom(n);
         match db.atoms().find(|a| a.name == canon) {
             Some(a) => {
@@ -239,22 +194,13 @@ pub fn validate_matrix(db: &ArchDb, names: &[String], from: &str) -> Result<Vec<
                 }
             }
             None => {
-                let members: Vec<&str> = db
-                    .family_members(n)
-                    .iter()
-                    .map(|a| a.name.as_str())
-                    .collect();
+                let members: Vec<&str> = db.family_members(n).iter().map(|a| a.name.as_str()).collect();
                 let hint = if members.len() > 1 || db.families().contains(n) {
-                    format!(
-                        " (`{n}` is a family: list its atoms, e.g. {})",
-                        members.join(" ")
-                    )
+                    format!(" (`{n}` is a family: list its atoms, e.g. {})", members.join(" "))
                 } else {
                     String::new()
                 };
-                return Err(BuildError::BadInput(format!(
-                    "{from}: `{n}` is not an arch atom of the table{hint}"
-                )));
+                return Err(BuildError::BadInput(format!("{from}: `{n}` is not an arch atom of the table{hint}")));
             }
         }
     }

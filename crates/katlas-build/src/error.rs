@@ -9,18 +9,12 @@ pub enum BuildError {
     #[error("{0}")]
     MissingEnv(String),
     #[error("{path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
 }
 
 impl BuildError {
     pub fn io(path: &std::path::Path, source: std::io::Error) -> Self {
-        BuildError::Io {
-            path: path.display().to_string(),
-            source,
-        }
+        BuildError::Io { path: path.display().to_string(), source }
     }
     /// Exit code of the README's contract: 2 bad input, 3 missing environment.
     pub fn exit_code(&self) -> u8 {

@@ -57,13 +57,7 @@ fn words(s: &str, line: usize, file: &str, tokens: &mut HashMap<String, String>)
 
 /// Lex one host file: code identifiers and string-literal words go to `tokens`, `perf:` and
 /// `correctness:` line comments to `annotations`.
-pub fn lex(
-    text: &str,
-    file: &str,
-    ext: &str,
-    tokens: &mut HashMap<String, String>,
-    annotations: &mut Vec<Annotation>,
-) {
+pub fn lex(text: &str, file: &str, ext: &str, tokens: &mut HashMap<String, String>, annotations: &mut Vec<Annotation>) {
     let hash_comments = matches!(ext, "py" | "sh" | "toml" | "yml" | "yaml");
     let single_quote_strings = matches!(ext, "py" | "js" | "ts" | "sh");
     let chars: Vec<char> = text.chars().collect();
@@ -99,10 +93,7 @@ pub fn lex(
                 i += 1;
             }
             i += 2;
-        } else if c == 'r'
-            && (next == Some('"') || next == Some('#'))
-            && (i == 0 || !is_ident(chars[i - 1]))
-        {
+        } else if c == 'r' && (next == Some('"') || next == Some('#')) && (i == 0 || !is_ident(chars[i - 1])) {
             // Rust raw string r"…" / r#"…"#.
             let mut j = i + 1;
             let mut hashes = 0;
@@ -173,47 +164,24 @@ pub fn lex(
 }
 
 fn annotation(kind: &str, text: &str, file: &str, line: usize, lines: &[&str]) -> Annotation {
-    let fields = text
-        .split_whitespace()
-        .filter_map(|w| w.split_once('='))
-        .map(|(k, v)| {
-            (
-                k.to_string(),
-                v.trim_matches(|c| c == ',' || c == ';').to_string(),
-            )
-        })
-        .collect();
+    let fields =
+        text.split_whitespace().filter_map(|w| w.split_once('=')).map(|(k, v)| (k.to_string(), v.trim_matches(|c| c == ',' || c == ';').to_string())).collect();
     let own = lines.get(line - 1).map(|l| {
         let cut = l.find("//").or_else(|| l.find('#')).unwrap_or(l.len());
         l[..cut].trim().to_string()
     });
     let branch = match own {
         Some(code) if !code.is_empty() => Some(code),
-        _ => lines[line.min(lines.len())..]
-            .iter()
-            .map(|l| l.trim())
-            .find(|l| !l.is_empty() && !l.starts_with("//") && !l.starts_with('#'))
-            .map(str::to_string),
+        _ => lines[line.min(lines.len())..].iter().map(|l| l.trim()).find(|l| !l.is_empty() && !l.starts_with("//") && !l.starts_with('#')).map(str::to_string),
     };
-    Annotation {
-        kind: kind.into(),
-        file: file.into(),
-        line,
-        text: text.into(),
-        fields,
-        branch,
-    }
+    Annotation { kind: kind.into(), file: file.into(), line, text: text.into(), fields, branch }
 }
 
 /// Scan every host file under the dispatch roots, skipping kernel sources and kernel roots.
 pub fn scan_host(s: &Settings, skip: &BTreeSet<PathBuf>) -> HostScan {
     let mut out = HostScan::default();
     for root in &s.dispatch_roots {
-        for e in walkdir::WalkDir::new(root)
-            .sort_by_file_name()
-            .into_iter()
-            .flatten()
-        {
+        for e in walkdir::WalkDir::new(root).sort_by_file_name().into_iter().flatten() {
             if !e.file_type().is_file() {
                 continue;
             }
@@ -226,9 +194,7 @@ pub fn scan_host(s: &Settings, skip: &BTreeSet<PathBuf>) -> HostScan {
             if skip.contains(&canon) || s.kernel_roots.iter().any(|k| canon.starts_with(k)) {
                 continue;
             }
-            if p.components().any(|c| {
-                c.as_os_str() == "target" || c.as_os_str() == ".katlas" || c.as_os_str() == ".git"
-            }) {
+            if p.components().any(|c| c.as_os_str() == "target" || c.as_os_str() == ".katlas" || c.as_os_str() == ".git") {
                 continue;
             }
             let Ok(bytes) = std::fs::read(p) else {
@@ -248,11 +214,7 @@ pub fn scan_host(s: &Settings, skip: &BTreeSet<PathBuf>) -> HostScan {
 /// Preprocessor lines are ignored (a header's `#define __global__ …` declares nothing).
 /// Token-pasted names (`gemv_##name`) give their fixed prefix as a pattern `gemv_*`.
 pub fn entry_points(text: &str, macros: &[String]) -> BTreeSet<String> {
-    let code: String = text
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code: String = text.lines().filter(|l| !l.trim_start().starts_with('#')).collect::<Vec<_>>().join("\n");
     let mut out = BTreeSet::new();
     let chars: Vec<char> = code.chars().collect();
     let mut markers: Vec<String> = vec!["__global__".into(), "__attribute__((global))".into()];
@@ -365,11 +327,7 @@ fn name_after(chars: &[char], mut i: usize) -> Option<String> {
 }
 
 /// Entry points of a kernel source and every file it includes.
-pub fn source_entries(
-    path: &Path,
-    include_dirs: &[PathBuf],
-    macros: &[String],
-) -> BTreeSet<String> {
+pub fn source_entries(path: &Path, include_dirs: &[PathBuf], macros: &[String]) -> BTreeSet<String> {
     let mut files = vec![path.to_path_buf()];
     files.extend(crate::includes::includes(path, include_dirs).files);
     let mut out = BTreeSet::new();
@@ -385,14 +343,10 @@ pub fn source_entries(
 /// prefix) is referenced, if anywhere.
 pub fn find_ref<'a>(tokens: &'a HashMap<String, String>, name: &str) -> Option<(&'a str, &'a str)> {
     match name.strip_suffix('*') {
-        Some(prefix) => tokens
-            .iter()
-            .filter(|(t, _)| t.len() > prefix.len() && t.starts_with(prefix))
-            .min_by(|a, b| a.1.cmp(b.1))
-            .map(|(t, at)| (t.as_str(), at.as_str())),
-        None => tokens
-            .get_key_value(name)
-            .map(|(t, at)| (t.as_str(), at.as_str())),
+        Some(prefix) => {
+            tokens.iter().filter(|(t, _)| t.len() > prefix.len() && t.starts_with(prefix)).min_by(|a, b| a.1.cmp(b.1)).map(|(t, at)| (t.as_str(), at.as_str()))
+        }
+        None => tokens.get_key_value(name).map(|(t, at)| (t.as_str(), at.as_str())),
     }
 }
 
@@ -410,10 +364,7 @@ mod tests {
         assert_eq!(t["gemv_live"], "host.rs:2");
         assert!(t.contains_key("rope_k") && t.contains_key("attn") && t.contains_key("raw"));
         assert!(!t.contains_key("gemv_dead") && !t.contains_key("rmsnorm_dead"));
-        assert!(
-            !t.contains_key("silu_dead"),
-            "char literals with quotes do not open strings"
-        );
+        assert!(!t.contains_key("silu_dead"), "char literals with quotes do not open strings");
         assert!(t.contains_key("f") && t.contains_key("str"));
     }
 
@@ -442,16 +393,7 @@ mod tests {
             LAB_KERNEL(WPB * 32) gemv_hfq4g256_##name(const u8* W) {}\n\
             LAB_KERNEL(128) attn_split(const float* q) {}\n";
         let e = entry_points(src, &["LAB_KERNEL".to_string()]);
-        let want: BTreeSet<String> = [
-            "plain_k",
-            "bounded_k",
-            "templ_k",
-            "gemv_hfq4g256_*",
-            "attn_split",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let want: BTreeSet<String> = ["plain_k", "bounded_k", "templ_k", "gemv_hfq4g256_*", "attn_split"].iter().map(|s| s.to_string()).collect();
         assert_eq!(e, want);
     }
 }

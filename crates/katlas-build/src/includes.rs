@@ -18,9 +18,7 @@ pub struct Includes {
 
 fn include_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r#"(?m)^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)""#).expect("valid regex")
-    })
+    RE.get_or_init(|| Regex::new(r#"(?m)^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)""#).expect("valid regex"))
 }
 
 pub fn includes(source: &Path, include_dirs: &[PathBuf]) -> Includes {
@@ -36,10 +34,7 @@ pub fn includes(source: &Path, include_dirs: &[PathBuf]) -> Includes {
         let dir = f.parent().map(Path::to_path_buf).unwrap_or_default();
         for cap in include_re().captures_iter(&text) {
             let name = &cap[1];
-            let found = std::iter::once(&dir)
-                .chain(include_dirs.iter())
-                .map(|d| d.join(name))
-                .find(|p| p.is_file());
+            let found = std::iter::once(&dir).chain(include_dirs.iter()).map(|d| d.join(name)).find(|p| p.is_file());
             match found {
                 Some(p) => {
                     let p = std::fs::canonicalize(&p).unwrap_or(p);

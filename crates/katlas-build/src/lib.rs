@@ -33,14 +33,7 @@ pub use reach::{reach, ReachReport, REACH_SCHEMA};
 /// JSON Schemas of this crate's records, for `katlas schema` (the CLI aggregates them).
 pub fn schemas() -> Vec<katlas_model::SchemaDoc> {
     fn doc<T: schemars::JsonSchema>(name: &'static str) -> katlas_model::SchemaDoc {
-        katlas_model::SchemaDoc {
-            name,
-            schema: serde_json::to_value(schemars::schema_for!(T)).expect("schema serialises"),
-        }
+        katlas_model::SchemaDoc { name, schema: serde_json::to_value(schemars::schema_for!(T)).expect("schema serialises") }
     }
-    vec![
-        doc::<BuildReport>(BUILD_SCHEMA),
-        doc::<ReachReport>(REACH_SCHEMA),
-        doc::<LintReport>(LINT_SCHEMA),
-    ]
+    vec![doc::<BuildReport>(BUILD_SCHEMA), doc::<ReachReport>(REACH_SCHEMA), doc::<LintReport>(LINT_SCHEMA)]
 }

@@ -89,12 +89,7 @@ impl LintReport {
 /// device. `Err` when the declared arch and the candidate's device disagree.
 fn entry_arch(e: &LedgerEntry) -> std::result::Result<Option<String>, String> {
     let declared = e.arch.as_deref().map(katlas_arch::canonical_atom);
-    let ran = e
-        .candidate
-        .identity
-        .arch()
-        .or_else(|| e.baseline.identity.arch())
-        .map(katlas_arch::canonical_atom);
+    let ran = e.candidate.identity.arch().or_else(|| e.baseline.identity.arch()).map(katlas_arch::canonical_atom);
     match (declared, ran) {
         (Some(d), Some(r)) if d != r => Err(format!("says arch {d} but its candidate ran on {r}")),
         (d, r) => Ok(d.or(r)),
@@ -103,9 +98,7 @@ fn entry_arch(e: &LedgerEntry) -> std::result::Result<Option<String>, String> {
 
 pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> Result<LintReport> {
     let rows = load(project, s)?;
-    let ledger_path: PathBuf = ledger
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| s.root.join(".katlas").join("ledger.jsonl"));
+    let ledger_path: PathBuf = ledger.map(Path::to_path_buf).unwrap_or_else(|| s.root.join(".katlas").join("ledger.jsonl"));
     let mut findings = Vec::new();
     let f = |sev: Severity, code: &str, msg: String, r: Option<&LocatedRow>| Finding {
         severity: sev,
@@ -118,15 +111,9 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
 
     let mut entries: BTreeMap<String, LedgerEntry> = BTreeMap::new();
     if ledger_path.is_file() {
-        let rep = katlas_corpus::read_jsonl::<LedgerEntry>(&ledger_path, Some(LEDGER_SCHEMA))
-            .map_err(|e| crate::error::BuildError::BadInput(e.to_string()))?;
+        let rep = katlas_corpus::read_jsonl::<LedgerEntry>(&ledger_path, Some(LEDGER_SCHEMA)).map_err(|e| crate::error::BuildError::BadInput(e.to_string()))?;
         for e in rep.errors {
-            findings.push(f(
-                Severity::Warning,
-                "ledger-line",
-                format!("{e} (skipped)"),
-                None,
-            ));
+            findings.push(f(Severity::Warning, "ledger-line", format!("{e} (skipped)"), None));
         }
         for r in rep.records {
             entries.insert(r.record.id.clone(), r.record);
@@ -136,40 +123,24 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
     let matrix: BTreeSet<&str> = s.matrix.iter().map(String::as_str).collect();
 
     // Kernel ids the sources define, when kernel roots are configured.
-    let kernels: Option<BTreeSet<String>> = (!s.kernel_roots.is_empty())
-        .then(|| discover(s, &s.kernel_roots).ok())
-        .flatten()
-        .map(|v| v.into_iter().map(|x| x.kernel).collect());
+    let kernels: Option<BTreeSet<String>> =
+        (!s.kernel_roots.is_empty()).then(|| discover(s, &s.kernel_roots).ok()).flatten().map(|v| v.into_iter().map(|x| x.kernel).collect());
 
     // The matrix atoms each row actually decides: first match wins.
     let first_match = |idx: usize, atom: &str| -> bool {
         let k = &rows[idx].row.kernel;
-        rows.iter()
-            .position(|r| &r.row.kernel == k && r.atoms.contains(atom))
-            == Some(idx)
+        rows.iter().position(|r| &r.row.kernel == k && r.atoms.contains(atom)) == Some(idx)
     };
     let mut verified: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
     for (ri, r) in rows.iter().enumerate() {
         let key = r.key();
-        let in_matrix: BTreeSet<&str> = r
-            .atoms
-            .iter()
-            .map(String::as_str)
-            .filter(|a| matrix.contains(a))
-            .collect();
-        let decides: BTreeSet<&str> = in_matrix
-            .iter()
-            .copied()
-            .filter(|a| first_match(ri, a))
-            .collect();
+        let in_matrix: BTreeSet<&str> = r.atoms.iter().map(String::as_str).filter(|a| matrix.contains(a)).collect();
+        let decides: BTreeSet<&str> = in_matrix.iter().copied().filter(|a| first_match(ri, a)).collect();
         if r.kind == KeyKind::Unknown {
             findings.push(f(
                 Severity::Error,
                 "unknown-arch",
-                format!(
-                    "row {} ({}): `{key}` is not an atom, family or class of the arch table",
-                    r.index, r.row.kernel
-                ),
+                format!("row {} ({}): `{key}` is not an atom, family or class of the arch table", r.index, r.row.kernel),
                 Some(r),
             ));
             continue;
@@ -178,12 +149,7 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
             findings.push(f(
                 Severity::Warning,
                 "no-matrix-atom",
-                format!(
-                    "row {} ({} {key}): matches no atom of the matrix ({})",
-                    r.index,
-                    r.row.kernel,
-                    s.matrix.join(" ")
-                ),
+                format!("row {} ({} {key}): matches no atom of the matrix ({})", r.index, r.row.kernel, s.matrix.join(" ")),
                 Some(r),
             ));
         }
@@ -192,10 +158,7 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
                 findings.push(f(
                     Severity::Warning,
                     "unknown-kernel",
-                    format!(
-                        "row {}: kernel `{}` is not a kernel source under the kernel roots",
-                        r.index, r.row.kernel
-                    ),
+                    format!("row {}: kernel `{}` is not a kernel source under the kernel roots", r.index, r.row.kernel),
                     Some(r),
                 ));
             }
@@ -219,10 +182,7 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
                     findings.push(f(
                         Severity::Error,
                         "evidence-missing",
-                        format!(
-                            "row {} ({} {key}): evidence `{id}` is not in {ledger_shown}",
-                            r.index, r.row.kernel
-                        ),
+                        format!("row {} ({} {key}): evidence `{id}` is not in {ledger_shown}", r.index, r.row.kernel),
                         Some(r),
                     ));
                     continue;
@@ -231,21 +191,15 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
                     findings.push(f(
                         Severity::Error,
                         "evidence-verdict",
-                        format!(
-                            "row {} ({} {key}): ledger `{id}` says {} / {}, not improved",
-                            r.index, r.row.kernel, e.verdict, e.disposition
-                        ),
+                        format!("row {} ({} {key}): ledger `{id}` says {} / {}, not improved", r.index, r.row.kernel, e.verdict, e.disposition),
                         Some(r),
                     ));
                     continue;
                 }
                 match entry_arch(e) {
-                    Err(why) => findings.push(f(
-                        Severity::Error,
-                        "evidence-arch",
-                        format!("row {} ({} {key}): ledger `{id}` {why}", r.index, r.row.kernel),
-                        Some(r),
-                    )),
+                    Err(why) => {
+                        findings.push(f(Severity::Error, "evidence-arch", format!("row {} ({} {key}): ledger `{id}` {why}", r.index, r.row.kernel), Some(r)))
+                    }
                     Ok(None) => findings.push(f(
                         Severity::Error,
                         "evidence-arch",
@@ -274,16 +228,10 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
                 }
             }
         }
-        let unmeasured: Vec<&str> = decides
-            .iter()
-            .copied()
-            .filter(|a| !measured_atoms.contains(*a))
-            .collect();
+        let unmeasured: Vec<&str> = decides.iter().copied().filter(|a| !measured_atoms.contains(*a)).collect();
         verified.insert(r.index, measured_atoms.clone());
         match r.kind {
-            KeyKind::Family | KeyKind::Class | KeyKind::Capability | KeyKind::All
-                if !unmeasured.is_empty() =>
-            {
+            KeyKind::Family | KeyKind::Class | KeyKind::Capability | KeyKind::All if !unmeasured.is_empty() => {
                 let msg = if r.row.measured {
                     format!(
                         "row {} ({} {key} -> {}): keyed on a {} but measured only on {}; {} get the variant without a measurement (add atom rows or evidence)",
@@ -304,20 +252,12 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
                         unmeasured.join(" ")
                     )
                 };
-                findings.push(f(
-                    Severity::Error,
-                    "unmeasured-capability-variant",
-                    msg,
-                    Some(r),
-                ));
+                findings.push(f(Severity::Error, "unmeasured-capability-variant", msg, Some(r)));
             }
             KeyKind::Atom if !r.row.measured => findings.push(f(
                 Severity::Warning,
                 "unmeasured-variant",
-                format!(
-                    "row {} ({} {key} -> {}): measured = false; measure it or drop the row",
-                    r.index, r.row.kernel, r.row.variant
-                ),
+                format!("row {} ({} {key} -> {}): measured = false; measure it or drop the row", r.index, r.row.kernel, r.row.variant),
                 Some(r),
             )),
             _ => {}
@@ -329,11 +269,7 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
         if rj.kind == KeyKind::Unknown {
             continue;
         }
-        if let Some(ri) = rows[..j].iter().find(|ri| {
-            ri.row.kernel == rj.row.kernel
-                && ri.kind != KeyKind::Unknown
-                && rj.atoms.is_subset(&ri.atoms)
-        }) {
+        if let Some(ri) = rows[..j].iter().find(|ri| ri.row.kernel == rj.row.kernel && ri.kind != KeyKind::Unknown && rj.atoms.is_subset(&ri.atoms)) {
             findings.push(f(
                 Severity::Error,
                 "shadowed",
@@ -358,19 +294,13 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
     let kernel_ids: BTreeSet<&str> = rows.iter().map(|r| r.row.kernel.as_str()).collect();
     for k in &kernel_ids {
         for a in &s.matrix {
-            let hit = rows
-                .iter()
-                .find(|r| r.row.kernel == *k && r.atoms.contains(a));
+            let hit = rows.iter().find(|r| r.row.kernel == *k && r.atoms.contains(a));
             effective.push(Effective {
                 kernel: k.to_string(),
                 atom: a.clone(),
-                variant: hit
-                    .map(|r| r.row.variant.clone())
-                    .unwrap_or_else(|| "default".into()),
+                variant: hit.map(|r| r.row.variant.clone()).unwrap_or_else(|| "default".into()),
                 row: hit.map(|r| r.index),
-                measured: hit.is_some_and(|r| {
-                    r.row.measured && verified.get(&r.index).is_some_and(|v| v.contains(a))
-                }),
+                measured: hit.is_some_and(|r| r.row.measured && verified.get(&r.index).is_some_and(|v| v.contains(a))),
             });
         }
     }
@@ -385,10 +315,7 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
                     findings.push(Finding {
                         severity: Severity::Error,
                         code: "perf-branch-without-row".into(),
-                        message: format!(
-                            "perf branch `{}` selects {k} variant `{v}`, which no allowlist row names",
-                            a.branch.as_deref().unwrap_or("?")
-                        ),
+                        message: format!("perf branch `{}` selects {k} variant `{v}`, which no allowlist row names", a.branch.as_deref().unwrap_or("?")),
                         at,
                         kernel: Some(k.clone()),
                         row: None,
@@ -409,14 +336,8 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
     findings.sort_by(|a, b| (a.severity, a.row, &a.at).cmp(&(b.severity, b.row, &b.at)));
     let summary = LintSummary {
         rows: rows.len(),
-        errors: findings
-            .iter()
-            .filter(|x| x.severity == Severity::Error)
-            .count(),
-        warnings: findings
-            .iter()
-            .filter(|x| x.severity == Severity::Warning)
-            .count(),
+        errors: findings.iter().filter(|x| x.severity == Severity::Error).count(),
+        warnings: findings.iter().filter(|x| x.severity == Severity::Warning).count(),
         ledger_entries: entries.len(),
         annotations: host.annotations.len(),
     };

@@ -15,14 +15,7 @@ pub struct Nvrtc {
     /// The library file, when loaded by path.
     pub path: Option<PathBuf>,
     pub version: (i32, i32),
-    create: unsafe extern "C" fn(
-        *mut Prog,
-        *const c_char,
-        *const c_char,
-        c_int,
-        *const *const c_char,
-        *const *const c_char,
-    ) -> Res,
+    create: unsafe extern "C" fn(*mut Prog, *const c_char, *const c_char, c_int, *const *const c_char, *const *const c_char) -> Res,
     compile: unsafe extern "C" fn(Prog, c_int, *const *const c_char) -> Res,
     log_size: unsafe extern "C" fn(Prog, *mut usize) -> Res,
     log: unsafe extern "C" fn(Prog, *mut c_char) -> Res,
@@ -47,15 +40,8 @@ pub struct NvrtcOutput {
 /// Places to look for `libnvrtc.so.13`, most explicit first.
 pub fn candidates(project_root: &Path, explicit: Option<&Path>) -> Vec<PathBuf> {
     let mut v = Vec::new();
-    if let Some(p) = explicit
-        .map(Path::to_path_buf)
-        .or_else(|| std::env::var_os("KATLAS_NVRTC").map(PathBuf::from))
-    {
-        v.push(if p.is_dir() {
-            p.join("libnvrtc.so.13")
-        } else {
-            p
-        });
+    if let Some(p) = explicit.map(Path::to_path_buf).or_else(|| std::env::var_os("KATLAS_NVRTC").map(PathBuf::from)) {
+        v.push(if p.is_dir() { p.join("libnvrtc.so.13") } else { p });
         return v;
     }
     for anc in project_root.ancestors() {
@@ -79,7 +65,10 @@ impl Nvrtc {
             tried.push(c.display().to_string());
         }
         if explicit {
-            return Err(format!("no NVRTC: [build] nvrtc / KATLAS_NVRTC point at {}, which is not libnvrtc (scripts/fetch-nvrtc fetches one)", tried.join(", ")));
+            return Err(format!(
+                "no NVRTC: [build] nvrtc / KATLAS_NVRTC point at {}, which is not libnvrtc (scripts/fetch-nvrtc fetches one)",
+                tried.join(", ")
+            ));
         }
         Self::open(None).map_err(|e| format!("no NVRTC: not in {} nor on the loader path ({e}); run scripts/fetch-nvrtc or set KATLAS_NVRTC", tried.join(", ")))
     }
@@ -92,11 +81,7 @@ impl Nvrtc {
                 let mut names: Vec<PathBuf> = rd
                     .flatten()
                     .map(|e| e.path())
-                    .filter(|p| {
-                        p.file_name()
-                            .and_then(|n| n.to_str())
-                            .is_some_and(|n| n.starts_with("libnvrtc-builtins.so"))
-                    })
+                    .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libnvrtc-builtins.so")))
                     .collect();
                 names.sort();
                 for b in names {
@@ -109,8 +94,7 @@ impl Nvrtc {
         }
         // SAFETY: loading NVIDIA's NVRTC library.
         let lib = match path {
-            Some(p) => unsafe { libloading::Library::new(p) }
-                .map_err(|e| format!("{}: {e}", p.display()))?,
+            Some(p) => unsafe { libloading::Library::new(p) }.map_err(|e| format!("{}: {e}", p.display()))?,
             None => ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"]
                 .iter()
                 .find_map(|n| unsafe { libloading::Library::new(*n) }.ok())
@@ -122,8 +106,7 @@ impl Nvrtc {
                 *unsafe { lib.get($name) }.map_err(|e| format!("NVRTC lacks {}: {e}", String::from_utf8_lossy($name)))?
             };
         }
-        let version_fn: unsafe extern "C" fn(*mut c_int, *mut c_int) -> Res =
-            sym!(b"nvrtcVersion\0");
+        let version_fn: unsafe extern "C" fn(*mut c_int, *mut c_int) -> Res = sym!(b"nvrtcVersion\0");
         let (mut a, mut b) = (0, 0);
         // SAFETY: plain out-parameters.
         let r = unsafe { version_fn(&mut a, &mut b) };
@@ -157,32 +140,16 @@ impl Nvrtc {
 
     /// Compile `src` (named `name` in diagnostics) with `options`; include files are found
     /// through `-I` options.
-    pub fn compile(
-        &self,
-        src: &[u8],
-        name: &str,
-        options: &[String],
-    ) -> Result<NvrtcOutput, String> {
+    pub fn compile(&self, src: &[u8], name: &str, options: &[String]) -> Result<NvrtcOutput, String> {
         let csrc = CString::new(src).map_err(|_| format!("{name}: NUL byte in source"))?;
         let cname = CString::new(name).map_err(|_| format!("{name}: NUL byte in name"))?;
-        let opts: Vec<CString> = options
-            .iter()
-            .map(|o| CString::new(o.as_str()))
-            .collect::<Result<_, _>>()
-            .map_err(|_| "NUL in option".to_string())?;
+        let opts: Vec<CString> = options.iter().map(|o| CString::new(o.as_str())).collect::<Result<_, _>>().map_err(|_| "NUL in option".to_string())?;
         let opt_p: Vec<*const c_char> = opts.iter().map(|c| c.as_ptr()).collect();
         let mut prog: Prog = std::ptr::null_mut();
         // SAFETY: every pointer points into a CString alive for the whole sequence; the program
         // is destroyed on every path.
         unsafe {
-            let r = (self.create)(
-                &mut prog,
-                csrc.as_ptr(),
-                cname.as_ptr(),
-                0,
-                std::ptr::null(),
-                std::ptr::null(),
-            );
+            let r = (self.create)(&mut prog, csrc.as_ptr(), cname.as_ptr(), 0, std::ptr::null(), std::ptr::null());
             if r != 0 {
                 return Err(format!("nvrtcCreateProgram: {}", self.err_str(r)));
             }
@@ -196,11 +163,7 @@ impl Nvrtc {
                     log = String::from_utf8_lossy(&buf).into_owned();
                 }
             }
-            let mut out = NvrtcOutput {
-                cubin: None,
-                log,
-                status: self.err_str(rc),
-            };
+            let mut out = NvrtcOutput { cubin: None, log, status: self.err_str(rc) };
             if rc == 0 {
                 let mut n = 0usize;
                 let r = (self.cubin_size)(prog, &mut n);

@@ -96,24 +96,13 @@ impl ReachReport {
 }
 
 fn unreached_reason(s: &Settings, src: &Source) -> String {
-    let lang_atoms: Vec<&String> = s
-        .matrix
-        .iter()
-        .filter(|a| Lang::for_vendor(s.atom(a).vendor) == src.lang)
-        .collect();
+    let lang_atoms: Vec<&String> = s.matrix.iter().filter(|a| Lang::for_vendor(s.atom(a).vendor) == src.lang).collect();
     match (src.tag.as_deref(), src.tag_kind) {
-        (_, Some(TagKind::Unknown)) => format!(
-            "tag `{}` is neither an atom nor a family of the arch table",
-            src.tag.as_deref().unwrap_or("")
-        ),
+        (_, Some(TagKind::Unknown)) => format!("tag `{}` is neither an atom nor a family of the arch table", src.tag.as_deref().unwrap_or("")),
         (Some(t), Some(TagKind::Chip)) => {
             let a = s.db.atom(t).expect("chip tags are atoms");
             if Lang::for_vendor(a.vendor) != src.lang {
-                format!(
-                    "chip tag {t} is a {} atom but the file is {}",
-                    a.vendor.as_str(),
-                    src.lang.as_str()
-                )
+                format!("chip tag {t} is a {} atom but the file is {}", a.vendor.as_str(), src.lang.as_str())
             } else {
                 format!("chip tag {t} is not in the matrix ({})", s.matrix.join(" "))
             }
@@ -128,24 +117,10 @@ fn unreached_reason(s: &Settings, src: &Source) -> String {
                 })
                 .collect();
             if members.is_empty() {
-                let all: Vec<String> =
-                    s.db.family_members(t)
-                        .iter()
-                        .map(|a| a.name.clone())
-                        .collect();
-                format!(
-                    "no matrix atom is in family {t} (members: {})",
-                    all.join(" ")
-                )
+                let all: Vec<String> = s.db.family_members(t).iter().map(|a| a.name.clone()).collect();
+                format!("no matrix atom is in family {t} (members: {})", all.join(" "))
             } else {
-                format!(
-                    "every matrix member of {t} ({}) takes a chip-tagged file",
-                    members
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                )
+                format!("every matrix member of {t} ({}) takes a chip-tagged file", members.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" "))
             }
         }
         _ => {
@@ -161,23 +136,14 @@ fn unreached_reason(s: &Settings, src: &Source) -> String {
 pub fn reach(s: &Settings) -> Result<ReachReport> {
     let sources = discover(s, &s.kernel_roots)?;
     let resolutions = resolve(s, &sources, &s.matrix);
-    let resolved: BTreeMap<&str, Vec<&str>> =
-        resolutions.iter().fold(BTreeMap::new(), |mut m, r| {
-            m.entry(r.file.as_str())
-                .or_insert_with(Vec::new)
-                .push(r.atom.as_str());
-            m
-        });
+    let resolved: BTreeMap<&str, Vec<&str>> = resolutions.iter().fold(BTreeMap::new(), |mut m, r| {
+        m.entry(r.file.as_str()).or_insert_with(Vec::new).push(r.atom.as_str());
+        m
+    });
     let unreached: Vec<Unreached> = sources
         .iter()
         .filter(|x| !resolved.contains_key(x.file.as_str()))
-        .map(|x| Unreached {
-            file: x.file.clone(),
-            kernel: x.kernel.clone(),
-            tag: x.tag.clone(),
-            tag_kind: x.tag_kind,
-            reason: unreached_reason(s, x),
-        })
+        .map(|x| Unreached { file: x.file.clone(), kernel: x.kernel.clone(), tag: x.tag.clone(), tag_kind: x.tag_kind, reason: unreached_reason(s, x) })
         .collect();
 
     let mut notes = Vec::new();
@@ -201,35 +167,19 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
         if host.files.is_empty() {
             notes.push("no host files found under the dispatch roots".into());
         }
-        for src in sources
-            .iter()
-            .filter(|x| resolved.contains_key(x.file.as_str()))
-        {
+        for src in sources.iter().filter(|x| resolved.contains_key(x.file.as_str())) {
             let mut names: Vec<String> = vec![src.kernel.clone()];
             names.extend(source_entries(&src.path, &s.include_dirs, &s.kernel_macros));
             names.dedup();
-            if s.allow_undispatched
-                .iter()
-                .any(|a| *a == src.kernel || *a == src.file)
-            {
+            if s.allow_undispatched.iter().any(|a| *a == src.kernel || *a == src.file) {
                 continue;
             }
-            match names.iter().find_map(|n| {
-                find_ref(&host.tokens, n).map(|(t, at)| (t.to_string(), at.to_string()))
-            }) {
-                Some((name, at)) => dispatched.push(Dispatched {
-                    file: src.file.clone(),
-                    kernel: src.kernel.clone(),
-                    name,
-                    at,
-                }),
+            match names.iter().find_map(|n| find_ref(&host.tokens, n).map(|(t, at)| (t.to_string(), at.to_string()))) {
+                Some((name, at)) => dispatched.push(Dispatched { file: src.file.clone(), kernel: src.kernel.clone(), name, at }),
                 None => undispatched.push(Undispatched {
                     file: src.file.clone(),
                     kernel: src.kernel.clone(),
-                    atoms: resolved[src.file.as_str()]
-                        .iter()
-                        .map(|a| a.to_string())
-                        .collect(),
+                    atoms: resolved[src.file.as_str()].iter().map(|a| a.to_string()).collect(),
                     names,
                 }),
             }
@@ -251,39 +201,21 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
             let files: BTreeMap<String, String> = members
                 .iter()
                 .map(|a| {
-                    let mut f: Vec<&str> = resolutions
-                        .iter()
-                        .filter(|r| r.group == *g && &r.atom == *a)
-                        .map(|r| r.file.as_str())
-                        .collect();
+                    let mut f: Vec<&str> = resolutions.iter().filter(|r| r.group == *g && &r.atom == *a).map(|r| r.file.as_str()).collect();
                     f.sort();
-                    (
-                        (*a).clone(),
-                        if f.is_empty() {
-                            "-".to_string()
-                        } else {
-                            f.join(" + ")
-                        },
-                    )
+                    ((*a).clone(), if f.is_empty() { "-".to_string() } else { f.join(" + ") })
                 })
                 .collect();
             let distinct: BTreeSet<&String> = files.values().collect();
             if distinct.len() > 1 {
                 let kernel = g.rsplit('/').next().unwrap_or(g).to_string();
-                divergent_families.push(Divergence {
-                    family: fam.to_string(),
-                    kernel,
-                    files,
-                });
+                divergent_families.push(Divergence { family: fam.to_string(), kernel, files });
             }
         }
     }
 
     let mut prefix_traps = Vec::new();
-    for src in sources
-        .iter()
-        .filter(|x| x.tag_kind == Some(TagKind::Family))
-    {
+    for src in sources.iter().filter(|x| x.tag_kind == Some(TagKind::Family)) {
         let t = src.tag.as_deref().unwrap_or("");
         let atoms: Vec<String> = s
             .matrix
@@ -296,11 +228,7 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
             .cloned()
             .collect();
         if !atoms.is_empty() {
-            prefix_traps.push(PrefixTrap {
-                file: src.file.clone(),
-                tag: t.to_string(),
-                atoms,
-            });
+            prefix_traps.push(PrefixTrap { file: src.file.clone(), tag: t.to_string(), atoms });
         }
     }
 

@@ -34,9 +34,7 @@ pub fn tag_reaches(s: &Settings, src: &Source, atom: &str) -> Option<Via> {
     match (src.tag.as_deref(), src.tag_kind) {
         (None, _) => Some(Via::Base),
         (Some(t), Some(TagKind::Chip)) => (t == a.name).then_some(Via::Chip),
-        (Some(t), Some(TagKind::Family)) => {
-            (a.family == t || a.also_families.iter().any(|f| f == t)).then_some(Via::Family)
-        }
+        (Some(t), Some(TagKind::Family)) => (a.family == t || a.also_families.iter().any(|f| f == t)).then_some(Via::Family),
         _ => None,
     }
 }
@@ -49,18 +47,8 @@ pub fn resolve(s: &Settings, sources: &[Source], atoms: &[String]) -> Vec<Resolu
         let a = s.atom(atom);
         let lang = Lang::for_vendor(a.vendor);
         for (group, files) in &by_group {
-            let cands: Vec<(&Source, Via)> = files
-                .iter()
-                .filter(|f| f.lang == lang)
-                .filter_map(|f| tag_reaches(s, f, atom).map(|v| (*f, v)))
-                .collect();
-            let pick = |via: Via| -> Vec<&Source> {
-                cands
-                    .iter()
-                    .filter(|(_, v)| *v == via)
-                    .map(|(f, _)| *f)
-                    .collect()
-            };
+            let cands: Vec<(&Source, Via)> = files.iter().filter(|f| f.lang == lang).filter_map(|f| tag_reaches(s, f, atom).map(|v| (*f, v))).collect();
+            let pick = |via: Via| -> Vec<&Source> { cands.iter().filter(|(_, v)| *v == via).map(|(f, _)| *f).collect() };
             let (chip, mut fam, base) = (pick(Via::Chip), pick(Via::Family), pick(Via::Base));
             // The atom's primary family outranks families it only answers to.
             fam.sort_by_key(|f| f.tag.as_deref() != Some(a.family.as_str()));

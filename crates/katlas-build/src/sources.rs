@@ -10,9 +10,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Lang {
     Hip,
@@ -74,10 +72,7 @@ pub fn classify_tag(s: &Settings, tag: &str) -> Option<TagKind> {
     if s.db.atoms().any(|a| a.name == tag) {
         return Some(TagKind::Chip);
     }
-    if s.db
-        .atoms()
-        .any(|a| a.family == tag || a.also_families.iter().any(|f| f == tag))
-    {
+    if s.db.atoms().any(|a| a.family == tag || a.also_families.iter().any(|f| f == tag)) {
         return Some(TagKind::Family);
     }
     if tag.starts_with("gfx") || tag.starts_with("sm_") {
@@ -87,10 +82,7 @@ pub fn classify_tag(s: &Settings, tag: &str) -> Option<TagKind> {
 }
 
 /// Parse one file name; `None` when the extension is not a kernel language.
-pub fn parse_name(
-    s: &Settings,
-    file_name: &str,
-) -> Option<(String, Lang, Option<String>, Option<TagKind>)> {
+pub fn parse_name(s: &Settings, file_name: &str) -> Option<(String, Lang, Option<String>, Option<TagKind>)> {
     let (stem, ext) = file_name.rsplit_once('.')?;
     let lang = if s.hip_extensions.iter().any(|e| e == ext) {
         Lang::Hip
@@ -120,15 +112,9 @@ pub fn discover(s: &Settings, roots: &[PathBuf]) -> Result<Vec<Source>> {
     }
     for root in roots {
         if !root.is_dir() {
-            return Err(BuildError::BadInput(format!(
-                "kernel root {}: not a directory",
-                root.display()
-            )));
+            return Err(BuildError::BadInput(format!("kernel root {}: not a directory", root.display())));
         }
-        for e in walkdir::WalkDir::new(root)
-            .follow_links(true)
-            .sort_by_file_name()
-        {
+        for e in walkdir::WalkDir::new(root).follow_links(true).sort_by_file_name() {
             let e = e.map_err(|e| BuildError::BadInput(format!("{}: {e}", root.display())))?;
             if !e.file_type().is_file() {
                 continue;
@@ -144,27 +130,11 @@ pub fn discover(s: &Settings, roots: &[PathBuf]) -> Result<Vec<Source>> {
             if s.exclude.iter().any(|x| Path::new(x) == Path::new(&file)) {
                 continue;
             }
-            let dir = Path::new(&file)
-                .parent()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
+            let dir = Path::new(&file).parent().map(|p| p.display().to_string()).unwrap_or_default();
             let in_root = path.strip_prefix(root).unwrap_or(&path);
             let stem = in_root.display().to_string();
-            let stem = stem
-                .rsplit_once('.')
-                .map(|(a, _)| a)
-                .unwrap_or(&stem)
-                .replace(['/', '\\'], "__");
-            out.push(Source {
-                group: format!("{dir}/{kernel}"),
-                path,
-                file,
-                kernel,
-                out_stem: stem,
-                lang,
-                tag,
-                tag_kind,
-            });
+            let stem = stem.rsplit_once('.').map(|(a, _)| a).unwrap_or(&stem).replace(['/', '\\'], "__");
+            out.push(Source { group: format!("{dir}/{kernel}"), path, file, kernel, out_stem: stem, lang, tag, tag_kind });
         }
     }
     out.sort_by(|a, b| a.file.cmp(&b.file));

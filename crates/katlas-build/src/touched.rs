@@ -24,18 +24,9 @@ pub struct Touched {
 }
 
 fn git(root: &Path, args: &[&str]) -> Result<String> {
-    let o = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .output()
-        .map_err(|e| BuildError::MissingEnv(format!("--touched needs git: {e}")))?;
+    let o = Command::new("git").arg("-C").arg(root).args(args).output().map_err(|e| BuildError::MissingEnv(format!("--touched needs git: {e}")))?;
     if !o.status.success() {
-        return Err(BuildError::BadInput(format!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&o.stderr).trim()
-        )));
+        return Err(BuildError::BadInput(format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&o.stderr).trim())));
     }
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
@@ -82,39 +73,17 @@ pub fn touched_atoms(s: &Settings, sources: &[Source], rev: &str, changed: &[Pat
         if !in_root {
             continue;
         }
-        let ghost = Source {
-            path: c.clone(),
-            file: s.rel(c),
-            kernel,
-            group: String::new(),
-            out_stem: String::new(),
-            lang,
-            tag,
-            tag_kind,
-        };
+        let ghost = Source { path: c.clone(), file: s.rel(c), kernel, group: String::new(), out_stem: String::new(), lang, tag, tag_kind };
         for atom in &s.matrix {
-            if Lang::for_vendor(s.atom(atom).vendor) == lang
-                && tag_reaches(s, &ghost, atom).is_some()
-            {
-                reasons
-                    .entry(atom.clone())
-                    .or_default()
-                    .insert(ghost.file.clone());
+            if Lang::for_vendor(s.atom(atom).vendor) == lang && tag_reaches(s, &ghost, atom).is_some() {
+                reasons.entry(atom.clone()).or_default().insert(ghost.file.clone());
             }
         }
     }
     Touched {
         rev: rev.to_string(),
         changed: changed.iter().map(|c| s.rel(c)).collect(),
-        atoms: s
-            .matrix
-            .iter()
-            .filter(|a| reasons.contains_key(*a))
-            .cloned()
-            .collect(),
-        reasons: reasons
-            .into_iter()
-            .map(|(k, v)| (k, v.into_iter().collect()))
-            .collect(),
+        atoms: s.matrix.iter().filter(|a| reasons.contains_key(*a)).cloned().collect(),
+        reasons: reasons.into_iter().map(|(k, v)| (k, v.into_iter().collect())).collect(),
     }
 }

@@ -6,10 +6,7 @@ use katlas_project::Project;
 use std::path::{Path, PathBuf};
 
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 pub fn fixture_dir() -> PathBuf {

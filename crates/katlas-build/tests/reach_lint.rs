@@ -10,45 +10,23 @@ fn resolution_follows_the_table_not_name_prefixes() {
     let d = fixture_project();
     let s = settings(d.path(), None);
     let r = reach(&s).unwrap();
-    let file_of = |atom: &str, kernel: &str| -> Vec<String> {
-        r.resolutions
-            .iter()
-            .filter(|x| x.atom == atom && x.kernel == kernel)
-            .map(|x| x.file.clone())
-            .collect()
-    };
+    let file_of =
+        |atom: &str, kernel: &str| -> Vec<String> { r.resolutions.iter().filter(|x| x.atom == atom && x.kernel == kernel).map(|x| x.file.clone()).collect() };
     assert_eq!(file_of("gfx1100", "gemv"), ["kernels/src/gemv.gfx11.hip"]);
     // RDNA 3.5 is family gfx115 in the table: the gfx11 family file does not reach it.
     assert_eq!(file_of("gfx1151", "gemv"), ["kernels/src/gemv.hip"]);
     assert_eq!(file_of("gfx1201", "gemv"), ["kernels/src/gemv.gfx1201.hip"]);
     for a in ["gfx906", "gfx90a", "gfx942"] {
-        assert_eq!(
-            file_of(a, "rmsnorm"),
-            ["kernels/src/rmsnorm.gfx9.hip"],
-            "{a}"
-        );
+        assert_eq!(file_of(a, "rmsnorm"), ["kernels/src/rmsnorm.gfx9.hip"], "{a}");
     }
     assert_eq!(file_of("gfx1030", "rmsnorm"), ["kernels/src/rmsnorm.hip"]);
     assert_eq!(file_of("sm_80", "rmsnorm"), ["kernels/src/rmsnorm.cu"]);
-    assert_eq!(
-        file_of("sm_90", "rmsnorm"),
-        ["kernels/src/rmsnorm.sm_90.cu"]
-    );
-    assert!(
-        file_of("sm_90", "gemv").is_empty(),
-        "HIP-only kernels never go to NVIDIA atoms"
-    );
-    assert_eq!(
-        file_of("gfx1201", "gemv_prefetch"),
-        ["kernels/src/gemv_prefetch.gfx1201.hip"]
-    );
+    assert_eq!(file_of("sm_90", "rmsnorm"), ["kernels/src/rmsnorm.sm_90.cu"]);
+    assert!(file_of("sm_90", "gemv").is_empty(), "HIP-only kernels never go to NVIDIA atoms");
+    assert_eq!(file_of("gfx1201", "gemv_prefetch"), ["kernels/src/gemv_prefetch.gfx1201.hip"]);
     assert!(file_of("gfx1100", "gemv_prefetch").is_empty());
     // The prefix rule would have sent gemv.gfx11.hip to gfx1151.
-    let trap = r
-        .prefix_traps
-        .iter()
-        .find(|t| t.file.ends_with("gemv.gfx11.hip"))
-        .expect("prefix trap reported");
+    let trap = r.prefix_traps.iter().find(|t| t.file.ends_with("gemv.gfx11.hip")).expect("prefix trap reported");
     assert_eq!(trap.atoms, ["gfx1151"]);
 }
 
@@ -58,41 +36,16 @@ fn reach_reports_planted_unreached_file_and_undispatched_kernel() {
     let r = reach(&settings(d.path(), None)).unwrap();
     assert!(r.has_problems());
     let unreached: Vec<&str> = r.unreached.iter().map(|u| u.file.as_str()).collect();
-    assert_eq!(
-        unreached,
-        ["kernels/src/attn.gfx1152.hip"],
-        "{:#?}",
-        r.unreached
-    );
-    assert!(
-        r.unreached[0]
-            .reason
-            .contains("gfx1152 is not in the matrix"),
-        "{}",
-        r.unreached[0].reason
-    );
+    assert_eq!(unreached, ["kernels/src/attn.gfx1152.hip"], "{:#?}", r.unreached);
+    assert!(r.unreached[0].reason.contains("gfx1152 is not in the matrix"), "{}", r.unreached[0].reason);
     let und: Vec<&str> = r.undispatched.iter().map(|u| u.file.as_str()).collect();
-    assert_eq!(
-        und,
-        ["kernels/src/gemv_prefetch.gfx1201.hip"],
-        "{:#?}",
-        r.undispatched
-    );
+    assert_eq!(und, ["kernels/src/gemv_prefetch.gfx1201.hip"], "{:#?}", r.undispatched);
     assert_eq!(r.undispatched[0].atoms, ["gfx1201"]);
-    assert!(r.undispatched[0]
-        .names
-        .contains(&"gemv_prefetch_rdna4".to_string()));
+    assert!(r.undispatched[0].names.contains(&"gemv_prefetch_rdna4".to_string()));
     // The others are loaded, and the report says where.
     for k in ["gemv", "rmsnorm", "silu", "attn"] {
-        let hit = r
-            .dispatched
-            .iter()
-            .find(|x| x.kernel == k)
-            .unwrap_or_else(|| panic!("{k} not dispatched"));
-        assert!(
-            hit.at.starts_with("crates/engine/src/dispatch.rs:"),
-            "{hit:?}"
-        );
+        let hit = r.dispatched.iter().find(|x| x.kernel == k).unwrap_or_else(|| panic!("{k} not dispatched"));
+        assert!(hit.at.starts_with("crates/engine/src/dispatch.rs:"), "{hit:?}");
     }
     assert_eq!(r.summary.host_files, 1);
 }
@@ -107,88 +60,45 @@ fn reach_sees_a_reference_once_host_code_loads_the_kernel() {
     // Allowlisting a tool-only kernel also silences it.
     std::fs::remove_file(&p).unwrap();
     let cfg = d.path().join("katlas.toml");
-    let text = std::fs::read_to_string(&cfg).unwrap()
-        + "\n[reach]\nallow_undispatched = [\"gemv_prefetch\"]\n";
+    let text = std::fs::read_to_string(&cfg).unwrap() + "\n[reach]\nallow_undispatched = [\"gemv_prefetch\"]\n";
     std::fs::write(&cfg, text).unwrap();
-    assert!(reach(&settings(d.path(), None))
-        .unwrap()
-        .undispatched
-        .is_empty());
+    assert!(reach(&settings(d.path(), None)).unwrap().undispatched.is_empty());
 }
 
 #[test]
 fn reach_reports_divergent_family_members() {
     let d = fixture_project();
     let r = reach(&settings(d.path(), Some(&["gfx1200", "gfx1201"]))).unwrap();
-    let dv = r
-        .divergent_families
-        .iter()
-        .find(|x| x.kernel == "gemv")
-        .expect("gfx12 diverges on gemv");
+    let dv = r.divergent_families.iter().find(|x| x.kernel == "gemv").expect("gfx12 diverges on gemv");
     assert_eq!(dv.family, "gfx12");
     assert_eq!(dv.files["gfx1200"], "kernels/src/gemv.hip");
     assert_eq!(dv.files["gfx1201"], "kernels/src/gemv.gfx1201.hip");
     // With only gfx1200 in the matrix the chip-tagged gfx1201 files reach nothing.
     let r = reach(&settings(d.path(), Some(&["gfx1200"]))).unwrap();
-    assert!(r
-        .unreached
-        .iter()
-        .any(|u| u.file.ends_with("gemv.gfx1201.hip")));
+    assert!(r.unreached.iter().any(|u| u.file.ends_with("gemv.gfx1201.hip")));
 }
 
 #[test]
 fn unknown_tags_and_bad_matrix_are_named() {
     let d = fixture_project();
-    write(
-        &d.path().join("kernels/src/silu.gfx1299.hip"),
-        "// tag the table does not know\n",
-    );
+    write(&d.path().join("kernels/src/silu.gfx1299.hip"), "// tag the table does not know\n");
     let r = reach(&settings(d.path(), None)).unwrap();
-    let u = r
-        .unreached
-        .iter()
-        .find(|u| u.file.ends_with("silu.gfx1299.hip"))
-        .expect("unknown tag reported");
-    assert!(
-        u.reason.contains("neither an atom nor a family"),
-        "{}",
-        u.reason
-    );
+    let u = r.unreached.iter().find(|u| u.file.ends_with("silu.gfx1299.hip")).expect("unknown tag reported");
+    assert!(u.reason.contains("neither an atom nor a family"), "{}", u.reason);
     let p = Project::open(d.path()).unwrap();
     let e = katlas_build::Settings::load(&p, Some(&["gfx11".to_string()])).unwrap_err();
-    assert!(
-        e.to_string().contains("`gfx11` is not an arch atom") && e.to_string().contains("family"),
-        "{e}"
-    );
-    std::fs::write(
-        d.path().join("katlas.toml"),
-        "[build]\nmatrix = [\"gfx1100\", \"sm_99\"]\n",
-    )
-    .unwrap();
+    assert!(e.to_string().contains("`gfx11` is not an arch atom") && e.to_string().contains("family"), "{e}");
+    std::fs::write(d.path().join("katlas.toml"), "[build]\nmatrix = [\"gfx1100\", \"sm_99\"]\n").unwrap();
     let p = Project::open(d.path()).unwrap();
     let e = katlas_build::Settings::load(&p, None).unwrap_err();
-    assert!(
-        e.to_string().contains("build.matrix") && e.to_string().contains("sm_99"),
-        "{e}"
-    );
-    std::fs::write(
-        d.path().join("katlas.toml"),
-        "[build]\nmatrx = [\"gfx1100\"]\n",
-    )
-    .unwrap();
+    assert!(e.to_string().contains("build.matrix") && e.to_string().contains("sm_99"), "{e}");
+    std::fs::write(d.path().join("katlas.toml"), "[build]\nmatrx = [\"gfx1100\"]\n").unwrap();
     let e = katlas_build::Settings::load(&Project::open(d.path()).unwrap(), None).unwrap_err();
-    assert!(
-        e.to_string().contains("katlas.toml:2") || e.to_string().contains("matrx"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("katlas.toml:2") || e.to_string().contains("matrx"), "{e}");
 }
 
 fn codes_of_row(r: &katlas_build::LintReport, row: usize) -> Vec<&str> {
-    r.findings
-        .iter()
-        .filter(|f| f.row == Some(row) && f.severity == Severity::Error)
-        .map(|f| f.code.as_str())
-        .collect()
+    r.findings.iter().filter(|f| f.row == Some(row) && f.severity == Severity::Error).map(|f| f.code.as_str()).collect()
 }
 
 #[test]
@@ -210,32 +120,15 @@ fn lint_flags_planted_rows_and_passes_measured_ones() {
     assert_eq!(row2.at.as_deref(), Some("perf-allowlist.toml:13"));
     assert!(row2.message.contains("capability"), "{}", row2.message);
     // gfx1100 (wmma) reached by row 1 first; gfx1201 (wmma) by the capability row; gfx906 none.
-    let eff = |k: &str, a: &str| {
-        r.effective
-            .iter()
-            .find(|e| e.kernel == k && e.atom == a)
-            .unwrap()
-            .variant
-            .clone()
-    };
+    let eff = |k: &str, a: &str| r.effective.iter().find(|e| e.kernel == k && e.atom == a).unwrap().variant.clone();
     assert_eq!(eff("gemv", "gfx1100"), "wide");
     assert_eq!(eff("gemv", "gfx1201"), "wmma");
     assert_eq!(eff("gemv", "gfx906"), "default");
     assert_eq!(eff("attn", "gfx942"), "split");
-    assert!(
-        r.findings.iter().all(|f| f.code != "ledger-line"),
-        "fixture ledger parses: {:#?}",
-        r.findings
-    );
+    assert!(r.findings.iter().all(|f| f.code != "ledger-line"), "fixture ledger parses: {:#?}", r.findings);
     // The gate annotations of crates/engine/src/dispatch.rs are read.
     assert_eq!(r.annotations.iter().filter(|a| a.kind == "perf").count(), 3);
-    assert_eq!(
-        r.annotations
-            .iter()
-            .filter(|a| a.kind == "correctness")
-            .count(),
-        1
-    );
+    assert_eq!(r.annotations.iter().filter(|a| a.kind == "correctness").count(), 1);
 }
 
 #[test]
@@ -249,40 +142,16 @@ fn lint_flags_perf_branch_without_row_and_wrong_verdict() {
     let ledger = d.path().join(".katlas/ledger.jsonl");
     let text = std::fs::read_to_string(&ledger).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    lines[1] = lines[1]
-        .replace("\"improved\"", "\"regressed\"")
-        .replace("\"promote\"", "\"reject\"");
+    lines[1] = lines[1].replace("\"improved\"", "\"regressed\"").replace("\"promote\"", "\"reject\"");
     lines.push("{not json".into());
     std::fs::write(&ledger, lines.join("\n") + "\n").unwrap();
-    let r = lint_dispatch(
-        &Project::open(d.path()).unwrap(),
-        &settings(d.path(), None),
-        None,
-    )
-    .unwrap();
-    let f = r
-        .findings
-        .iter()
-        .find(|f| f.code == "perf-branch-without-row")
-        .expect("perf branch flagged");
+    let r = lint_dispatch(&Project::open(d.path()).unwrap(), &settings(d.path(), None), None).unwrap();
+    let f = r.findings.iter().find(|f| f.code == "perf-branch-without-row").expect("perf branch flagged");
     assert_eq!(f.at.as_deref(), Some("crates/engine/src/extra.rs:2"));
-    assert!(
-        f.message.contains("\"gfx1030\" => turbo()"),
-        "{}",
-        f.message
-    );
-    assert!(r.findings.iter().any(|f| f.code == "annotation-incomplete"
-        && f.at.as_deref() == Some("crates/engine/src/extra.rs:4")));
-    assert!(
-        codes_of_row(&r, 6).contains(&"evidence-verdict"),
-        "{:#?}",
-        r.findings
-    );
-    let bad = r
-        .findings
-        .iter()
-        .find(|f| f.code == "ledger-line")
-        .expect("bad ledger line reported, good ones kept");
+    assert!(f.message.contains("\"gfx1030\" => turbo()"), "{}", f.message);
+    assert!(r.findings.iter().any(|f| f.code == "annotation-incomplete" && f.at.as_deref() == Some("crates/engine/src/extra.rs:4")));
+    assert!(codes_of_row(&r, 6).contains(&"evidence-verdict"), "{:#?}", r.findings);
+    let bad = r.findings.iter().find(|f| f.code == "ledger-line").expect("bad ledger line reported, good ones kept");
     assert!(bad.message.contains("ledger.jsonl:3"), "{}", bad.message);
     assert_eq!(r.summary.ledger_entries, 2);
 }
@@ -298,29 +167,14 @@ fn allowlist_in_katlas_toml_with_lines_and_bad_rows_named() {
         format!("{base}\n[[perf_allowlist]]\nkernel = \"gemv\"\narch = \"rdna3_dgpu\"\nvariant = \"wide\"\n\n[[perf_allowlist]]\nkernel = \"gemv\"\narch = \"gfx13\"\nvariant = \"x\"\n"),
     )
     .unwrap();
-    let r = lint_dispatch(
-        &Project::open(d.path()).unwrap(),
-        &settings(d.path(), None),
-        None,
-    )
-    .unwrap();
+    let r = lint_dispatch(&Project::open(d.path()).unwrap(), &settings(d.path(), None), None).unwrap();
     let class_row = r.findings.iter().find(|f| f.row == Some(1)).unwrap();
     assert_eq!(class_row.code, "unmeasured-capability-variant");
     let line = base.lines().count() + 2;
-    assert_eq!(
-        class_row.at.as_deref(),
-        Some(format!("katlas.toml:{line}").as_str())
-    );
-    assert!(r
-        .findings
-        .iter()
-        .any(|f| f.row == Some(2) && f.code == "unknown-arch"));
+    assert_eq!(class_row.at.as_deref(), Some(format!("katlas.toml:{line}").as_str()));
+    assert!(r.findings.iter().any(|f| f.row == Some(2) && f.code == "unknown-arch"));
     // A misspelt key is bad input naming file, line and key.
-    std::fs::write(
-        &cfg,
-        format!("{base}\n[[perf_allowlist]]\nkernel = \"gemv\"\nvarient = \"x\"\n"),
-    )
-    .unwrap();
+    std::fs::write(&cfg, format!("{base}\n[[perf_allowlist]]\nkernel = \"gemv\"\nvarient = \"x\"\n")).unwrap();
     let p = Project::open(d.path()).unwrap();
     let e = lint_dispatch(&p, &settings(d.path(), None), None).unwrap_err();
     assert!(e.to_string().contains("varient"), "{e}");
@@ -330,17 +184,9 @@ fn allowlist_in_katlas_toml_with_lines_and_bad_rows_named() {
 #[test]
 fn a_project_arch_override_moves_the_family_boundary() {
     let d = fixture_project();
-    write(
-        &d.path().join(".katlas/rules/arch/apu.toml"),
-        "[[atom]]\nname = \"gfx1151\"\nalso_families = [\"gfx11\"]\n",
-    );
+    write(&d.path().join(".katlas/rules/arch/apu.toml"), "[[atom]]\nname = \"gfx1151\"\nalso_families = [\"gfx11\"]\n");
     let r = reach(&settings(d.path(), None)).unwrap();
-    let f: Vec<&str> = r
-        .resolutions
-        .iter()
-        .filter(|x| x.atom == "gfx1151" && x.kernel == "gemv")
-        .map(|x| x.file.as_str())
-        .collect();
+    let f: Vec<&str> = r.resolutions.iter().filter(|x| x.atom == "gfx1151" && x.kernel == "gemv").map(|x| x.file.as_str()).collect();
     assert_eq!(f, ["kernels/src/gemv.gfx11.hip"]);
     assert!(r.prefix_traps.is_empty());
 }
@@ -349,18 +195,11 @@ fn a_project_arch_override_moves_the_family_boundary() {
 fn malformed_allowlist_file_is_bad_input_with_its_line() {
     let d = fixture_project();
     let f = d.path().join("perf-allowlist.toml");
-    std::fs::write(
-        &f,
-        "[[perf_allowlist]]\nkernel = \"gemv\"\nvariant = \"x\"\nmeasured = \"yes\"\n",
-    )
-    .unwrap();
+    std::fs::write(&f, "[[perf_allowlist]]\nkernel = \"gemv\"\nvariant = \"x\"\nmeasured = \"yes\"\n").unwrap();
     let p = Project::open(d.path()).unwrap();
     let e = lint_dispatch(&p, &settings(d.path(), None), None).unwrap_err();
     let m = e.to_string();
-    assert!(
-        m.contains("perf-allowlist.toml:4") && m.contains("measured"),
-        "{m}"
-    );
+    assert!(m.contains("perf-allowlist.toml:4") && m.contains("measured"), "{m}");
     assert_eq!(e.exit_code(), 2);
     std::fs::write(&f, "[[perf_allowlist]\nkernel = \n").unwrap();
     let e = lint_dispatch(&p, &settings(d.path(), None), None).unwrap_err();
@@ -385,17 +224,8 @@ fn lab_sources_are_all_reached_and_dispatched() {
     assert!(r.summary.sources >= 15, "{:#?}", r.summary);
     assert!(r.unreached.is_empty(), "{:#?}", r.unreached);
     assert!(r.undispatched.is_empty(), "{:#?}", r.undispatched);
-    let sm90: Vec<&str> = r
-        .resolutions
-        .iter()
-        .filter(|x| x.atom == "sm_90" && x.kernel == "gemv_hfq4")
-        .map(|x| x.file.as_str())
-        .collect();
-    assert_eq!(
-        sm90.len(),
-        2,
-        "base and chip file both compile for sm_90 in add mode: {sm90:?}"
-    );
+    let sm90: Vec<&str> = r.resolutions.iter().filter(|x| x.atom == "sm_90" && x.kernel == "gemv_hfq4").map(|x| x.file.as_str()).collect();
+    assert_eq!(sm90.len(), 2, "base and chip file both compile for sm_90 in add mode: {sm90:?}");
 }
 
 /// The JSON reports carry exactly the fields their generated schemas declare.
@@ -403,24 +233,13 @@ fn lab_sources_are_all_reached_and_dispatched() {
 fn reports_match_their_json_schemas() {
     let docs = katlas_build::schemas();
     let names: Vec<&str> = docs.iter().map(|d| d.name).collect();
-    assert_eq!(
-        names,
-        [
-            "katlas.build.v1",
-            "katlas.reach.v1",
-            "katlas.lint.dispatch.v1"
-        ]
-    );
+    assert_eq!(names, ["katlas.build.v1", "katlas.reach.v1", "katlas.lint.dispatch.v1"]);
     let d = fixture_project();
     let s = settings(d.path(), None);
     let reach_json = serde_json::to_value(reach(&s).unwrap()).unwrap();
-    let lint_json =
-        serde_json::to_value(lint_dispatch(&Project::open(d.path()).unwrap(), &s, None).unwrap())
-            .unwrap();
+    let lint_json = serde_json::to_value(lint_dispatch(&Project::open(d.path()).unwrap(), &s, None).unwrap()).unwrap();
     for (doc, v) in [(&docs[1], reach_json), (&docs[2], lint_json)] {
-        let props = doc.schema["properties"]
-            .as_object()
-            .unwrap_or_else(|| panic!("{} has properties", doc.name));
+        let props = doc.schema["properties"].as_object().unwrap_or_else(|| panic!("{} has properties", doc.name));
         let mut want: Vec<&String> = props.keys().collect();
         let mut got: Vec<&String> = v.as_object().unwrap().keys().collect();
         want.sort();
@@ -429,18 +248,7 @@ fn reports_match_their_json_schemas() {
         assert_eq!(v["schema"], doc.name);
     }
     let build_props = docs[0].schema["properties"].as_object().unwrap();
-    for k in [
-        "schema",
-        "matrix",
-        "atoms",
-        "touched",
-        "compilers",
-        "jobs",
-        "summary",
-        "manifest",
-        "isa_diff",
-        "isa_errors",
-    ] {
+    for k in ["schema", "matrix", "atoms", "touched", "compilers", "jobs", "summary", "manifest", "isa_diff", "isa_errors"] {
         assert!(build_props.contains_key(k), "katlas.build.v1 declares {k}");
     }
 }
@@ -450,41 +258,12 @@ fn evidence_whose_candidate_ran_elsewhere_is_flagged() {
     let d = fixture_project();
     let ledger = d.path().join(".katlas/ledger.jsonl");
     let text = std::fs::read_to_string(&ledger).unwrap();
-    let mut lines: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    lines[0]["candidate"]["identity"] =
-        serde_json::json!({"devices": [{"index": 0, "vendor": "amd", "arch": "gfx1101"}]});
-    std::fs::write(
-        &ledger,
-        lines
-            .iter()
-            .map(|v| v.to_string() + "\n")
-            .collect::<String>(),
-    )
-    .unwrap();
-    let r = lint_dispatch(
-        &Project::open(d.path()).unwrap(),
-        &settings(d.path(), None),
-        None,
-    )
-    .unwrap();
-    assert!(
-        r.findings.iter().all(|f| f.code != "ledger-line"),
-        "{:#?}",
-        r.findings
-    );
-    let f = r
-        .findings
-        .iter()
-        .find(|f| f.row == Some(1))
-        .expect("row 1 now flagged");
+    let mut lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    lines[0]["candidate"]["identity"] = serde_json::json!({"devices": [{"index": 0, "vendor": "amd", "arch": "gfx1101"}]});
+    std::fs::write(&ledger, lines.iter().map(|v| v.to_string() + "\n").collect::<String>()).unwrap();
+    let r = lint_dispatch(&Project::open(d.path()).unwrap(), &settings(d.path(), None), None).unwrap();
+    assert!(r.findings.iter().all(|f| f.code != "ledger-line"), "{:#?}", r.findings);
+    let f = r.findings.iter().find(|f| f.row == Some(1)).expect("row 1 now flagged");
     assert_eq!(f.code, "evidence-arch");
-    assert!(
-        f.message
-            .contains("says arch gfx1100 but its candidate ran on gfx1101"),
-        "{}",
-        f.message
-    );
+    assert!(f.message.contains("says arch gfx1100 but its candidate ran on gfx1101"), "{}", f.message);
 }

@@ -161,10 +161,13 @@ fn argv_for(ls: &LoadedSpec, vars: &BTreeMap<String, String>, profile: bool) -> 
         }
         if let Some(c) = &p.command {
             let mut v = vars.clone();
-            v.insert("command".into(), match &ls.spec.command {
-                CommandSpec::Shell(_) => argv[2].clone(),
-                CommandSpec::Argv(_) => shell_join(&argv),
-            });
+            v.insert(
+                "command".into(),
+                match &ls.spec.command {
+                    CommandSpec::Shell(_) => argv[2].clone(),
+                    CommandSpec::Argv(_) => shell_join(&argv),
+                },
+            );
             argv = match c {
                 CommandSpec::Argv(a) => {
                     // `{command}` as a whole argument expands to the plain argv.
@@ -541,7 +544,14 @@ fn build_rows(
         let observed = !row.kernels.is_empty();
         if observed || !parsed.route.is_empty() || !plan.env.is_empty() {
             row.route = Some(Route {
-                basis: if observed { "observed" } else if !parsed.route.is_empty() { "reported" } else { "inferred" }.into(),
+                basis: if observed {
+                    "observed"
+                } else if !parsed.route.is_empty() {
+                    "reported"
+                } else {
+                    "inferred"
+                }
+                .into(),
                 attributes: parsed.route.clone().into_iter().collect(),
                 kernels_seen: row.kernels.iter().map(|k| k.name.clone()).collect(),
                 env_requested: katlas_identity::redact_env(&plan.env),
@@ -594,7 +604,8 @@ pub fn rows_from_output(workload: &str, mut parsed: ParseOutput, ops: &OpRules, 
                 env_requested: BTreeMap::new(),
             });
         }
-        row.origin = Some(Origin { kind: "parse".into(), schema: None, file: Some(file.into()), line: None, run_dir: None, parsers: vec![parsed.parser.clone()] });
+        row.origin =
+            Some(Origin { kind: "parse".into(), schema: None, file: Some(file.into()), line: None, run_dir: None, parsers: vec![parsed.parser.clone()] });
         out.push(row);
     }
     out
@@ -652,7 +663,10 @@ fn embedded_rows(
         opts.ops.classify_all(&mut row.kernels);
         // A profiler run beside the rows (e.g. ncu under --profile): join its kernels by name.
         for k in &mut row.kernels {
-            let Some(p) = parsed.phases.iter().flat_map(|t| t.kernels.iter()).find(|p| p.name == k.name || p.demangled.as_deref() == Some(k.name.as_str())) else { continue };
+            let Some(p) = parsed.phases.iter().flat_map(|t| t.kernels.iter()).find(|p| p.name == k.name || p.demangled.as_deref() == Some(k.name.as_str()))
+            else {
+                continue;
+            };
             k.counters.extend(p.counters.clone());
             k.grid = k.grid.or(p.grid);
             k.block = k.block.or(p.block);

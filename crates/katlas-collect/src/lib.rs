@@ -8,13 +8,13 @@
 //! - [`collect`]: spec -> runs -> rows.
 //! - [`provenance`]: kernel -> source files and dispatch references.
 
+pub mod collect;
 pub mod names;
 pub mod ops;
 pub mod parse;
-pub mod spec;
-pub mod runner;
-pub mod collect;
 pub mod provenance;
+pub mod runner;
+pub mod spec;
 pub mod summary;
 
 pub use parse::{parse, parse_with, Input, ParseError, ParseOutput, ParserOptions};

@@ -92,7 +92,10 @@ mod tests {
 
     #[test]
     fn variants() {
-        assert_eq!(name_variants("gemv_hfq4g256_multirow_default_r2"), vec!["gemv_hfq4g256_multirow_default_r2", "gemv_hfq4g256_multirow_default", "gemv_hfq4g256_multirow"]);
+        assert_eq!(
+            name_variants("gemv_hfq4g256_multirow_default_r2"),
+            vec!["gemv_hfq4g256_multirow_default_r2", "gemv_hfq4g256_multirow_default", "gemv_hfq4g256_multirow"]
+        );
         assert_eq!(name_variants("gemm_k4_v2"), vec!["gemm_k4_v2", "gemm_k4", "gemm"]);
         assert_eq!(name_variants("attention_flash"), vec!["attention_flash"]);
     }

@@ -56,10 +56,8 @@ pub struct RulesError {
 }
 
 fn compile(pat: &str, source: &str, rule: &str, field: &str) -> Result<Regex, RulesError> {
-    Regex::new(&format!("(?i){pat}")).map_err(|e| RulesError {
-        source_name: source.into(),
-        message: format!("rule `{rule}`: field `{field}`: invalid regex: {e}"),
-    })
+    Regex::new(&format!("(?i){pat}"))
+        .map_err(|e| RulesError { source_name: source.into(), message: format!("rule `{rule}`: field `{field}`: invalid regex: {e}") })
 }
 
 impl OpRules {
@@ -104,12 +102,7 @@ impl OpRules {
         for r in &self.rules {
             let hit = |s: &str| r.re.is_match(s) && !r.not.as_ref().is_some_and(|n| n.is_match(s));
             if hit(name) || demangled.is_some_and(hit) {
-                return OpClass {
-                    family: r.family.clone(),
-                    role: r.role.clone(),
-                    phase_hint: r.phase_hint.clone(),
-                    rule: Some(r.name.clone()),
-                };
+                return OpClass { family: r.family.clone(), role: r.role.clone(), phase_hint: r.phase_hint.clone(), rule: Some(r.name.clone()) };
             }
         }
         OpClass { family: "other".into(), role: "unknown".into(), phase_hint: None, rule: None }
@@ -160,7 +153,10 @@ mod tests {
         assert_eq!(fr("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"), "linear.gemm");
         assert_eq!(fr("void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, 128, 16, 4, 4, false, false>(cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<__nv_bfloat16 const>, float>, float, float)"), "linear.gemv");
         assert_eq!(fr("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0"), "linear.gemm");
-        assert_eq!(fr("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, cutlass::bfloat16_t> >(Flash_fwd_params)"), "attention.flash_attention");
+        assert_eq!(
+            fr("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, cutlass::bfloat16_t> >(Flash_fwd_params)"),
+            "attention.flash_attention"
+        );
         assert_eq!(fr("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*, float const*, int)"), "softmax.softmax");
         assert_eq!(fr("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4>)"), "reduction.reduce");
         assert_eq!(fr("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<bool>, std::array<char*, 1ul> >(int, at::native::FillFunctor<bool>, std::array<char*, 1ul>)"), "elementwise.elementwise");

@@ -126,7 +126,8 @@ struct Re {
 fn re() -> &'static Re {
     static R: OnceLock<Re> = OnceLock::new();
     R.get_or_init(|| Re {
-        env: Regex::new(r#"(?:getenv|env::var(?:_os)?|environ(?:\.get)?|os\.getenv|env_flag|env_var|std::env::var)\s*[\(\[]\s*"([A-Z][A-Z0-9_]{2,})""#).unwrap(),
+        env: Regex::new(r#"(?:getenv|env::var(?:_os)?|environ(?:\.get)?|os\.getenv|env_flag|env_var|std::env::var)\s*[\(\[]\s*"([A-Z][A-Z0-9_]{2,})""#)
+            .unwrap(),
     })
 }
 
@@ -158,7 +159,8 @@ fn rel(root: &Path, p: &Path) -> String {
 /// Definition of `name` as a kernel in `text`: line of `__global__ … name(` or
 /// `extern "C" … name(` (HIP/CUDA), `def name(` (Triton/Python).
 fn definition_line(text: &str, name: &str) -> Option<u64> {
-    let pat = Regex::new(&format!(r"(?:__global__|__launch_bounds__|extern\s+.C.|@triton\.jit|def)[^;{{]*?\b{}\s*(?:<[^;{{]*?>)?\s*\(", regex::escape(name))).ok()?;
+    let pat =
+        Regex::new(&format!(r"(?:__global__|__launch_bounds__|extern\s+.C.|@triton\.jit|def)[^;{{]*?\b{}\s*(?:<[^;{{]*?>)?\s*\(", regex::escape(name))).ok()?;
     let m = pat.find(text)?;
     Some(text[..m.start()].matches('\n').count() as u64 + 1)
 }
@@ -216,7 +218,11 @@ fn rank_sources(variants: &[String], opts: &ProvenanceOptions) -> Vec<SourceCand
         let matched = match (name_hit, &def) {
             (Some(i), _) => {
                 score += 100.0 - 10.0 * i as f64;
-                reasons.push(if i == 0 { format!("file name is the kernel name `{}`", variants[0]) } else { format!("file name is name variant `{}` (suffix peeled)", variants[i]) });
+                reasons.push(if i == 0 {
+                    format!("file name is the kernel name `{}`", variants[0])
+                } else {
+                    format!("file name is name variant `{}` (suffix peeled)", variants[i])
+                });
                 variants[i].clone()
             }
             (None, Some((_, v, _))) => v.clone(),
@@ -284,7 +290,12 @@ fn dispatch_refs(variants: &[String], opts: &ProvenanceOptions) -> (Vec<Dispatch
                 score += 20.0;
                 reasons.push("as a string literal (loaded by name)".into());
             }
-            if line.contains(&format!("{v}<<<")) || line.contains(&format!("{v} <<<")) || line.contains("hipLaunchKernelGGL") || line.contains("cudaLaunchKernel") || line.contains("launch") {
+            if line.contains(&format!("{v}<<<"))
+                || line.contains(&format!("{v} <<<"))
+                || line.contains("hipLaunchKernelGGL")
+                || line.contains("cudaLaunchKernel")
+                || line.contains("launch")
+            {
                 score += 30.0;
                 reasons.push("launch site".into());
             }
@@ -351,7 +362,10 @@ mod tests {
         let p = locate("gemv_hfq4g256_multirow_default_r2", &opts);
         assert_eq!(p.variants, ["gemv_hfq4g256_multirow_default_r2", "gemv_hfq4g256_multirow_default", "gemv_hfq4g256_multirow"]);
         let paths: Vec<&str> = p.sources.iter().map(|s| s.path.as_str()).collect();
-        assert_eq!(paths, ["kernels/src/gemv_hfq4g256_multirow.gfx1201.hip", "kernels/src/gemv_hfq4g256_multirow.gfx12.hip", "kernels/src/gemv_hfq4g256_multirow.hip"]);
+        assert_eq!(
+            paths,
+            ["kernels/src/gemv_hfq4g256_multirow.gfx1201.hip", "kernels/src/gemv_hfq4g256_multirow.gfx12.hip", "kernels/src/gemv_hfq4g256_multirow.hip"]
+        );
         assert!(p.sources[0].score > p.sources[1].score && p.sources[1].score > p.sources[2].score);
         assert!(p.sources[1].reasons.iter().any(|r| r.contains("family tag `gfx12`")));
         assert_eq!(p.sources[0].definition_line, Some(2));

@@ -135,13 +135,7 @@ pub fn run(req: &RunRequest) -> std::io::Result<RunOutcome> {
         return Ok(outcome);
     };
     let mut cmd = Command::new(prog);
-    cmd.args(args)
-        .envs(&req.env)
-        .current_dir(&req.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(out_f))
-        .stderr(Stdio::from(err_f))
-        .process_group(0);
+    cmd.args(args).envs(&req.env).current_dir(&req.cwd).stdin(Stdio::null()).stdout(Stdio::from(out_f)).stderr(Stdio::from(err_f)).process_group(0);
     let start = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,

@@ -14,10 +14,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Built-in presets: name and TOML text.
-pub const PRESETS: &[(&str, &str)] = &[
-    ("hipfire-ar", include_str!("../../../data/workloads/hipfire-ar.toml")),
-    ("hipfire-dflash", include_str!("../../../data/workloads/hipfire-dflash.toml")),
-];
+pub const PRESETS: &[(&str, &str)] =
+    &[("hipfire-ar", include_str!("../../../data/workloads/hipfire-ar.toml")), ("hipfire-dflash", include_str!("../../../data/workloads/hipfire-dflash.toml"))];
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
@@ -272,11 +270,12 @@ fn line_of(text: &str, key: &str) -> Option<usize> {
     if key.is_empty() {
         return None;
     }
-    text.lines().position(|l| {
-        let t = l.trim_start();
-        t.strip_prefix(key).is_some_and(|r| r.trim_start().starts_with('=')) || (t.starts_with('[') && t.contains(key))
-    })
-    .map(|i| i + 1)
+    text.lines()
+        .position(|l| {
+            let t = l.trim_start();
+            t.strip_prefix(key).is_some_and(|r| r.trim_start().starts_with('=')) || (t.starts_with('[') && t.contains(key))
+        })
+        .map(|i| i + 1)
 }
 
 /// Templates must name known parameters; parsers must exist.
@@ -290,7 +289,10 @@ pub fn validate(spec: &WorkloadSpec, source: &str) -> Result<(), SpecError> {
                 return Err(SpecError::Invalid {
                     source_name: source.into(),
                     key: key.into(),
-                    reason: format!("template names unknown parameter `{{{name}}}` (params: {})", spec.params.keys().chain(spec.matrix.keys()).cloned().collect::<Vec<_>>().join(", ")),
+                    reason: format!(
+                        "template names unknown parameter `{{{name}}}` (params: {})",
+                        spec.params.keys().chain(spec.matrix.keys()).cloned().collect::<Vec<_>>().join(", ")
+                    ),
                 });
             }
         }
@@ -319,7 +321,13 @@ pub fn validate(spec: &WorkloadSpec, source: &str) -> Result<(), SpecError> {
     for (k, v) in spec.profile.iter().flat_map(|p| p.env.iter()) {
         check(&format!("profile.env.{k}"), v)?;
     }
-    for (k, v) in [("cwd", &spec.cwd), ("inputs.binary", &spec.inputs.binary), ("inputs.model", &spec.inputs.model), ("inputs.prompt", &spec.inputs.prompt), ("shape_bucket", &spec.shape_bucket)] {
+    for (k, v) in [
+        ("cwd", &spec.cwd),
+        ("inputs.binary", &spec.inputs.binary),
+        ("inputs.model", &spec.inputs.model),
+        ("inputs.prompt", &spec.inputs.prompt),
+        ("shape_bucket", &spec.shape_bucket),
+    ] {
         if let Some(v) = v {
             check(k, v)?;
         }
@@ -339,14 +347,22 @@ pub fn validate(spec: &WorkloadSpec, source: &str) -> Result<(), SpecError> {
         }
         if let Some(s) = &e.stream {
             if s != "stdout" && s != "stderr" {
-                return Err(SpecError::Invalid { source_name: source.into(), key: "parsers.stream".into(), reason: format!("expected stdout or stderr, found {s:?}") });
+                return Err(SpecError::Invalid {
+                    source_name: source.into(),
+                    key: "parsers.stream".into(),
+                    reason: format!("expected stdout or stderr, found {s:?}"),
+                });
             }
         }
     }
     if let (Required::PerPhase(m), false) = (&spec.required, spec.phases.is_empty()) {
         for p in m.keys() {
             if !spec.phases.contains(p) {
-                return Err(SpecError::Invalid { source_name: source.into(), key: format!("required.{p}"), reason: format!("not one of the spec's phases ({})", spec.phases.join(", ")) });
+                return Err(SpecError::Invalid {
+                    source_name: source.into(),
+                    key: format!("required.{p}"),
+                    reason: format!("not one of the spec's phases ({})", spec.phases.join(", ")),
+                });
             }
         }
     }
@@ -366,10 +382,7 @@ pub const BUILTIN_VARS: &[&str] = &["run_dir", "run_index", "project", "workload
 pub fn load(project: &katlas_project::Project, name: &str) -> Result<LoadedSpec, SpecError> {
     match project.section::<toml::Value>(&["workload", name]) {
         Ok(Some(_)) => {
-            let spec = project
-                .section::<WorkloadSpec>(&["workload", name])
-                .map_err(|e| SpecError::Config(e.to_string()))?
-                .expect("section present");
+            let spec = project.section::<WorkloadSpec>(&["workload", name]).map_err(|e| SpecError::Config(e.to_string()))?.expect("section present");
             let source = project.config_file().display().to_string();
             validate(&spec, &format!("{source}: workload.{name}"))?;
             return Ok(LoadedSpec { name: name.into(), spec, source });
@@ -483,7 +496,10 @@ pub fn combinations(spec: &WorkloadSpec, set: &BTreeMap<String, String>) -> Resu
             return Err(SpecError::Invalid {
                 source_name: "--set".into(),
                 key: k.clone(),
-                reason: format!("not a parameter of this workload (params: {})", spec.params.keys().chain(spec.matrix.keys()).cloned().collect::<Vec<_>>().join(", ")),
+                reason: format!(
+                    "not a parameter of this workload (params: {})",
+                    spec.params.keys().chain(spec.matrix.keys()).cloned().collect::<Vec<_>>().join(", ")
+                ),
             });
         }
     }

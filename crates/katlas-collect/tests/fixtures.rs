@@ -25,7 +25,10 @@ fn hipfire_bench_ar_profile() {
     assert_eq!(o.metrics["avg_ms"].unit.as_deref(), Some("ms"));
     let pre = o.phase("prefill").expect("prefill table");
     let names: Vec<&str> = pre.kernels.iter().map(|k| k.name.as_str()).collect();
-    assert_eq!(names, ["gemm_qkvza_hfq4g256_wmma", "gemm_gate_up_hfq4g256_wmma", "gemm_hfq4g256_residual_wmma", "attention_flash_asym3", "fused_rmsnorm_mq_rotate"]);
+    assert_eq!(
+        names,
+        ["gemm_qkvza_hfq4g256_wmma", "gemm_gate_up_hfq4g256_wmma", "gemm_hfq4g256_residual_wmma", "attention_flash_asym3", "fused_rmsnorm_mq_rotate"]
+    );
     assert_eq!(pre.reported_total_us, Some(194_900.0));
     assert_eq!(pre.launches, Some(1432));
     assert_eq!(pre.wall_ms, Some(221.7));

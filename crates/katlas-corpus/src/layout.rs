@@ -19,10 +19,7 @@ impl Layout {
     /// Rows go to one file per host and UTC day, which keeps files small and
     /// merges from several machines conflict-free.
     pub fn corpus_file(&self, host: &str, day: &str) -> PathBuf {
-        let host: String = host
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
-            .collect();
+        let host: String = host.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect();
         let host = if host.is_empty() { "unknown-host".to_string() } else { host };
         self.corpus_dir().join(format!("{host}-{day}.jsonl"))
     }

@@ -50,12 +50,7 @@ fn eight_writers_two_thousand_appends_each() {
     assert!(report.errors.is_empty(), "bad lines: {:?}", &report.errors[..report.errors.len().min(3)]);
     assert_eq!(report.records.len(), WRITERS * APPENDS);
     for id in 0..WRITERS {
-        let mine: Vec<u32> = report
-            .records
-            .iter()
-            .filter(|r| r.record.workload == format!("writer-{id}"))
-            .map(|r| r.record.run_index)
-            .collect();
+        let mine: Vec<u32> = report.records.iter().filter(|r| r.record.workload == format!("writer-{id}")).map(|r| r.record.run_index).collect();
         assert_eq!(mine.len(), APPENDS, "writer {id} lost rows");
         // One writer's appends land in its own order.
         assert!(mine.windows(2).all(|w| w[0] < w[1]), "writer {id} rows out of order");

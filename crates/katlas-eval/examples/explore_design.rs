@@ -22,26 +22,55 @@ fn trimmed(xs: &[f64], g: usize) -> (f64, f64) {
     (tm, wv)
 }
 
-fn tmean(v: &mut [f64]) -> f64 { v.sort_by(|a, b| a.total_cmp(b)); let g = (0.2 * v.len() as f64).floor() as usize; let n = v.len(); v[g..n-g].iter().sum::<f64>() / (n - 2*g) as f64 }
+fn tmean(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let g = (0.2 * v.len() as f64).floor() as usize;
+    let n = v.len();
+    v[g..n - g].iter().sum::<f64>() / (n - 2 * g) as f64
+}
 fn boot_trim(a: &[f64], b: &[f64], level: f64, r: u32, seed: u64) -> [f64; 2] {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut ba = vec![0.0; a.len()]; let mut bb = vec![0.0; b.len()]; let mut st = Vec::new();
-    for _ in 0..r { for x in ba.iter_mut() { *x = a[rng.random_range(0..a.len())]; } for x in bb.iter_mut() { *x = b[rng.random_range(0..b.len())]; } st.push(tmean(&mut bb) / tmean(&mut ba) - 1.0); }
-    st.sort_by(|x, y| x.total_cmp(y)); let al = 1.0 - level;
+    let mut ba = vec![0.0; a.len()];
+    let mut bb = vec![0.0; b.len()];
+    let mut st = Vec::new();
+    for _ in 0..r {
+        for x in ba.iter_mut() {
+            *x = a[rng.random_range(0..a.len())];
+        }
+        for x in bb.iter_mut() {
+            *x = b[rng.random_range(0..b.len())];
+        }
+        st.push(tmean(&mut bb) / tmean(&mut ba) - 1.0);
+    }
+    st.sort_by(|x, y| x.total_cmp(y));
+    let al = 1.0 - level;
     [stats::quantile_sorted(&st, al / 2.0), stats::quantile_sorted(&st, 1.0 - al / 2.0)]
 }
 fn boot_median(a: &[f64], b: &[f64], level: f64, r: u32, seed: u64) -> [f64; 2] {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut ba = vec![0.0; a.len()]; let mut bb = vec![0.0; b.len()]; let mut st = Vec::new();
-    for _ in 0..r { for x in ba.iter_mut() { *x = a[rng.random_range(0..a.len())]; } for x in bb.iter_mut() { *x = b[rng.random_range(0..b.len())]; } st.push(stats::median(&bb) / stats::median(&ba) - 1.0); }
-    st.sort_by(|x, y| x.total_cmp(y)); let al = 1.0 - level;
+    let mut ba = vec![0.0; a.len()];
+    let mut bb = vec![0.0; b.len()];
+    let mut st = Vec::new();
+    for _ in 0..r {
+        for x in ba.iter_mut() {
+            *x = a[rng.random_range(0..a.len())];
+        }
+        for x in bb.iter_mut() {
+            *x = b[rng.random_range(0..b.len())];
+        }
+        st.push(stats::median(&bb) / stats::median(&ba) - 1.0);
+    }
+    st.sort_by(|x, y| x.total_cmp(y));
+    let al = 1.0 - level;
     [stats::quantile_sorted(&st, al / 2.0), stats::quantile_sorted(&st, 1.0 - al / 2.0)]
 }
 fn yuen(a: &[f64], b: &[f64], level: f64, trim: f64) -> Option<[f64; 2]> {
     let la: Vec<f64> = a.iter().map(|x| x.ln()).collect();
     let lb: Vec<f64> = b.iter().map(|x| x.ln()).collect();
     let (na, nb) = (la.len(), lb.len());
-    if na < 2 || nb < 2 { return None; }
+    if na < 2 || nb < 2 {
+        return None;
+    }
     let ga = (trim * na as f64).floor() as usize;
     let gb = (trim * nb as f64).floor() as usize;
     let (ma, wa) = trimmed(&la, ga);
@@ -52,7 +81,9 @@ fn yuen(a: &[f64], b: &[f64], level: f64, trim: f64) -> Option<[f64; 2]> {
     let db = (nb as f64 - 1.0) * wb / (hb * (hb - 1.0));
     let se2 = da + db;
     let d = mb - ma;
-    if se2 <= 0.0 { return Some([d.exp() - 1.0; 2]); }
+    if se2 <= 0.0 {
+        return Some([d.exp() - 1.0; 2]);
+    }
     let df = se2 * se2 / (da * da / (ha - 1.0) + db * db / (hb - 1.0));
     let t = stats::t_quantile(1.0 - (1.0 - level) / 2.0, df);
     let hw = t * se2.sqrt();
@@ -60,7 +91,13 @@ fn yuen(a: &[f64], b: &[f64], level: f64, trim: f64) -> Option<[f64; 2]> {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Method { Hull, Welch, Yuen, HullTrim, HullTrimYuen }
+enum Method {
+    Hull,
+    Welch,
+    Yuen,
+    HullTrim,
+    HullTrimYuen,
+}
 
 fn interval(m: Method, a: &[f64], b: &[f64], level: f64, seed: u64) -> Option<[f64; 2]> {
     match m {
@@ -68,19 +105,25 @@ fn interval(m: Method, a: &[f64], b: &[f64], level: f64, seed: u64) -> Option<[f
         Method::Yuen => yuen(a, b, level, 0.2),
         Method::HullTrim => {
             let w = stats::welch_log_ci(a, b, level)?;
-            if classify(w, 1.0, 0.01) == Verdict::Inconclusive { return Some(w); }
+            if classify(w, 1.0, 0.01) == Verdict::Inconclusive {
+                return Some(w);
+            }
             let x = boot_trim(a, b, level, 2000, seed);
             Some([x[0].min(w[0]), x[1].max(w[1])])
         }
         Method::HullTrimYuen => {
             let w = yuen(a, b, level, 0.2)?;
-            if classify(w, 1.0, 0.01) == Verdict::Inconclusive { return Some(w); }
+            if classify(w, 1.0, 0.01) == Verdict::Inconclusive {
+                return Some(w);
+            }
             let x = boot_trim(a, b, level, 2000, seed);
             Some([x[0].min(w[0]), x[1].max(w[1])])
         }
         Method::Hull => {
             let w = stats::welch_log_ci(a, b, level)?;
-            if classify(w, 1.0, 0.01) == Verdict::Inconclusive { return Some(w); }
+            if classify(w, 1.0, 0.01) == Verdict::Inconclusive {
+                return Some(w);
+            }
             let x = boot_median(a, b, level, 2000, seed);
             Some([x[0].min(w[0]), x[1].max(w[1])])
         }
@@ -98,7 +141,12 @@ fn nominal(looks: &[u32], cum: &[f64]) -> Vec<f64> {
         let mut s = 0.0;
         let mut i = 0;
         for &n in looks {
-            while i < n as usize { let u1: f64 = 1.0 - rng.random::<f64>(); let u2: f64 = rng.random(); s += (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos(); i += 1; }
+            while i < n as usize {
+                let u1: f64 = 1.0 - rng.random::<f64>();
+                let u2: f64 = rng.random();
+                s += (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                i += 1;
+            }
             z[p].push((s / (n as f64).sqrt()).abs());
         }
         let _ = n_max;
@@ -119,7 +167,8 @@ fn nominal(looks: &[u32], cum: &[f64]) -> Vec<f64> {
 }
 
 fn spend(looks: &[u32], alpha: f64, first: f64, rho: f64) -> Vec<f64> {
-    let n1 = looks[0] as f64; let nk = *looks.last().unwrap() as f64;
+    let n1 = looks[0] as f64;
+    let nk = *looks.last().unwrap() as f64;
     looks.iter().map(|&n| if looks.len() == 1 { alpha } else { first + (alpha - first) * ((n as f64 - n1) / (nk - n1)).powf(rho) }).collect()
 }
 
@@ -131,7 +180,11 @@ fn draw(rng: &mut ChaCha8Rng, med: f64, cv: f64, tail: f64) -> f64 {
         return if rng.random::<f64>() < tail { x * (1.03 + 0.10 * rng.random::<f64>()) } else { x };
     }
     let x = sample(rng, med, cv);
-    if tail > 0.0 && rng.random::<f64>() < tail { x * (1.0 + 0.05 + 0.25 * rng.random::<f64>()) } else { x }
+    if tail > 0.0 && rng.random::<f64>() < tail {
+        x * (1.0 + 0.05 + 0.25 * rng.random::<f64>())
+    } else {
+        x
+    }
 }
 
 fn run(m: Method, looks: &[u32], alphas: &[f64], effect: f64, cv: f64, trials: u32, thr: f64, tail: f64) -> (u32, u32, u32, u32, f64) {
@@ -142,19 +195,39 @@ fn run(m: Method, looks: &[u32], alphas: &[f64], effect: f64, cv: f64, trials: u
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let mut v = Verdict::Inconclusive;
         for (k, &n) in looks.iter().enumerate() {
-            while (a.len() as u32) < n { a.push(draw(&mut rng, 100.0, cv, tail)); b.push(draw(&mut rng, 100.0 * (1.0 + effect), cv, tail)); }
-            v = match interval(m, &a, &b, 1.0 - alphas[k], t as u64) { Some(ci) => classify(ci, 1.0, thr), None => Verdict::Inconclusive };
-            if matches!(v, Verdict::Improved | Verdict::Regressed | Verdict::NoChange) { break; }
+            while (a.len() as u32) < n {
+                a.push(draw(&mut rng, 100.0, cv, tail));
+                b.push(draw(&mut rng, 100.0 * (1.0 + effect), cv, tail));
+            }
+            v = match interval(m, &a, &b, 1.0 - alphas[k], t as u64) {
+                Some(ci) => classify(ci, 1.0, thr),
+                None => Verdict::Inconclusive,
+            };
+            if matches!(v, Verdict::Improved | Verdict::Regressed | Verdict::NoChange) {
+                break;
+            }
         }
         runs += a.len() as u64;
-        match v { Verdict::Improved => imp += 1, Verdict::Regressed => reg += 1, Verdict::NoChange => nc += 1, _ => inc += 1 }
+        match v {
+            Verdict::Improved => imp += 1,
+            Verdict::Regressed => reg += 1,
+            Verdict::NoChange => nc += 1,
+            _ => inc += 1,
+        }
     }
     (imp, reg, nc, inc, runs as f64 / trials as f64)
 }
 
 fn main() {
     let trials: u32 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(400);
-    let bonf = |looks: &[u32]| -> Vec<f64> { let k = looks.len(); if k == 1 { vec![0.05] } else { std::iter::once(0.025).chain(std::iter::repeat_n(0.025 / (k - 1) as f64, k - 1)).collect() } };
+    let bonf = |looks: &[u32]| -> Vec<f64> {
+        let k = looks.len();
+        if k == 1 {
+            vec![0.05]
+        } else {
+            std::iter::once(0.025).chain(std::iter::repeat_n(0.025 / (k - 1) as f64, k - 1)).collect()
+        }
+    };
     let mut plans: Vec<(String, Vec<u32>, Vec<f64>)> = vec![
         ("fixed10".into(), vec![10], vec![0.05]),
         ("bonferroni 3..30 (the previous plan)".into(), vec![3, 5, 8, 12, 18, 27, 30], bonf(&[3, 5, 8, 12, 18, 27, 30])),
@@ -163,20 +236,34 @@ fn main() {
         for (first, rho) in [(0.02, 2.5), (0.025, 2.5), (0.025, 3.5)] {
             let cum = spend(&looks, 0.05, first, rho);
             let nom = nominal(&looks, &cum);
-            plans.push((format!("gs {:?} a1={first} rho={rho} nom={:?}", looks, nom.iter().map(|x| (x * 10000.0).round() / 10000.0).collect::<Vec<_>>()), looks.clone(), nom));
+            plans.push((
+                format!("gs {:?} a1={first} rho={rho} nom={:?}", looks, nom.iter().map(|x| (x * 10000.0).round() / 10000.0).collect::<Vec<_>>()),
+                looks.clone(),
+                nom,
+            ));
         }
     }
     for m in [Method::Hull, Method::Welch, Method::Yuen, Method::HullTrim, Method::HullTrimYuen] {
         for (name, looks, al) in &plans {
-          for tail in [0.0, 0.2] {
-            let aa0 = run(m, looks, al, 0.0, 0.02, trials, 0.0, tail);
-            let aa = run(m, looks, al, 0.0, 0.02, trials, 0.01, tail);
-            let e10 = run(m, looks, al, 0.10, 0.02, trials, 0.01, tail);
-            let e3 = run(m, looks, al, 0.03, 0.02, trials, 0.01, tail);
-            let e5 = run(m, looks, al, -0.05, 0.02, trials, 0.01, tail);
-            println!("{m:?} outliers {:.0}% {name}: AA(t=0) fp {} | AA fp {} | 10%: {} right {:.2} runs | 3%: {} right {:.2} runs | -5%: {} right {:.2} runs",
-                tail * 100.0, aa0.0 + aa0.1, aa.0 + aa.1, e10.0, e10.4, e3.0, e3.4, e5.1, e5.4);
-          }
+            for tail in [0.0, 0.2] {
+                let aa0 = run(m, looks, al, 0.0, 0.02, trials, 0.0, tail);
+                let aa = run(m, looks, al, 0.0, 0.02, trials, 0.01, tail);
+                let e10 = run(m, looks, al, 0.10, 0.02, trials, 0.01, tail);
+                let e3 = run(m, looks, al, 0.03, 0.02, trials, 0.01, tail);
+                let e5 = run(m, looks, al, -0.05, 0.02, trials, 0.01, tail);
+                println!(
+                    "{m:?} outliers {:.0}% {name}: AA(t=0) fp {} | AA fp {} | 10%: {} right {:.2} runs | 3%: {} right {:.2} runs | -5%: {} right {:.2} runs",
+                    tail * 100.0,
+                    aa0.0 + aa0.1,
+                    aa.0 + aa.1,
+                    e10.0,
+                    e10.4,
+                    e3.0,
+                    e3.4,
+                    e5.1,
+                    e5.4
+                );
+            }
         }
     }
 }

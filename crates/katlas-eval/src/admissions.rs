@@ -41,8 +41,7 @@ fn scalar(v: &Value) -> Option<String> {
 
 fn is_wildcard(s: &str) -> bool {
     let t = s.trim().to_ascii_lowercase();
-    t.contains('*') || t.contains('?') || matches!(t.as_str(), "any" | "all" | "")
-        || t.contains('|') || t.starts_with('^') || t.ends_with('$')
+    t.contains('*') || t.contains('?') || matches!(t.as_str(), "any" | "all" | "") || t.contains('|') || t.starts_with('^') || t.ends_with('$')
 }
 
 /// Walk every string scalar of a value with its dotted path.
@@ -247,7 +246,9 @@ mod tests {
     fn empty_or_missing_registry_admits_nothing() {
         let reg = parse(Path::new("a.yml"), "").unwrap();
         assert!(!query(&reg, &q(&full())).admitted);
-        let reg = parse(Path::new("a.yml"), "schema_version: 2\npolicy: {inferred_rows: forbidden, wildcards: forbidden, mismatch: fail_closed}\nrecords: []\n").unwrap();
+        let reg =
+            parse(Path::new("a.yml"), "schema_version: 2\npolicy: {inferred_rows: forbidden, wildcards: forbidden, mismatch: fail_closed}\nrecords: []\n")
+                .unwrap();
         assert!(!query(&reg, &q(&full())).admitted);
     }
 

@@ -6,8 +6,7 @@ use crate::ledger;
 use crate::protocol::{Outcome, ProtocolError, Runner, Settings, Side};
 use crate::routes;
 use katlas_model::ledger::{
-    CorrectnessCheck, Disposition, EvalResult, EvalSide, LedgerEntry, Protocol, SampleRef, SideSummary, Verdict,
-    EVAL_RESULT_SCHEMA, LEDGER_SCHEMA,
+    CorrectnessCheck, Disposition, EvalResult, EvalSide, LedgerEntry, Protocol, SampleRef, SideSummary, Verdict, EVAL_RESULT_SCHEMA, LEDGER_SCHEMA,
 };
 use katlas_model::row::{new_id, now_rfc3339};
 use katlas_model::Identity;
@@ -174,11 +173,7 @@ fn summary(label: &str, values: &[f64], failed: u32, throttled: u32) -> SideSumm
 }
 
 #[allow(clippy::needless_range_loop)] // sides are indexed in parallel vectors
-pub fn run_eval(
-    spec: &EvalSpec,
-    cx: &CaptureContext,
-    progress: Option<crate::protocol::Progress<'_>>,
-) -> Result<EvalReport, ProtocolError> {
+pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::protocol::Progress<'_>>) -> Result<EvalReport, ProtocolError> {
     let strip = &spec.settings.strip_env;
     let mut identities: Vec<Identity> = spec.sides.iter().map(|s| capture_identity(s, strip, cx)).collect();
     let n = spec.sides.len();
@@ -334,11 +329,7 @@ pub fn run_eval(
             }
         })
         .collect();
-    let drift: BTreeMap<String, f64> = outcome
-        .as_ref()
-        .and_then(|o| o.judgements.first())
-        .map(|j| j.drift.iter().cloned().collect())
-        .unwrap_or_default();
+    let drift: BTreeMap<String, f64> = outcome.as_ref().and_then(|o| o.judgements.first()).map(|j| j.drift.iter().cloned().collect()).unwrap_or_default();
     let route_changes = outcome.as_ref().map(|o| o.route_changes.clone()).unwrap_or_default();
     let mut all_reasons = Vec::new();
     for k in 1..n {
@@ -354,9 +345,8 @@ pub fn run_eval(
     if cross_host {
         all_reasons.push("sides ran on different hosts (--cross-host)".into());
     }
-    let effect_of = |k: usize| -> Option<katlas_model::ledger::Effect> {
-        outcome.as_ref().and_then(|o| o.judgements.get(k - 1)).and_then(|j| j.effect.clone())
-    };
+    let effect_of =
+        |k: usize| -> Option<katlas_model::ledger::Effect> { outcome.as_ref().and_then(|o| o.judgements.get(k - 1)).and_then(|j| j.effect.clone()) };
     let mut entries = Vec::new();
     for k in 1..n {
         let m = &spec.meta;
@@ -487,10 +477,7 @@ mod disposition_tests {
     fn promotion_needs_an_improvement() {
         assert_eq!(chosen_disposition(Some(&Disposition::Promote), Verdict::Improved), Disposition::Promote);
         assert_eq!(chosen_disposition(Some(&Disposition::Promote), Verdict::NoChange), Disposition::Reject);
-        assert!(matches!(
-            chosen_disposition(Some(&Disposition::Promote), Verdict::Unstable),
-            Disposition::RevisitIf { .. }
-        ));
+        assert!(matches!(chosen_disposition(Some(&Disposition::Promote), Verdict::Unstable), Disposition::RevisitIf { .. }));
         assert_eq!(chosen_disposition(Some(&Disposition::OptIn), Verdict::NoChange), Disposition::OptIn);
     }
 }

@@ -103,9 +103,7 @@ pub fn parse(path: &Path, text: &str) -> Result<BaselineFile, String> {
         if let Some(c) = line.strip_prefix('#') {
             let c = c.trim();
             if let Some(t) = c.strip_prefix("Tolerance:").or_else(|| c.strip_prefix("tolerance:")) {
-                tolerance = Some(t.trim().parse::<f64>().map_err(|_| {
-                    format!("{}:{}: Tolerance: not a number: {:?}", path.display(), i + 1, t.trim())
-                })?);
+                tolerance = Some(t.trim().parse::<f64>().map_err(|_| format!("{}:{}: Tolerance: not a number: {:?}", path.display(), i + 1, t.trim()))?);
             } else if let Some((k, v)) = c.split_once('=') {
                 if is_key(k.trim()) {
                     if let Ok(v) = v.trim().parse::<f64>() {
@@ -115,9 +113,7 @@ pub fn parse(path: &Path, text: &str) -> Result<BaselineFile, String> {
             }
             continue;
         }
-        let (k, v) = line
-            .split_once('=')
-            .ok_or_else(|| format!("{}:{}: expected key=value, got {line:?}", path.display(), i + 1))?;
+        let (k, v) = line.split_once('=').ok_or_else(|| format!("{}:{}: expected key=value, got {line:?}", path.display(), i + 1))?;
         let (k, v) = (k.trim(), v.trim());
         if !is_key(k) {
             return Err(format!("{}:{}: bad key {k:?}", path.display(), i + 1));
@@ -439,7 +435,8 @@ mod tests {
 
     #[test]
     fn toml_baselines() {
-        let text = "tolerance = 0.02\n[[floor]]\nmetric = \"gen_tok_s\"\nvalue = 100.0\ncommit = \"abc\"\ndate = \"2026-01-01\"\n[floor.pins]\nmodel_md5 = \"x\"\n";
+        let text =
+            "tolerance = 0.02\n[[floor]]\nmetric = \"gen_tok_s\"\nvalue = 100.0\ncommit = \"abc\"\ndate = \"2026-01-01\"\n[floor.pins]\nmodel_md5 = \"x\"\n";
         let f = parse(Path::new("gfx1100.toml"), text).unwrap();
         assert_eq!(f.floors[0].pins.get("model_md5").unwrap(), "x");
         let mut m = BTreeMap::new();

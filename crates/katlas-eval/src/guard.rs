@@ -51,11 +51,9 @@ fn file_mismatch(what: &str, a: Option<&FileDigest>, b: Option<&FileDigest>, out
     match (a, b) {
         (Some(x), Some(y)) => match (&x.md5, &y.md5) {
             (Some(m), Some(n)) if m != n => out.push(format!("{what} differs: md5 {m} vs {n}")),
-            (None, None) if x.path != y.path => out.push(format!(
-                "{what} differs: {} vs {} (no digests)",
-                x.path.as_deref().unwrap_or("?"),
-                y.path.as_deref().unwrap_or("?")
-            )),
+            (None, None) if x.path != y.path => {
+                out.push(format!("{what} differs: {} vs {} (no digests)", x.path.as_deref().unwrap_or("?"), y.path.as_deref().unwrap_or("?")))
+            }
             _ => {}
         },
         (Some(_), None) | (None, Some(_)) => out.push(format!("{what} given on one side only")),
@@ -95,8 +93,8 @@ pub fn stale_code_objects(a: &Identity, b: &Identity) -> Option<String> {
         Some(v)
     };
     let (da, db) = (digests(a)?, digests(b)?);
-    let sources_differ = (&a.source.commit, &a.source.diff_md5) != (&b.source.commit, &b.source.diff_md5)
-        && (a.source.commit.is_some() || b.source.commit.is_some());
+    let sources_differ =
+        (&a.source.commit, &a.source.diff_md5) != (&b.source.commit, &b.source.diff_md5) && (a.source.commit.is_some() || b.source.commit.is_some());
     (da == db && sources_differ).then(|| {
         format!(
             "stale code objects: the candidate loaded the same {} code object(s) as the baseline ({}) while the sources differ; rebuild or clear the kernel cache",
@@ -229,10 +227,7 @@ mod tests {
         assert!(glob_match("kernels/", "kernels/a/b.c"));
         assert!(glob_match("a?.rs", "ab.rs"));
         assert!(!glob_match("src/lib.rs", "src/lib.rsx"));
-        let breach = allowed_files_breach(
-            &["kernels/src/gemv.hip".into(), "src/dispatch.rs".into()],
-            &["kernels/src/gemv*.hip".into()],
-        );
+        let breach = allowed_files_breach(&["kernels/src/gemv.hip".into(), "src/dispatch.rs".into()], &["kernels/src/gemv*.hip".into()]);
         assert_eq!(breach, vec!["src/dispatch.rs"]);
     }
 

@@ -97,7 +97,8 @@ fn read_npy(path: &Path, b: &[u8]) -> Result<Tensor, String> {
     if field("fortran_order").is_some_and(|s| s.starts_with("True")) {
         return Err(format!("{p}: Fortran-order .npy arrays are not supported"));
     }
-    let shape_txt = field("shape").and_then(|s| s.strip_prefix('(')).and_then(|s| s.split(')').next()).ok_or_else(|| format!("{p}: .npy header has no shape"))?;
+    let shape_txt =
+        field("shape").and_then(|s| s.strip_prefix('(')).and_then(|s| s.split(')').next()).ok_or_else(|| format!("{p}: .npy header has no shape"))?;
     let shape: Vec<usize> = shape_txt
         .split(',')
         .map(str::trim)

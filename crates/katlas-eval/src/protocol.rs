@@ -213,8 +213,7 @@ impl Runner<'_> {
         let want = self.plan_record();
         if path.exists() {
             let text = std::fs::read_to_string(&path).map_err(io(&path))?;
-            let have: PlanRecord = serde_json::from_str(&text)
-                .map_err(|e| ProtocolError::Bad(format!("{}: {e}", path.display())))?;
+            let have: PlanRecord = serde_json::from_str(&text).map_err(|e| ProtocolError::Bad(format!("{}: {e}", path.display())))?;
             if have != want {
                 let why = if have.sides != want.sides {
                     "sides differ"
@@ -304,9 +303,8 @@ impl Runner<'_> {
             if !p.warmup && block_done && look < s.plan.looks.len() && measured.iter().all(|m| *m >= s.plan.looks[look]) {
                 let level = s.plan.look_level(look, s.judge.alpha);
                 let last_look = look + 1 == s.plan.looks.len();
-                let js: Vec<Judgement> = (1..n)
-                    .map(|k| judge(&values[0], &values[k], level, &JudgeConfig { lazy_bootstrap: !last_look, ..s.judge.clone() }))
-                    .collect();
+                let js: Vec<Judgement> =
+                    (1..n).map(|k| judge(&values[0], &values[k], level, &JudgeConfig { lazy_bootstrap: !last_look, ..s.judge.clone() })).collect();
                 looks_taken += 1;
                 look += 1;
                 let done = last_look || js.iter().all(|j| is_final(j.verdict));
@@ -448,13 +446,7 @@ pub struct ProcessResult {
 }
 
 /// Run one fresh process with full output capture and a timeout.
-pub fn run_process(
-    argv: &[String],
-    env: &BTreeMap<String, String>,
-    strip: &[String],
-    cwd: &Path,
-    timeout: Duration,
-) -> Result<ProcessResult, String> {
+pub fn run_process(argv: &[String], env: &BTreeMap<String, String>, strip: &[String], cwd: &Path, timeout: Duration) -> Result<ProcessResult, String> {
     let Some((prog, args)) = argv.split_first() else { return Err("empty command".into()) };
     let mut cmd = Command::new(prog);
     cmd.args(args).current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -504,11 +496,7 @@ fn settle(cmd: &str, cwd: &Path, timeout: Duration) -> Result<(), ProtocolError>
     let argv = vec!["sh".to_string(), "-c".to_string(), cmd.to_string()];
     let r = run_process(&argv, &BTreeMap::new(), &[], cwd, timeout).map_err(ProtocolError::Bad)?;
     if r.code != Some(0) {
-        return Err(ProtocolError::Bad(format!(
-            "settle command `{cmd}` failed (exit {}): {}",
-            fmt_code(r.code),
-            tail(&r.stderr)
-        )));
+        return Err(ProtocolError::Bad(format!("settle command `{cmd}` failed (exit {}): {}", fmt_code(r.code), tail(&r.stderr))));
     }
     Ok(())
 }
@@ -558,10 +546,7 @@ mod tests {
     fn abba_blocks_alternate() {
         let s = schedule(2, 1, 3, Order::Abba, 0);
         let order: Vec<(usize, bool)> = s.iter().map(|p| (p.side, p.warmup)).collect();
-        assert_eq!(
-            order,
-            vec![(0, true), (1, true), (1, false), (0, false), (0, false), (1, false), (1, false), (0, false)]
-        );
+        assert_eq!(order, vec![(0, true), (1, true), (1, false), (0, false), (0, false), (1, false), (1, false), (0, false)]);
         assert!(s.iter().enumerate().all(|(i, p)| p.seq == i as u64));
     }
 

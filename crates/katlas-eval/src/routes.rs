@@ -65,12 +65,7 @@ pub fn run_check(claim: &str, command: &str, cwd: &Path, env: &BTreeMap<String, 
 
 /// Run every command of a claim's route. An unknown claim (`None`) or a route
 /// without commands is one BLOCKED check.
-pub fn run_route(
-    claim: &str,
-    spec: Option<&RouteSpec>,
-    cwd: &Path,
-    env: &BTreeMap<String, String>,
-) -> Vec<CorrectnessCheck> {
+pub fn run_route(claim: &str, spec: Option<&RouteSpec>, cwd: &Path, env: &BTreeMap<String, String>) -> Vec<CorrectnessCheck> {
     let Some(spec) = spec else {
         return vec![CorrectnessCheck {
             claim: claim.into(),
@@ -110,10 +105,7 @@ mod tests {
         let env = BTreeMap::new();
         let c = run_route("x", Some(&spec(&["true", "exit 77", "exit 3", "no-such-command-katlas", "echo KATLAS_ROUTE=BLOCKED"])), d.path(), &env);
         let o: Vec<RouteOutcome> = c.iter().map(|c| c.outcome).collect();
-        assert_eq!(
-            o,
-            vec![RouteOutcome::Pass, RouteOutcome::Skip, RouteOutcome::Fail, RouteOutcome::Blocked, RouteOutcome::Blocked]
-        );
+        assert_eq!(o, vec![RouteOutcome::Pass, RouteOutcome::Skip, RouteOutcome::Fail, RouteOutcome::Blocked, RouteOutcome::Blocked]);
         assert!(!all_pass(&c));
         assert!(all_pass(&run_route("x", Some(&spec(&["true"])), d.path(), &env)));
     }

@@ -34,10 +34,7 @@ pub fn cumulative(looks: &[u32], alpha: f64) -> Vec<f64> {
     let n1 = looks[0] as f64;
     let nk = *looks.last().expect("non-empty") as f64;
     let first = FIRST_SHARE * alpha;
-    looks
-        .iter()
-        .map(|&n| first + (alpha - first) * ((n as f64 - n1) / (nk - n1)).clamp(0.0, 1.0).powf(RHO))
-        .collect()
+    looks.iter().map(|&n| first + (alpha - first) * ((n as f64 - n1) / (nk - n1)).clamp(0.0, 1.0).powf(RHO)).collect()
 }
 
 /// Two-sided nominal level (alpha) each look's interval uses.

@@ -166,7 +166,6 @@ pub fn bootstrap_relative_change_ci(a: &[f64], b: &[f64], level: f64, resamples:
     Some([quantile_sorted(&stats, alpha / 2.0), quantile_sorted(&stats, 1.0 - alpha / 2.0)])
 }
 
-
 /// Linear-interpolated quantile (type 7) of sorted data.
 pub fn quantile_sorted(v: &[f64], q: f64) -> f64 {
     if v.is_empty() {

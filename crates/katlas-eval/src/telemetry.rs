@@ -44,13 +44,8 @@ pub fn parse_nvidia_smi(text: &str) -> Option<Telemetry> {
     };
     if let Some(mask) = f.get(4).and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok()) {
         // Bits from nvml's clocks event reasons; idle and app-clock settings are not throttling.
-        const REASONS: &[(u64, &str)] = &[
-            (0x4, "sw_power_cap"),
-            (0x8, "hw_slowdown"),
-            (0x20, "sw_thermal_slowdown"),
-            (0x40, "hw_thermal_slowdown"),
-            (0x80, "hw_power_brake_slowdown"),
-        ];
+        const REASONS: &[(u64, &str)] =
+            &[(0x4, "sw_power_cap"), (0x8, "hw_slowdown"), (0x20, "sw_thermal_slowdown"), (0x40, "hw_thermal_slowdown"), (0x80, "hw_power_brake_slowdown")];
         for (bit, name) in REASONS {
             if mask & bit != 0 {
                 t.throttle_reasons.push((*name).into());

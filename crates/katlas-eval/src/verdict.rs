@@ -71,20 +71,10 @@ pub fn judge(a: &[f64], b: &[f64], level: f64, cfg: &JudgeConfig) -> Judgement {
     let mut reasons = Vec::new();
     let mut drift_out = Vec::new();
     if a.is_empty() {
-        return Judgement {
-            verdict: Verdict::NeedsBaseline,
-            effect: None,
-            reasons: vec!["baseline produced no usable samples".into()],
-            drift: drift_out,
-        };
+        return Judgement { verdict: Verdict::NeedsBaseline, effect: None, reasons: vec!["baseline produced no usable samples".into()], drift: drift_out };
     }
     if b.is_empty() {
-        return Judgement {
-            verdict: Verdict::Inconclusive,
-            effect: None,
-            reasons: vec!["candidate produced no usable samples".into()],
-            drift: drift_out,
-        };
+        return Judgement { verdict: Verdict::Inconclusive, effect: None, reasons: vec!["candidate produced no usable samples".into()], drift: drift_out };
     }
     let mut unstable = false;
     for (label, s) in [("baseline", a), ("candidate", b)] {
@@ -92,21 +82,13 @@ pub fn judge(a: &[f64], b: &[f64], level: f64, cfg: &JudgeConfig) -> Judgement {
         let cv = stats::robust_cv(s);
         if cv.is_finite() && cv > cfg.cv_limit {
             unstable = true;
-            reasons.push(format!(
-                "{label} spread (robust CV) {:.1}% exceeds the {:.1}% limit",
-                cv * 100.0,
-                cfg.cv_limit * 100.0
-            ));
+            reasons.push(format!("{label} spread (robust CV) {:.1}% exceeds the {:.1}% limit", cv * 100.0, cfg.cv_limit * 100.0));
         }
         if let Some((d, p)) = stats::drift(s) {
             drift_out.push((label.to_string(), d));
             if d.abs() > cfg.drift_limit && p < cfg.drift_p {
                 unstable = true;
-                reasons.push(format!(
-                    "{label} drifted {:+.1}% between first and second half (p = {p:.3}, limit ±{:.1}%)",
-                    d * 100.0,
-                    cfg.drift_limit * 100.0
-                ));
+                reasons.push(format!("{label} drifted {:+.1}% between first and second half (p = {p:.3}, limit ±{:.1}%)", d * 100.0, cfg.drift_limit * 100.0));
             }
         }
     }
@@ -127,15 +109,8 @@ pub fn judge(a: &[f64], b: &[f64], level: f64, cfg: &JudgeConfig) -> Judgement {
         (None, y) => y,
     };
     let p = stats::mann_whitney(a, b).map(|m| m.p);
-    let effect = hull.map(|ci| Effect {
-        relative_change: rel,
-        ci,
-        ci_level: level,
-        bootstrap_ci: boot,
-        gain: sign * rel,
-        p_value: p,
-        resamples: cfg.resamples,
-    });
+    let effect =
+        hull.map(|ci| Effect { relative_change: rel, ci, ci_level: level, bootstrap_ci: boot, gain: sign * rel, p_value: p, resamples: cfg.resamples });
     let verdict = if unstable {
         Verdict::Unstable
     } else if a.len() < 2 || b.len() < 2 || hull.is_none() {

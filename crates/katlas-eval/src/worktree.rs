@@ -13,12 +13,7 @@ pub struct Worktree {
 }
 
 fn git(root: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
+    let out = Command::new("git").arg("-C").arg(root).args(args).output().map_err(|e| format!("cannot run git: {e}"))?;
     if !out.status.success() {
         return Err(format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
     }
@@ -27,8 +22,7 @@ fn git(root: &Path, args: &[&str]) -> Result<String, String> {
 
 /// Full commit of `git_ref` in the repository at `root`.
 pub fn resolve(root: &Path, git_ref: &str) -> Result<String, String> {
-    git(root, &["rev-parse", "--verify", "--quiet", &format!("{git_ref}^{{commit}}")])
-        .map_err(|_| format!("`{git_ref}` is not a commit in {}", root.display()))
+    git(root, &["rev-parse", "--verify", "--quiet", &format!("{git_ref}^{{commit}}")]).map_err(|_| format!("`{git_ref}` is not a commit in {}", root.display()))
 }
 
 /// Check `git_ref` out (detached) in its own worktree below `dest`, reusing one
@@ -41,8 +35,7 @@ pub fn prepare(root: &Path, git_ref: &str, dest: &Path, build: Option<&str>) -> 
     // an untracked change in the side's source identity.
     let stamps = dest.join(".used");
     let _ = katlas_fs::write_atomic(&stamps.join(name), now_secs().to_string().as_bytes());
-    let reuse = path.join(".git").exists()
-        && git(&path, &["rev-parse", "HEAD"]).map(|h| h == commit).unwrap_or(false);
+    let reuse = path.join(".git").exists() && git(&path, &["rev-parse", "HEAD"]).map(|h| h == commit).unwrap_or(false);
     if !reuse {
         if path.exists() {
             let _ = git(root, &["worktree", "remove", "--force", &path.display().to_string()]);
@@ -53,11 +46,7 @@ pub fn prepare(root: &Path, git_ref: &str, dest: &Path, build: Option<&str>) -> 
         git(root, &["worktree", "add", "--detach", "--force", &path.display().to_string(), &commit])?;
     }
     if let Some(cmd) = build {
-        let out = Command::new("sh")
-            .args(["-c", cmd])
-            .current_dir(&path)
-            .output()
-            .map_err(|e| format!("cannot run build `{cmd}`: {e}"))?;
+        let out = Command::new("sh").args(["-c", cmd]).current_dir(&path).output().map_err(|e| format!("cannot run build `{cmd}`: {e}"))?;
         if !out.status.success() {
             let err = String::from_utf8_lossy(&out.stderr);
             let tail: Vec<&str> = err.lines().rev().take(5).collect();
@@ -103,10 +92,7 @@ pub fn prune(root: &Path, dest: &Path, keep: usize, protect: &[PathBuf]) -> Resu
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && e.file_name() != ".used")
         .map(|e| {
-            let used = std::fs::read_to_string(stamps.join(e.file_name()))
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-                .unwrap_or(0);
+            let used = std::fs::read_to_string(stamps.join(e.file_name())).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
             (used, e.path())
         })
         .collect();

@@ -81,11 +81,8 @@ fn real_processes_find_a_large_slowdown() {
     assert!(e.relative_change > 0.5, "4x the work takes longer: {e:?}");
     assert!(e.gain < 0.0);
     // Every sample is a record with identity of its run; warmups kept but marked.
-    let samples: Vec<EvalSample> = std::fs::read_to_string(d.path().join("eval/samples.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let samples: Vec<EvalSample> =
+        std::fs::read_to_string(d.path().join("eval/samples.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(samples.len(), 2 + 16);
     assert_eq!(samples.iter().filter(|s| s.pass == "warmup").count(), 2);
     assert_eq!(r.result.protocol.sequence.len(), 16);
@@ -102,10 +99,7 @@ fn real_processes_find_a_large_slowdown() {
 fn killed_eval_resumes_from_stored_samples() {
     let _serial = serial();
     let d = tempfile::tempdir().unwrap();
-    let sides = vec![
-        side("A", "baseline", &["--iters", "200000"], d.path()),
-        side("B", "candidate", &["--iters", "200000"], d.path()),
-    ];
+    let sides = vec![side("A", "baseline", &["--iters", "200000"], d.path()), side("B", "candidate", &["--iters", "200000"], d.path())];
     let st = settings(Plan::fixed(4));
     let dir = d.path().join("ev");
     let runner = Runner { dir: dir.clone(), eval_id: "r".into(), sides: &sides, settings: &st, progress: None };
@@ -229,7 +223,11 @@ fn stale_binary_and_allowed_files_are_invalid() {
     // Allowed files: the candidate changed src/dispatch.rs outside kernels/.
     let changed = katlas_eval::worktree::changed_files(&repo, &c1, &c2).unwrap();
     assert_eq!(changed, vec!["kernels/gemv.hip", "src/dispatch.rs"]);
-    let mut s = spec(d.path(), vec![input(side("A", "baseline", &["--iters", "1000"], d.path())), input(side("B", "candidate", &["--iters", "1000"], d.path()))], Plan::fixed(3));
+    let mut s = spec(
+        d.path(),
+        vec![input(side("A", "baseline", &["--iters", "1000"], d.path())), input(side("B", "candidate", &["--iters", "1000"], d.path()))],
+        Plan::fixed(3),
+    );
     s.allowed_files = Some((vec!["kernels/*.hip".into()], changed));
     let r = run_eval(&s, &cx(), None).unwrap();
     assert_eq!(r.result.verdict, Verdict::Invalid);
@@ -292,9 +290,7 @@ fn crashing_candidate_and_failed_route_are_incorrect() {
     assert_eq!(r.result.verdict, Verdict::Incorrect, "{:?}", r.result.reasons);
     let mut s = spec(d.path(), vec![input(a.clone()), input(side("B", "candidate", &["--iters", "1000"], d.path()))], Plan::fixed(3));
     s.dir = d.path().join("eval2");
-    s.correctness = vec![
-        ("numeric".into(), Some(katlas_eval::routes::RouteSpec { commands: vec!["exit 77".into()], ..Default::default() })),
-    ];
+    s.correctness = vec![("numeric".into(), Some(katlas_eval::routes::RouteSpec { commands: vec!["exit 77".into()], ..Default::default() }))];
     let r = run_eval(&s, &cx(), None).unwrap();
     assert_eq!(r.result.verdict, Verdict::Incorrect, "SKIP never counts as PASS");
     assert!(r.result.reasons[0].contains("SKIP"));
@@ -324,7 +320,6 @@ fn env_variant_reports_route_change() {
     let r = run_eval(&s2, &cx2, None).unwrap();
     assert_eq!(r.result.verdict, Verdict::Invalid, "{:?}", r.result.reasons);
 }
-
 
 #[test]
 fn reference_identity_from_another_host_needs_cross_host() {

@@ -103,12 +103,7 @@ fn real_process_proof() {
         fast.verdicts,
         fast.runs_per_side()
     );
-    eprintln!(
-        "  3% faster, --max-runs 11: {:?} ({:.2} runs/side); fixed 10: {:?}",
-        small_auto.verdicts,
-        small_auto.runs_per_side(),
-        small_fixed.verdicts
-    );
+    eprintln!("  3% faster, --max-runs 11: {:?} ({:.2} runs/side); fixed 10: {:?}", small_auto.verdicts, small_auto.runs_per_side(), small_fixed.verdicts);
     let false_calls = aa.get("improved") + aa.get("regressed");
     assert!(false_calls <= 10, "A/A: {false_calls}/200 evals called noise a change ({:?})", aa.verdicts);
     assert!(

@@ -89,10 +89,7 @@ fn adaptive_needs_no_more_runs_than_fixed_ten_for_three_percent() {
         assert!(adaptive.mean_runs_per_side <= 10.0, "{adaptive:?}");
         // As often right, within sampling noise (2 SE of the difference of two
         // 300-trial counts near 50% is ~24).
-        assert!(
-            adaptive.improved + 24 >= fixed.improved,
-            "adaptive right less often: {adaptive:?} vs {fixed:?}"
-        );
+        assert!(adaptive.improved + 24 >= fixed.improved, "adaptive right less often: {adaptive:?} vs {fixed:?}");
         assert_eq!(adaptive.regressed, 0);
     }
 }

@@ -53,10 +53,7 @@ pub fn check(path: &Path) -> io::Result<()> {
     let Some(root) = guarded_root(path) else { return Ok(()) };
     let rest = path.strip_prefix(&root).expect("root is a prefix of path");
     if rest.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!("{}: `..` below {DOT_DIR}/ would leave it", path.display()),
-        ));
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("{}: `..` below {DOT_DIR}/ would leave it", path.display())));
     }
     let mut cur = root.clone();
     let mut parts = std::iter::once(None).chain(rest.components().map(Some));

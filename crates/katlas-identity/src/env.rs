@@ -3,8 +3,7 @@
 use std::collections::BTreeMap;
 
 /// Prefixes whose variables can change which kernels run or how fast.
-pub const DEFAULT_ENV_PREFIXES: &[&str] =
-    &["HIPFIRE_", "HIP_", "ROCR_", "HSA_", "AMD_", "CUDA_", "NCCL_", "NVIDIA_TF32", "TORCH_", "PYTORCH_", "KATLAS_"];
+pub const DEFAULT_ENV_PREFIXES: &[&str] = &["HIPFIRE_", "HIP_", "ROCR_", "HSA_", "AMD_", "CUDA_", "NCCL_", "NVIDIA_TF32", "TORCH_", "PYTORCH_", "KATLAS_"];
 
 /// Names that look like credentials are never recorded, whatever their prefix.
 /// Over-matching only hides a value; under-matching leaks it into every row.
@@ -78,9 +77,7 @@ pub fn route_env<I>(prefixes: &[String], vars: I) -> BTreeMap<String, String>
 where
     I: IntoIterator<Item = (String, String)>,
 {
-    vars.into_iter()
-        .filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p.as_str())) && !is_secret_name(k))
-        .collect()
+    vars.into_iter().filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p.as_str())) && !is_secret_name(k)).collect()
 }
 
 #[cfg(test)]
@@ -89,7 +86,18 @@ mod tests {
 
     #[test]
     fn the_names_a_probe_planted_are_secret() {
-        for n in ["HIPFIRE_AUTH_HEADER", "HIP_DB_PASS", "HIPFIRE_PWD_FILE", "CUDA_BEARER", "TORCH_SESSION_ID", "KATLAS_CREDS", "HIPFIRE_PASSPHRASE", "HIPFIRE_SPEC_TOKEN", "X_API_KEY", "MY_PASS_WORD"] {
+        for n in [
+            "HIPFIRE_AUTH_HEADER",
+            "HIP_DB_PASS",
+            "HIPFIRE_PWD_FILE",
+            "CUDA_BEARER",
+            "TORCH_SESSION_ID",
+            "KATLAS_CREDS",
+            "HIPFIRE_PASSPHRASE",
+            "HIPFIRE_SPEC_TOKEN",
+            "X_API_KEY",
+            "MY_PASS_WORD",
+        ] {
             assert!(is_secret_name(n), "{n}");
         }
         for n in ["HIPFIRE_GRAPH", "HIPFIRE_KV_MODE", "HIPFIRE_PASSES", "CUDA_VISIBLE_DEVICES", "HIPFIRE_RDNA2_VARIANT"] {

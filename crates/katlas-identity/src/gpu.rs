@@ -28,11 +28,7 @@ pub fn devices() -> Vec<Device> {
 pub fn apply_override(devices: &mut Vec<Device>, atom: Option<&str>) {
     let Some(atom) = atom.map(str::trim).filter(|a| !a.is_empty()) else { return };
     if devices.is_empty() {
-        devices.push(Device {
-            index: 0,
-            vendor: if atom.starts_with("gfx") { "amd" } else { "nvidia" }.into(),
-            ..Default::default()
-        });
+        devices.push(Device { index: 0, vendor: if atom.starts_with("gfx") { "amd" } else { "nvidia" }.into(), ..Default::default() });
     }
     for d in devices {
         d.arch = Some(atom.to_string());
@@ -41,10 +37,7 @@ pub fn apply_override(devices: &mut Vec<Device>, atom: Option<&str>) {
 }
 
 fn nvidia_smi_output() -> Option<String> {
-    tool_output(
-        "nvidia-smi",
-        &["--query-gpu=index,name,compute_cap,driver_version,memory.total,uuid", "--format=csv,noheader,nounits"],
-    )
+    tool_output("nvidia-smi", &["--query-gpu=index,name,compute_cap,driver_version,memory.total,uuid", "--format=csv,noheader,nounits"])
 }
 
 /// `compute_cap` "9.0" → `sm_90`.

@@ -9,9 +9,7 @@ fn read_trim(path: &str) -> Option<String> {
 }
 
 pub fn host_identity() -> HostIdentity {
-    let hostname = read_trim("/proc/sys/kernel/hostname")
-        .or_else(|| read_trim("/etc/hostname"))
-        .or_else(|| std::env::var("HOSTNAME").ok());
+    let hostname = read_trim("/proc/sys/kernel/hostname").or_else(|| read_trim("/etc/hostname")).or_else(|| std::env::var("HOSTNAME").ok());
     let os = std::fs::read_to_string("/etc/os-release").ok().and_then(|t| os_release_name(&t));
     let kernel = read_trim("/proc/sys/kernel/osrelease");
     let (cpu, cpu_count) = match std::fs::read_to_string("/proc/cpuinfo") {
@@ -23,11 +21,7 @@ pub fn host_identity() -> HostIdentity {
 }
 
 pub fn os_release_name(text: &str) -> Option<String> {
-    let get = |key: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
-            .map(|v| v.trim().trim_matches('"').to_string())
-    };
+    let get = |key: &str| text.lines().find_map(|l| l.strip_prefix(key).and_then(|v| v.strip_prefix('='))).map(|v| v.trim().trim_matches('"').to_string());
     get("PRETTY_NAME").or_else(|| get("NAME"))
 }
 

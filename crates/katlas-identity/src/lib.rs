@@ -65,11 +65,8 @@ pub fn capture(opts: &CaptureOptions) -> Identity {
         id.devices = gpu::devices();
         id.toolkits = toolkit::toolkits();
     }
-    let prefixes: Vec<String> = if opts.env_prefixes.is_empty() {
-        DEFAULT_ENV_PREFIXES.iter().map(|s| s.to_string()).collect()
-    } else {
-        opts.env_prefixes.clone()
-    };
+    let prefixes: Vec<String> =
+        if opts.env_prefixes.is_empty() { DEFAULT_ENV_PREFIXES.iter().map(|s| s.to_string()).collect() } else { opts.env_prefixes.clone() };
     id.env = match &opts.env {
         Some(map) => route_env(&prefixes, map.iter().map(|(k, v)| (k.clone(), v.clone()))),
         None => route_env(&prefixes, std::env::vars()),
@@ -79,12 +76,7 @@ pub fn capture(opts: &CaptureOptions) -> Identity {
 
 /// Run a tool and return its stdout when it exists and succeeds.
 pub(crate) fn tool_output(program: &str, args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new(program)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
+    let out = std::process::Command::new(program).args(args).stdin(std::process::Stdio::null()).stderr(std::process::Stdio::null()).output().ok()?;
     if !out.status.success() {
         return None;
     }

@@ -11,14 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 fn git(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
+    let out = Command::new("git").arg("-C").arg(root).args(args).stdin(Stdio::null()).stderr(Stdio::null()).output().ok()?;
     out.status.success().then_some(out.stdout)
 }
 
@@ -36,8 +29,7 @@ pub fn source_identity(dir: &Path) -> SourceIdentity {
     };
     let root = Path::new(&top);
     let commit = git_str(root, &["rev-parse", "--verify", "-q", "HEAD"]);
-    let branch = git_str(root, &["symbolic-ref", "-q", "--short", "HEAD"])
-        .or_else(|| commit.as_ref().map(|_| "HEAD (detached)".to_string()));
+    let branch = git_str(root, &["symbolic-ref", "-q", "--short", "HEAD"]).or_else(|| commit.as_ref().map(|_| "HEAD (detached)".to_string()));
     // With no commit yet, everything is new: diff against the empty tree.
     const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
     let base = commit.clone().unwrap_or_else(|| EMPTY_TREE.to_string());
@@ -45,8 +37,7 @@ pub fn source_identity(dir: &Path) -> SourceIdentity {
     // about the source, not source: appending a row must not change identity.
     const NOT_SOURCE: &str = ":(exclude,top).katlas";
     let diff = git(root, &["diff", "--binary", "--no-color", "--no-ext-diff", &base, "--", ".", NOT_SOURCE]).unwrap_or_default();
-    let untracked =
-        git(root, &["ls-files", "-z", "--others", "--exclude-standard", "--", ".", NOT_SOURCE]).unwrap_or_default();
+    let untracked = git(root, &["ls-files", "-z", "--others", "--exclude-standard", "--", ".", NOT_SOURCE]).unwrap_or_default();
     let untracked: Vec<&[u8]> = untracked.split(|b| *b == 0).filter(|p| !p.is_empty()).collect();
     let dirty = !diff.is_empty() || !untracked.is_empty();
     let diff_md5 = dirty.then(|| {
@@ -67,12 +58,5 @@ pub fn source_identity(dir: &Path) -> SourceIdentity {
         }
         h.finish()
     });
-    SourceIdentity {
-        root: Some(top.clone()),
-        commit_short: commit.as_ref().map(|c| c.chars().take(7).collect()),
-        commit,
-        branch,
-        dirty: Some(dirty),
-        diff_md5,
-    }
+    SourceIdentity { root: Some(top.clone()), commit_short: commit.as_ref().map(|c| c.chars().take(7).collect()), commit, branch, dirty: Some(dirty), diff_md5 }
 }

@@ -13,14 +13,8 @@ pub fn toolkits() -> BTreeMap<String, Option<String>> {
             .filter(|s| !s.is_empty()),
     );
     t.insert("hipcc".into(), tool_output("hipcc", &["--version"]).and_then(|s| hip_version(&s)));
-    t.insert(
-        "rocm".into(),
-        std::fs::read_to_string("/opt/rocm/.info/version").ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
-    );
-    t.insert(
-        "amdgpu_driver".into(),
-        std::fs::read_to_string("/sys/module/amdgpu/version").ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
-    );
+    t.insert("rocm".into(), std::fs::read_to_string("/opt/rocm/.info/version").ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()));
+    t.insert("amdgpu_driver".into(), std::fs::read_to_string("/sys/module/amdgpu/version").ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()));
     t
 }
 

@@ -17,11 +17,7 @@ fn main() {
     };
     let per_arch: usize = take("--per-arch").and_then(|v| v.parse().ok()).unwrap_or(0);
     let objdump = take("--objdump").unwrap_or_else(|| "/usr/lib/llvm-22/bin/llvm-objdump".into());
-    let tool = katlas_isa::mix::Tool {
-        name: "llvm-objdump".into(),
-        path: objdump.into(),
-        version: None,
-    };
+    let tool = katlas_isa::mix::Tool { name: "llvm-objdump".into(), path: objdump.into(), version: None };
     let started = std::time::Instant::now();
     let mut totals: BTreeMap<String, ArchTotals> = BTreeMap::new();
     let mut bad = 0usize;
@@ -36,22 +32,14 @@ fn main() {
         for e in errors {
             eprintln!("{path}: scan error at {}: {}", e.chain, e.message);
         }
-        let objects: Vec<_> = objs
-            .into_iter()
-            .filter(|o| o.vendor == Vendor::Amd)
-            .map(|o| (o.arch.clone(), o))
-            .collect();
+        let objects: Vec<_> = objs.into_iter().filter(|o| o.vendor == Vendor::Amd).map(|o| (o.arch.clone(), o)).collect();
         let chosen = sample(objects, per_arch);
         let results: Vec<_> = chosen
             .par_iter()
             .map(|(arch, o)| {
                 let b = &bytes[&o.chain_text];
                 let names: Vec<String> = o.kernels.iter().map(|k| k.name.clone()).collect();
-                (
-                    arch.clone(),
-                    o.chain_text.clone(),
-                    check_object(&tool, arch, b.bytes(), &names),
-                )
+                (arch.clone(), o.chain_text.clone(), check_object(&tool, arch, b.bytes(), &names))
             })
             .collect();
         for (arch, chain, r) in results {
@@ -78,10 +66,7 @@ fn main() {
     println!("| arch | objects | kernels | instructions | refused | kernels mismatched |");
     println!("|---|---|---|---|---|---|");
     for (arch, t) in &totals {
-        println!(
-            "| {arch} | {} | {} | {} | {} | {} |",
-            t.objects, t.kernels, t.instructions, t.refused, t.mismatched_kernels
-        );
+        println!("| {arch} | {} | {} | {} | {} | {} |", t.objects, t.kernels, t.instructions, t.refused, t.mismatched_kernels);
     }
     println!("elapsed {:.1} s", started.elapsed().as_secs_f64());
     std::process::exit(if bad == 0 { 0 } else { 1 });

@@ -13,15 +13,7 @@ fn main() {
     }
     let full = args.iter().any(|a| a == "--full");
     args.retain(|a| a != "--full");
-    let opts = ScanOptions {
-        disasm: if mix {
-            DisasmMode::Auto
-        } else {
-            DisasmMode::Never
-        },
-        jobs,
-        ..Default::default()
-    };
+    let opts = ScanOptions { disasm: if mix { DisasmMode::Auto } else { DisasmMode::Never }, jobs, ..Default::default() };
     let paths: Vec<_> = args.iter().map(std::path::PathBuf::from).collect();
     match scan(&paths, opts) {
         Ok(m) => {

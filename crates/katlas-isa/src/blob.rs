@@ -31,11 +31,7 @@ pub struct Blob {
 impl Blob {
     pub fn from_vec(v: Vec<u8>) -> Blob {
         let end = v.len();
-        Blob {
-            owner: Arc::new(Owner::Vec(v)),
-            start: 0,
-            end,
-        }
+        Blob { owner: Arc::new(Owner::Vec(v)), start: 0, end }
     }
 
     /// Maps a file read-only. The file must not be modified while the scan runs
@@ -49,11 +45,7 @@ impl Blob {
         // would fault, which is the documented limitation of mapping input files.
         let map = unsafe { memmap2::MmapOptions::new().map(file)? };
         let end = map.len();
-        Ok(Blob {
-            owner: Arc::new(Owner::Map(map)),
-            start: 0,
-            end,
-        })
+        Ok(Blob { owner: Arc::new(Owner::Map(map)), start: 0, end })
     }
 
     pub fn bytes(&self) -> &[u8] {
@@ -78,18 +70,9 @@ impl Blob {
     pub fn slice(&self, r: Range<u64>, what: &'static str) -> Result<Blob> {
         let len = self.len() as u64;
         if r.start > r.end || r.end > len {
-            return Err(IsaError::Truncated {
-                what,
-                offset: r.start,
-                need: r.end.saturating_sub(r.start),
-                have: len.saturating_sub(r.start.min(len)),
-            });
+            return Err(IsaError::Truncated { what, offset: r.start, need: r.end.saturating_sub(r.start), have: len.saturating_sub(r.start.min(len)) });
         }
-        Ok(Blob {
-            owner: self.owner.clone(),
-            start: self.start + r.start as usize,
-            end: self.start + r.end as usize,
-        })
+        Ok(Blob { owner: self.owner.clone(), start: self.start + r.start as usize, end: self.start + r.end as usize })
     }
 }
 
@@ -98,31 +81,20 @@ pub fn sub<'a>(d: &'a [u8], off: u64, len: u64, what: &'static str) -> Result<&'
     let end = off.checked_add(len);
     match end {
         Some(e) if e <= d.len() as u64 => Ok(&d[off as usize..e as usize]),
-        _ => Err(IsaError::Truncated {
-            what,
-            offset: off,
-            need: len,
-            have: (d.len() as u64).saturating_sub(off),
-        }),
+        _ => Err(IsaError::Truncated { what, offset: off, need: len, have: (d.len() as u64).saturating_sub(off) }),
     }
 }
 
 pub fn u16le(d: &[u8], off: u64, what: &'static str) -> Result<u16> {
-    Ok(u16::from_le_bytes(
-        sub(d, off, 2, what)?.try_into().unwrap_or_default(),
-    ))
+    Ok(u16::from_le_bytes(sub(d, off, 2, what)?.try_into().unwrap_or_default()))
 }
 
 pub fn u32le(d: &[u8], off: u64, what: &'static str) -> Result<u32> {
-    Ok(u32::from_le_bytes(
-        sub(d, off, 4, what)?.try_into().unwrap_or_default(),
-    ))
+    Ok(u32::from_le_bytes(sub(d, off, 4, what)?.try_into().unwrap_or_default()))
 }
 
 pub fn u64le(d: &[u8], off: u64, what: &'static str) -> Result<u64> {
-    Ok(u64::from_le_bytes(
-        sub(d, off, 8, what)?.try_into().unwrap_or_default(),
-    ))
+    Ok(u64::from_le_bytes(sub(d, off, 8, what)?.try_into().unwrap_or_default()))
 }
 
 /// Finds `needle` in `hay` starting at `from` (SIMD search through `memchr`).

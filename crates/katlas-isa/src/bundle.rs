@@ -27,18 +27,12 @@ const W: &str = "offload bundle";
 
 pub fn parse_bundle(d: &[u8]) -> Result<Bundle> {
     if !d.starts_with(BUNDLE_MAGIC) {
-        return Err(IsaError::malformed(
-            W,
-            "missing __CLANG_OFFLOAD_BUNDLE__ magic",
-        ));
+        return Err(IsaError::malformed(W, "missing __CLANG_OFFLOAD_BUNDLE__ magic"));
     }
     let n = u64le(d, 24, W)?;
     // each entry header is at least 24 bytes: a count beyond that is corrupt, not a reason to allocate
     if n > (d.len() as u64) / 24 {
-        return Err(IsaError::malformed(
-            W,
-            format!("entry count {n} larger than the data allows"),
-        ));
+        return Err(IsaError::malformed(W, format!("entry count {n} larger than the data allows")));
     }
     let mut off = 32u64;
     let mut entries = Vec::with_capacity(n as usize);
@@ -53,26 +47,11 @@ pub fn parse_bundle(d: &[u8]) -> Result<Bundle> {
         let end = eo
             .checked_add(es)
             .filter(|e| *e <= d.len() as u64)
-            .ok_or_else(|| {
-                IsaError::malformed(
-                    W,
-                    format!(
-                        "entry {i} ({triple}) spans {eo}+{es} beyond the {} bytes available",
-                        d.len()
-                    ),
-                )
-            })?;
+            .ok_or_else(|| IsaError::malformed(W, format!("entry {i} ({triple}) spans {eo}+{es} beyond the {} bytes available", d.len())))?;
         extent = extent.max(end);
-        entries.push(BundleEntry {
-            triple,
-            offset: eo,
-            size: es,
-        });
+        entries.push(BundleEntry { triple, offset: eo, size: es });
     }
-    Ok(Bundle {
-        entries,
-        extent: extent.max(off),
-    })
+    Ok(Bundle { entries, extent: extent.max(off) })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,19 +84,10 @@ pub fn parse_ccob_header(d: &[u8]) -> Result<CcobHeader> {
     };
     if let Some(t) = total_size {
         if t < header_len {
-            return Err(IsaError::malformed(
-                C,
-                format!("total size {t} smaller than its header"),
-            ));
+            return Err(IsaError::malformed(C, format!("total size {t} smaller than its header")));
         }
     }
-    Ok(CcobHeader {
-        version,
-        method,
-        header_len,
-        total_size,
-        uncompressed_size,
-    })
+    Ok(CcobHeader { version, method, header_len, total_size, uncompressed_size })
 }
 
 /// Decompresses one CCOB record; returns the header and the inner (uncompressed) bundle.
@@ -128,26 +98,14 @@ pub fn decompress_ccob(d: &[u8]) -> Result<(CcobHeader, Vec<u8>)> {
         None => d.len() as u64,
     };
     // v1 has no total size: a record shorter than its header must not wrap the length
-    let len = end.checked_sub(h.header_len).ok_or(IsaError::Truncated {
-        what: C,
-        offset: 0,
-        need: h.header_len,
-        have: end,
-    })?;
+    let len = end.checked_sub(h.header_len).ok_or(IsaError::Truncated { what: C, offset: 0, need: h.header_len, have: end })?;
     let payload = sub(d, h.header_len, len, C)?;
     let out = match h.method {
         "zstd" => decompress::zstd(payload, h.uncompressed_size, C)?,
         _ => decompress::zlib(payload, h.uncompressed_size, C)?,
     };
     if out.len() as u64 != h.uncompressed_size {
-        return Err(IsaError::malformed(
-            C,
-            format!(
-                "decompressed {} bytes, header says {}",
-                out.len(),
-                h.uncompressed_size
-            ),
-        ));
+        return Err(IsaError::malformed(C, format!("decompressed {} bytes, header says {}", out.len(), h.uncompressed_size)));
     }
     Ok((h, out))
 }
@@ -183,12 +141,7 @@ pub fn split_records(region: &Blob) -> (Vec<Located>, Vec<IsaError>) {
         } else {
             parse_ccob_header(rest).and_then(|h| match h.total_size {
                 Some(t) if t <= rest.len() as u64 => Ok(t),
-                Some(t) => Err(IsaError::Truncated {
-                    what: C,
-                    offset: at as u64,
-                    need: t,
-                    have: rest.len() as u64,
-                }),
+                Some(t) => Err(IsaError::Truncated { what: C, offset: at as u64, need: t, have: rest.len() as u64 }),
                 // v1 does not store its length: it has to be the last record.
                 None => Ok(rest.len() as u64),
             })
@@ -196,10 +149,7 @@ pub fn split_records(region: &Blob) -> (Vec<Located>, Vec<IsaError>) {
         match extent {
             Ok(len) if len > 0 => {
                 if let Ok(blob) = region.slice(at as u64..at as u64 + len, W) {
-                    out.push(Located {
-                        offset: at as u64,
-                        blob,
-                    });
+                    out.push(Located { offset: at as u64, blob });
                 }
                 pos = at + len as usize;
             }

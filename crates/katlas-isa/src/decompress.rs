@@ -12,41 +12,24 @@ fn initial_capacity(declared: u64, input: usize) -> usize {
     declared.min(input as u64 * 8).min(MAX_DECOMPRESSED) as usize
 }
 
-fn read_capped(
-    mut r: impl Read,
-    declared: u64,
-    input: usize,
-    what: &'static str,
-) -> Result<Vec<u8>> {
+fn read_capped(mut r: impl Read, declared: u64, input: usize, what: &'static str) -> Result<Vec<u8>> {
     let limit = declared.min(MAX_DECOMPRESSED);
     let mut out = Vec::with_capacity(initial_capacity(declared, input));
     // one byte past the limit tells "exactly the declared size" from "more than declared"
-    r.by_ref()
-        .take(limit + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| IsaError::malformed(what, format!("decompression failed: {e}")))?;
+    r.by_ref().take(limit + 1).read_to_end(&mut out).map_err(|e| IsaError::malformed(what, format!("decompression failed: {e}")))?;
     if out.len() as u64 > limit {
-        return Err(IsaError::TooLarge {
-            what,
-            detail: format!("decompressed data exceeds the declared {declared} bytes"),
-        });
+        return Err(IsaError::TooLarge { what, detail: format!("decompressed data exceeds the declared {declared} bytes") });
     }
     Ok(out)
 }
 
 pub fn zstd(data: &[u8], declared: u64, what: &'static str) -> Result<Vec<u8>> {
-    let dec = zstd::stream::read::Decoder::with_buffer(data)
-        .map_err(|e| IsaError::malformed(what, format!("zstd: {e}")))?;
+    let dec = zstd::stream::read::Decoder::with_buffer(data).map_err(|e| IsaError::malformed(what, format!("zstd: {e}")))?;
     read_capped(dec, declared, data.len(), what)
 }
 
 pub fn zlib(data: &[u8], declared: u64, what: &'static str) -> Result<Vec<u8>> {
-    read_capped(
-        flate2::read::ZlibDecoder::new(data),
-        declared,
-        data.len(),
-        what,
-    )
+    read_capped(flate2::read::ZlibDecoder::new(data), declared, data.len(), what)
 }
 
 /// Raw LZ4 block (no frame) of known decompressed size, as in fatbin entries.
@@ -54,17 +37,10 @@ pub fn lz4_block(data: &[u8], declared: u64, what: &'static str) -> Result<Vec<u
     // LZ4 cannot expand by more than 255x: a larger claim is a corrupt header.
     let max_possible = (data.len() as u64).saturating_mul(255).saturating_add(16);
     if declared > max_possible || declared > MAX_DECOMPRESSED {
-        return Err(IsaError::TooLarge {
-            what,
-            detail: format!(
-                "declared LZ4 output {declared} bytes from {} input bytes",
-                data.len()
-            ),
-        });
+        return Err(IsaError::TooLarge { what, detail: format!("declared LZ4 output {declared} bytes from {} input bytes", data.len()) });
     }
     let mut out = vec![0u8; declared as usize];
-    let n = lz4_flex::block::decompress_into(data, &mut out)
-        .map_err(|e| IsaError::malformed(what, format!("lz4: {e}")))?;
+    let n = lz4_flex::block::decompress_into(data, &mut out).map_err(|e| IsaError::malformed(what, format!("lz4: {e}")))?;
     out.truncate(n);
     Ok(out)
 }

@@ -23,10 +23,7 @@ struct Memo {
 
 fn memo() -> &'static Memo {
     static M: OnceLock<Memo> = OnceLock::new();
-    M.get_or_init(|| Memo {
-        hasher: RandomState::new(),
-        shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-    })
+    M.get_or_init(|| Memo { hasher: RandomState::new(), shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect() })
 }
 
 pub fn demangle(name: &str) -> Option<String> {
@@ -67,12 +64,7 @@ mod tests {
 
     #[test]
     fn memo_returns_what_cpp_demangle_gives() {
-        let names = [
-            "_ZN12rocrand_host6detailL15generate_kernelIjEEvPjm",
-            "_Z3fooi",
-            "_Znotvalid((",
-            "plain_c_kernel",
-        ];
+        let names = ["_ZN12rocrand_host6detailL15generate_kernelIjEEvPjm", "_Z3fooi", "_Znotvalid((", "plain_c_kernel"];
         for _ in 0..3 {
             for n in names {
                 assert_eq!(demangle(n), demangle_uncached(n), "{n}");

@@ -83,94 +83,42 @@ pub fn diff(a: &IsaManifest, b: &IsaManifest, a_name: &str, b_name: &str) -> Isa
         for (field, va) in &ra {
             let vb = rb.get(field).copied().flatten();
             if *va != vb {
-                resources.push(Delta {
-                    field: field.to_string(),
-                    a: *va,
-                    b: vb,
-                    delta: vb.unwrap_or(0) - va.unwrap_or(0),
-                });
+                resources.push(Delta { field: field.to_string(), a: *va, b: vb, delta: vb.unwrap_or(0) - va.unwrap_or(0) });
             }
         }
         let mut mix = Vec::new();
         if let (Some(ma), Some(mb)) = (&ka.mix, &kb.mix) {
-            let cats: BTreeSet<&str> = ma
-                .categories
-                .keys()
-                .chain(mb.categories.keys())
-                .map(|c| c.as_ref())
-                .collect();
+            let cats: BTreeSet<&str> = ma.categories.keys().chain(mb.categories.keys()).map(|c| c.as_ref()).collect();
             for c in cats {
                 let x = ma.categories.get(c).copied().unwrap_or(0) as i64;
                 let y = mb.categories.get(c).copied().unwrap_or(0) as i64;
                 if x != y {
-                    mix.push(Delta {
-                        field: c.to_string(),
-                        a: Some(x),
-                        b: Some(y),
-                        delta: y - x,
-                    });
+                    mix.push(Delta { field: c.to_string(), a: Some(x), b: Some(y), delta: y - x });
                 }
             }
             if ma.total != mb.total {
-                mix.push(Delta {
-                    field: "total".into(),
-                    a: Some(ma.total as i64),
-                    b: Some(mb.total as i64),
-                    delta: mb.total as i64 - ma.total as i64,
-                });
+                mix.push(Delta { field: "total".into(), a: Some(ma.total as i64), b: Some(mb.total as i64), delta: mb.total as i64 - ma.total as i64 });
             }
         }
         let mut flags = Vec::new();
         let rose = |d: &Delta| d.delta > 0;
-        if resources
-            .iter()
-            .any(|d| d.field.contains("spill") && rose(d))
-        {
+        if resources.iter().any(|d| d.field.contains("spill") && rose(d)) {
             flags.push("spills rose".to_string());
         }
-        if resources
-            .iter()
-            .any(|d| d.field == "scratch_bytes" && rose(d))
-        {
+        if resources.iter().any(|d| d.field == "scratch_bytes" && rose(d)) {
             flags.push("scratch rose".to_string());
         }
         if let Some(d) = mix.iter().find(|d| d.field == "matrix" && d.delta < 0) {
-            flags.push(if d.b == Some(0) {
-                "matrix ops disappeared".into()
-            } else {
-                "matrix ops fell".into()
-            });
+            flags.push(if d.b == Some(0) { "matrix ops disappeared".into() } else { "matrix ops fell".into() });
         }
         if !flags.is_empty() {
             regressions += 1;
         }
         if !resources.is_empty() || !mix.is_empty() {
-            kernels.push(KernelDiff {
-                arch: k.0.clone(),
-                name: k.1.clone(),
-                resources,
-                mix,
-                flags,
-            });
+            kernels.push(KernelDiff { arch: k.0.clone(), name: k.1.clone(), resources, mix, flags });
         }
     }
-    let removed = ia
-        .keys()
-        .filter(|k| !ib.contains_key(*k))
-        .map(|(a, n)| format!("{a}:{n}"))
-        .collect();
-    let added = ib
-        .keys()
-        .filter(|k| !ia.contains_key(*k))
-        .map(|(a, n)| format!("{a}:{n}"))
-        .collect();
-    IsaDiff {
-        schema: SCHEMA.into(),
-        a: a_name.into(),
-        b: b_name.into(),
-        kernels,
-        removed,
-        added,
-        regressions,
-    }
+    let removed = ia.keys().filter(|k| !ib.contains_key(*k)).map(|(a, n)| format!("{a}:{n}")).collect();
+    let added = ib.keys().filter(|k| !ia.contains_key(*k)).map(|(a, n)| format!("{a}:{n}")).collect();
+    IsaDiff { schema: SCHEMA.into(), a: a_name.into(), b: b_name.into(), kernels, removed, added, regressions }
 }

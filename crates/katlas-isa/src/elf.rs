@@ -33,12 +33,7 @@ impl<'a> Elf<'a> {
         let hdr = FileHeader64::<Endianness>::parse(data).map_err(oe(what))?;
         let endian = hdr.endian().map_err(oe(what))?;
         let sections = hdr.sections(endian, data).map_err(oe(what))?;
-        Ok(Elf {
-            data,
-            hdr,
-            endian,
-            sections,
-        })
+        Ok(Elf { data, hdr, endian, sections })
     }
 
     pub fn machine(&self) -> u16 {
@@ -58,15 +53,11 @@ impl<'a> Elf<'a> {
     }
 
     pub fn section_name(&self, sh: &Shdr) -> &'a [u8] {
-        self.sections
-            .section_name(self.endian, sh)
-            .unwrap_or_default()
+        self.sections.section_name(self.endian, sh).unwrap_or_default()
     }
 
     pub fn section_by_name(&self, name: &str) -> Option<(usize, &'a Shdr)> {
-        self.sections
-            .section_by_name(self.endian, name.as_bytes())
-            .map(|(i, s)| (i.0, s))
+        self.sections.section_by_name(self.endian, name.as_bytes()).map(|(i, s)| (i.0, s))
     }
 
     pub fn section(&self, index: usize) -> Option<&'a Shdr> {
@@ -90,9 +81,7 @@ impl<'a> Elf<'a> {
     }
 
     pub fn symtab(&self, what: &'static str) -> Result<SymbolTable<'a, FileHeader64<Endianness>>> {
-        self.sections
-            .symbols(self.endian, self.data, object::elf::SHT_SYMTAB)
-            .map_err(oe(what))
+        self.sections.symbols(self.endian, self.data, object::elf::SHT_SYMTAB).map_err(oe(what))
     }
 
     /// All notes of all SHT_NOTE sections as (name, type, desc).
@@ -124,11 +113,7 @@ pub fn symbols<'a>(elf: &Elf<'a>, what: &'static str) -> Result<Vec<SymInfo<'a>>
     let st = elf.symtab(what)?;
     let mut out = Vec::with_capacity(st.len());
     for (i, s) in st.iter().enumerate() {
-        let name = st
-            .symbol_name(elf.endian, s)
-            .ok()
-            .and_then(|n| std::str::from_utf8(n).ok())
-            .unwrap_or("");
+        let name = st.symbol_name(elf.endian, s).ok().and_then(|n| std::str::from_utf8(n).ok()).unwrap_or("");
         out.push(SymInfo {
             index: i,
             name,

@@ -6,12 +6,7 @@ use thiserror::Error;
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum IsaError {
     #[error("{what}: truncated (need {need} bytes at offset {offset}, have {have})")]
-    Truncated {
-        what: &'static str,
-        offset: u64,
-        need: u64,
-        have: u64,
-    },
+    Truncated { what: &'static str, offset: u64, need: u64, have: u64 },
     #[error("{what}: malformed: {detail}")]
     Malformed { what: &'static str, detail: String },
     #[error("{what}: unsupported: {detail}")]
@@ -24,16 +19,10 @@ pub enum IsaError {
 
 impl IsaError {
     pub fn malformed(what: &'static str, detail: impl Into<String>) -> Self {
-        IsaError::Malformed {
-            what,
-            detail: detail.into(),
-        }
+        IsaError::Malformed { what, detail: detail.into() }
     }
     pub fn unsupported(what: &'static str, detail: impl Into<String>) -> Self {
-        IsaError::Unsupported {
-            what,
-            detail: detail.into(),
-        }
+        IsaError::Unsupported { what, detail: detail.into() }
     }
 }
 

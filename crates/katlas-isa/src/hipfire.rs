@@ -40,13 +40,9 @@ fn object(o: &CodeObject) -> Value {
                     // NVIDIA objects: map the nearest equivalents
                     ("vgpr_count", None) => k.resources.vgpr.map(|x| json!(x)),
                     ("group_segment_fixed_size", None) => k.resources.lds_bytes.map(|x| json!(x)),
-                    ("private_segment_fixed_size", None) => {
-                        k.resources.scratch_bytes.map(|x| json!(x))
-                    }
+                    ("private_segment_fixed_size", None) => k.resources.scratch_bytes.map(|x| json!(x)),
                     ("kernarg_segment_size", None) => k.resources.kernarg_bytes.map(|x| json!(x)),
-                    ("max_flat_workgroup_size", None) => {
-                        k.resources.max_workgroup_size.map(|x| json!(x))
-                    }
+                    ("max_flat_workgroup_size", None) => k.resources.max_workgroup_size.map(|x| json!(x)),
                     ("wavefront_size", None) => k.resources.wave_size.map(|x| json!(x)),
                     _ => None,
                 };
@@ -73,17 +69,9 @@ fn object(o: &CodeObject) -> Value {
             }
         }
     }
-    let bundle_target = o.chain.iter().find_map(|c| {
-        c.strip_prefix("bundle[")
-            .and_then(|s| s.strip_suffix(']'))
-            .map(str::to_string)
-    });
+    let bundle_target = o.chain.iter().find_map(|c| c.strip_prefix("bundle[").and_then(|s| s.strip_suffix(']')).map(str::to_string));
     let mut tool_errors: Vec<String> = o.warnings.clone();
-    if let Some(s) = o
-        .mix_status
-        .as_deref()
-        .filter(|s| s.starts_with("failed") || s.starts_with("absent"))
-    {
+    if let Some(s) = o.mix_status.as_deref().filter(|s| s.starts_with("failed") || s.starts_with("absent")) {
         tool_errors.push(s.to_string());
     }
     json!({
@@ -105,24 +93,9 @@ fn object(o: &CodeObject) -> Value {
 }
 
 pub fn export(m: &IsaManifest) -> Value {
-    let objects: Vec<Value> = m
-        .objects
-        .iter()
-        .filter(|o| o.format != "ptx")
-        .map(object)
-        .collect();
-    let kernel_count: usize = objects
-        .iter()
-        .map(|o| o["kernels"].as_array().map_or(0, Vec::len))
-        .sum();
-    let instruction_count: u64 = objects
-        .iter()
-        .map(|o| {
-            o["instruction_summary"]["instruction_count"]
-                .as_u64()
-                .unwrap_or(0)
-        })
-        .sum();
+    let objects: Vec<Value> = m.objects.iter().filter(|o| o.format != "ptx").map(object).collect();
+    let kernel_count: usize = objects.iter().map(|o| o["kernels"].as_array().map_or(0, Vec::len)).sum();
+    let instruction_count: u64 = objects.iter().map(|o| o["instruction_summary"]["instruction_count"].as_u64().unwrap_or(0)).sum();
     json!({
         "schema": SCHEMA,
         "captured_at_utc": m.created_at,

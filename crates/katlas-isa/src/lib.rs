@@ -36,11 +36,7 @@ pub use scan::{scan, ScanFailure, ScanOptions};
 /// Scans an in-memory buffer (a file's bytes) without disassembly: the entry point for
 /// fuzzing and mutation tests.
 pub fn scan_bytes(name: &str, data: Vec<u8>) -> (Vec<CodeObject>, Vec<manifest::ScanError>) {
-    let ctx = scan::Ctx::new(ScanOptions {
-        disasm: DisasmMode::Never,
-        ..Default::default()
-    })
-    .expect("no ptxas log: cannot fail");
+    let ctx = scan::Ctx::new(ScanOptions { disasm: DisasmMode::Never, ..Default::default() }).expect("no ptxas log: cannot fail");
     let (_, found) = scan::scan_blob(&ctx, name, blob::Blob::from_vec(data));
     (found.objects, found.errors)
 }
@@ -48,26 +44,14 @@ pub fn scan_bytes(name: &str, data: Vec<u8>) -> (Vec<CodeObject>, Vec<manifest::
 /// Scans one file and also returns every code object's bytes (keyed by chain text), for
 /// checking objects against external tools. No disassembly.
 /// Objects, errors, and each object's bytes keyed by its chain text.
-pub type ScanWithBytes = (
-    Vec<CodeObject>,
-    Vec<manifest::ScanError>,
-    std::collections::HashMap<String, blob::Blob>,
-);
+pub type ScanWithBytes = (Vec<CodeObject>, Vec<manifest::ScanError>, std::collections::HashMap<String, blob::Blob>);
 
 pub fn scan_file_with_bytes(path: &std::path::Path) -> std::io::Result<ScanWithBytes> {
-    let mut ctx = scan::Ctx::new(ScanOptions {
-        disasm: DisasmMode::Never,
-        ..Default::default()
-    })
-    .expect("no ptxas log: cannot fail");
+    let mut ctx = scan::Ctx::new(ScanOptions { disasm: DisasmMode::Never, ..Default::default() }).expect("no ptxas log: cannot fail");
     ctx.keep_bytes = Some(std::sync::Mutex::new(Default::default()));
     let file = std::fs::File::open(path)?;
     let blob = blob::Blob::map_file(&file)?;
     let (_, found) = scan::scan_blob(&ctx, &path.display().to_string(), blob);
-    let bytes = ctx
-        .keep_bytes
-        .take()
-        .and_then(|m| m.into_inner().ok())
-        .unwrap_or_default();
+    let bytes = ctx.keep_bytes.take().and_then(|m| m.into_inner().ok()).unwrap_or_default();
     Ok((found.objects, found.errors, bytes))
 }

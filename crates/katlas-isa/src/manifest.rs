@@ -70,9 +70,7 @@ pub struct ToolStatus {
     pub status: String,
 }
 
-#[derive(
-    Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash, PartialOrd, Ord,
-)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Vendor {
     Amd,
@@ -372,10 +370,7 @@ impl FieldMap {
     }
 
     pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
-        self.0
-            .binary_search_by(|(k, _)| k.as_str().cmp(key))
-            .ok()
-            .map(|i| &self.0[i].1)
+        self.0.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok().map(|i| &self.0[i].1)
     }
 
     /// Inserts or replaces (the last value for a key wins, as in a map).
@@ -558,20 +553,11 @@ mod tests {
     fn metadata_keeps_first_place_and_last_value_like_a_json_object() {
         let mut m = Metadata::new();
         let mut j = serde_json::Map::new();
-        for (k, v) in [
-            (".name", 1),
-            (".x", 2),
-            (".name", 3),
-            (".vgpr_count", 4),
-            (".x", 5),
-        ] {
+        for (k, v) in [(".name", 1), (".x", 2), (".name", 3), (".vgpr_count", 4), (".x", 5)] {
             m.insert(k, v.into());
             j.insert(k.to_string(), v.into());
         }
-        assert_eq!(
-            serde_json::to_string(&m).unwrap(),
-            serde_json::to_string(&j).unwrap()
-        );
+        assert_eq!(serde_json::to_string(&m).unwrap(), serde_json::to_string(&j).unwrap());
         assert_eq!(m.get(".name"), Some(&3.into()));
         assert_eq!(m.keys().collect::<Vec<_>>(), [".name", ".x", ".vgpr_count"]);
         let back: Metadata = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
@@ -586,10 +572,7 @@ mod tests {
             f.insert(k.to_string(), v.into());
             b.insert(k.to_string(), serde_json::Value::from(v));
         }
-        assert_eq!(
-            serde_json::to_string(&f).unwrap(),
-            serde_json::to_string(&b).unwrap()
-        );
+        assert_eq!(serde_json::to_string(&f).unwrap(), serde_json::to_string(&b).unwrap());
         assert_eq!(f.get(".z"), Some(&4.into()));
         let back: FieldMap = serde_json::from_str(&serde_json::to_string(&f).unwrap()).unwrap();
         assert_eq!(back, f);

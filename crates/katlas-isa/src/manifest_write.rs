@@ -22,23 +22,13 @@ pub fn write_pretty<W: Write>(m: &mut IsaManifest, w: &mut W) -> io::Result<()> 
 
 fn write<W: Write>(m: &mut IsaManifest, w: &mut W, pretty: bool) -> io::Result<()> {
     let objects = std::mem::take(&mut m.objects);
-    let skeleton = if pretty {
-        serde_json::to_string_pretty(&*m)
-    } else {
-        serde_json::to_string(&*m)
-    };
+    let skeleton = if pretty { serde_json::to_string_pretty(&*m) } else { serde_json::to_string(&*m) };
     m.objects = objects;
     let skeleton = skeleton.map_err(io::Error::other)?;
     // the one top-level key (pretty: at one level of indentation): unique in the text, since
     // string values escape their quotes
     let (mark, open, first_sep, sep, close): (&str, &[u8], &[u8], &[u8], &[u8]) = if pretty {
-        (
-            "\n  \"objects\": []",
-            b"\n  \"objects\": [",
-            b"\n    ",
-            b",\n    ",
-            b"\n  ]",
-        )
+        ("\n  \"objects\": []", b"\n  \"objects\": [", b"\n    ", b",\n    ", b"\n  ]")
     } else {
         ("\"objects\":[]", b"\"objects\":[", b"", b",", b"]")
     };
@@ -101,14 +91,7 @@ mod tests {
 
     #[test]
     fn bytes_equal_serde_json() {
-        let mut m = scan(
-            &[fixtures()],
-            ScanOptions {
-                disasm: DisasmMode::Never,
-                ..Default::default()
-            },
-        )
-        .expect("scan");
+        let mut m = scan(&[fixtures()], ScanOptions { disasm: DisasmMode::Never, ..Default::default() }).expect("scan");
         assert!(m.objects.len() > 10, "fixtures found: {}", m.objects.len());
         // more objects than one batch, so batch joins are covered too
         let base = m.objects.clone();
@@ -118,16 +101,10 @@ mod tests {
         for _ in 0..2 {
             let mut got = Vec::new();
             write_pretty(&mut m, &mut got).unwrap();
-            assert_eq!(
-                String::from_utf8(got).unwrap(),
-                serde_json::to_string_pretty(&m).unwrap()
-            );
+            assert_eq!(String::from_utf8(got).unwrap(), serde_json::to_string_pretty(&m).unwrap());
             let mut got = Vec::new();
             write_compact(&mut m, &mut got).unwrap();
-            assert_eq!(
-                String::from_utf8(got).unwrap(),
-                serde_json::to_string(&m).unwrap()
-            );
+            assert_eq!(String::from_utf8(got).unwrap(), serde_json::to_string(&m).unwrap());
             m.objects.clear();
         }
     }

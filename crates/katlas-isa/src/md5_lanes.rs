@@ -50,9 +50,7 @@ impl Backend {
             if std::arch::is_x86_feature_detected!("avx2") {
                 v.push(Backend::Avx2);
             }
-            if std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512vl")
-            {
+            if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl") {
                 v.push(Backend::Avx512Vl);
             }
             if std::arch::is_x86_feature_detected!("avx512f") {
@@ -97,19 +95,13 @@ pub fn md5_many_with(backend: Backend, msgs: &[&[u8]]) -> Vec<[u8; 16]> {
         }
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the CPU supports the backend (checked above).
-        Backend::Avx2 => run::<8>(msgs, &mut out, |s, p, st, n| unsafe {
-            x86::compress8(s, p, st, n)
-        }),
+        Backend::Avx2 => run::<8>(msgs, &mut out, |s, p, st, n| unsafe { x86::compress8(s, p, st, n) }),
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        Backend::Avx512Vl => run::<8>(msgs, &mut out, |s, p, st, n| unsafe {
-            x86::compress8_vl(s, p, st, n)
-        }),
+        Backend::Avx512Vl => run::<8>(msgs, &mut out, |s, p, st, n| unsafe { x86::compress8_vl(s, p, st, n) }),
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        Backend::Avx512 => run::<16>(msgs, &mut out, |s, p, st, n| unsafe {
-            x86::compress16(s, p, st, n)
-        }),
+        Backend::Avx512 => run::<16>(msgs, &mut out, |s, p, st, n| unsafe { x86::compress16(s, p, st, n) }),
     }
     out
 }
@@ -193,14 +185,7 @@ impl Lane {
         let tail_blocks = if rest.len() < 56 { 1 } else { 2 };
         let bits = (d.len() as u64).wrapping_mul(8);
         tail[tail_blocks * 64 - 8..tail_blocks * 64].copy_from_slice(&bits.to_le_bytes());
-        Lane {
-            msg,
-            full_left: full,
-            off: 0,
-            tail,
-            tail_blocks,
-            tail_done: 0,
-        }
+        Lane { msg, full_left: full, off: 0, tail, tail_blocks, tail_done: 0 }
     }
 }
 
@@ -346,12 +331,7 @@ mod x86 {
     /// The CPU supports AVX-512F; `ptrs[i] + k * strides[i]` is readable for 64 bytes for every
     /// block `k < n`.
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn compress16(
-        state: &mut [[u32; 16]; 4],
-        ptrs: &[*const u8; 16],
-        strides: &[usize; 16],
-        n: usize,
-    ) {
+    pub unsafe fn compress16(state: &mut [[u32; 16]; 4], ptrs: &[*const u8; 16], strides: &[usize; 16], n: usize) {
         let mut a = _mm512_loadu_si512(state[0].as_ptr().cast());
         let mut b = _mm512_loadu_si512(state[1].as_ptr().cast());
         let mut c = _mm512_loadu_si512(state[2].as_ptr().cast());
@@ -389,10 +369,7 @@ mod x86 {
             }
             macro_rules! step {
                 ($f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $g:expr, $k:expr, $s:expr) => {
-                    let t = _mm512_add_epi32(
-                        $a,
-                        _mm512_add_epi32(m[$g], _mm512_set1_epi32($k as u32 as i32)),
-                    );
+                    let t = _mm512_add_epi32($a, _mm512_add_epi32(m[$g], _mm512_set1_epi32($k as u32 as i32)));
                     let t = _mm512_add_epi32(t, $f!($b, $c, $d));
                     $a = _mm512_add_epi32($b, _mm512_rol_epi32::<$s>(t));
                 };
@@ -463,15 +440,11 @@ mod x86 {
                 }
                 let ml = transpose8(&lo);
                 let mh = transpose8(&hi);
-                let m: [__m256i; 16] =
-                    std::array::from_fn(|w| if w < 8 { ml[w] } else { mh[w - 8] });
+                let m: [__m256i; 16] = std::array::from_fn(|w| if w < 8 { ml[w] } else { mh[w - 8] });
                 let (a0, b0, c0, d0) = (a, b, c, d);
                 macro_rules! step {
                     ($f:ident, $a:ident, $b:ident, $c:ident, $d:ident, $g:expr, $k:expr, $s:expr) => {
-                        let t = _mm256_add_epi32(
-                            $a,
-                            _mm256_add_epi32(m[$g], _mm256_set1_epi32($k as u32 as i32)),
-                        );
+                        let t = _mm256_add_epi32($a, _mm256_add_epi32(m[$g], _mm256_set1_epi32($k as u32 as i32)));
                         let t = _mm256_add_epi32(t, $f!($b, $c, $d));
                         $a = _mm256_add_epi32($b, $rol!(t, $s));
                     };
@@ -495,12 +468,7 @@ mod x86 {
     /// The CPU supports AVX2; `ptrs[i] + k * strides[i]` is readable for 64 bytes for every
     /// block `k < n`.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn compress8(
-        state: &mut [[u32; 8]; 4],
-        ptrs: &[*const u8; 8],
-        strides: &[usize; 8],
-        n: usize,
-    ) {
+    pub unsafe fn compress8(state: &mut [[u32; 8]; 4], ptrs: &[*const u8; 8], strides: &[usize; 8], n: usize) {
         let ones = _mm256_set1_epi32(-1);
         macro_rules! F {
             ($b:expr, $c:expr, $d:expr) => {
@@ -524,10 +492,7 @@ mod x86 {
         }
         macro_rules! rol {
             ($t:expr, $s:expr) => {
-                _mm256_or_si256(
-                    _mm256_slli_epi32::<$s>($t),
-                    _mm256_srli_epi32::<{ 32 - $s }>($t),
-                )
+                _mm256_or_si256(_mm256_slli_epi32::<$s>($t), _mm256_srli_epi32::<{ 32 - $s }>($t))
             };
         }
         compress8_body!(state, ptrs, strides, n, F, G, H, I, rol)
@@ -539,12 +504,7 @@ mod x86 {
     /// The CPU supports AVX-512F and AVX-512VL; `ptrs[i] + k * strides[i]` is readable for 64
     /// bytes for every block `k < n`.
     #[target_feature(enable = "avx2,avx512f,avx512vl")]
-    pub unsafe fn compress8_vl(
-        state: &mut [[u32; 8]; 4],
-        ptrs: &[*const u8; 8],
-        strides: &[usize; 8],
-        n: usize,
-    ) {
+    pub unsafe fn compress8_vl(state: &mut [[u32; 8]; 4], ptrs: &[*const u8; 8], strides: &[usize; 8], n: usize) {
         // truth tables as in compress16
         macro_rules! F {
             ($b:expr, $c:expr, $d:expr) => {
@@ -665,10 +625,7 @@ mod tests {
             (b"", "d41d8cd98f00b204e9800998ecf8427e"),
             (b"abc", "900150983cd24fb0d6963f7d28e17f72"),
             (b"message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
-            (
-                b"12345678901234567890123456789012345678901234567890123456789012345678901234567890",
-                "57edf4a22be3c955ac49da2e2107b67a",
-            ),
+            (b"12345678901234567890123456789012345678901234567890123456789012345678901234567890", "57edf4a22be3c955ac49da2e2107b67a"),
         ];
         let msgs: Vec<&[u8]> = cases.iter().map(|c| c.0).collect();
         for b in Backend::supported() {

@@ -41,25 +41,17 @@ pub struct Disassemblers {
 
 fn which(name: &str, extra: &[PathBuf]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(extra.iter().cloned())
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+    std::env::split_paths(&path).chain(extra.iter().cloned()).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 fn version_of(path: &Path, arg: &str) -> Option<String> {
     let out = Command::new(path).arg(arg).output().ok()?;
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    text.lines()
-        .find(|l| l.to_lowercase().contains("version") || l.contains("release"))
-        .map(|l| l.trim().to_string())
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    text.lines().find(|l| l.to_lowercase().contains("version") || l.contains("release")).map(|l| l.trim().to_string())
 }
 
 fn from_env(var: &str) -> Option<PathBuf> {
-    std::env::var_os(var)
-        .map(PathBuf::from)
-        .filter(|p| p.is_file())
+    std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_file())
 }
 
 impl Disassemblers {
@@ -70,30 +62,18 @@ impl Disassemblers {
         let amd = from_env("KATLAS_LLVM_OBJDUMP")
             .or_else(|| which("llvm-objdump-22", &llvm_dirs))
             .or_else(|| which("llvm-objdump", &llvm_dirs))
-            .map(|p| Tool {
-                name: "llvm-objdump".into(),
-                version: version_of(&p, "--version"),
-                path: p,
-            });
-        let nvdisasm = from_env("KATLAS_NVDISASM")
-            .or_else(|| which("nvdisasm", &[]))
-            .map(|p| Tool {
-                name: "nvdisasm".into(),
-                version: version_of(&p, "--version"),
-                path: p,
-            });
-        let cuobjdump = from_env("KATLAS_CUOBJDUMP")
-            .or_else(|| which("cuobjdump", &[]))
-            .map(|p| Tool {
-                name: "cuobjdump".into(),
-                version: version_of(&p, "--version"),
-                path: p,
-            });
-        Disassemblers {
-            amd,
-            nvdisasm,
-            cuobjdump,
-        }
+            .map(|p| Tool { name: "llvm-objdump".into(), version: version_of(&p, "--version"), path: p });
+        let nvdisasm = from_env("KATLAS_NVDISASM").or_else(|| which("nvdisasm", &[])).map(|p| Tool {
+            name: "nvdisasm".into(),
+            version: version_of(&p, "--version"),
+            path: p,
+        });
+        let cuobjdump = from_env("KATLAS_CUOBJDUMP").or_else(|| which("cuobjdump", &[])).map(|p| Tool {
+            name: "cuobjdump".into(),
+            version: version_of(&p, "--version"),
+            path: p,
+        });
+        Disassemblers { amd, nvdisasm, cuobjdump }
     }
 
     pub fn for_vendor(&self, v: Vendor) -> Option<&Tool> {
@@ -125,10 +105,7 @@ impl Disassemblers {
             vendor: "amd".into(),
             name: NATIVE_AMD.into(),
             path: None,
-            version: Some(format!(
-                "built in; opcode tables from LLVM {}",
-                crate::amd::decode::table_llvm_version()
-            )),
+            version: Some(format!("built in; opcode tables from LLVM {}", crate::amd::decode::table_llvm_version())),
             status: match mode {
                 DisasmMode::Never | DisasmMode::External => "disabled".into(),
                 _ => "found".into(),
@@ -142,38 +119,21 @@ impl Disassemblers {
 /// `disassembled:katlas-amdgpu` (native), `disassembled:<tool>`, `absent:<tool>`,
 /// `failed:<why>` or `disabled`. When the native decoder refuses an object, the reason is
 /// kept in the object's warnings and llvm-objdump does the work.
-pub fn attach(
-    tools: &Disassemblers,
-    mode: DisasmMode,
-    data: &[u8],
-    obj: &mut CodeObject,
-) -> String {
+pub fn attach(tools: &Disassemblers, mode: DisasmMode, data: &[u8], obj: &mut CodeObject) -> String {
     if mode == DisasmMode::Never {
         return "disabled".into();
     }
-    if obj.vendor == Vendor::Amd
-        && mode != DisasmMode::External
-        && crate::amd::decode::Decoder::for_arch(&obj.arch).is_some()
-    {
+    if obj.vendor == Vendor::Amd && mode != DisasmMode::External && crate::amd::decode::Decoder::for_arch(&obj.arch).is_some() {
         match crate::amd::decode::object_mix(data, &obj.arch) {
             Ok(mixes) => {
                 set_kernel_mixes(obj, &mixes);
                 return format!("disassembled:{NATIVE_AMD}");
             }
-            Err(e) => obj.warnings.push(format!(
-                "native AMDGPU decoder refused the object ({e}); instruction mix from llvm-objdump"
-            )),
+            Err(e) => obj.warnings.push(format!("native AMDGPU decoder refused the object ({e}); instruction mix from llvm-objdump")),
         }
     }
     match tools.for_vendor(obj.vendor) {
-        None => format!(
-            "absent:{}",
-            if obj.vendor == Vendor::Amd {
-                "llvm-objdump"
-            } else {
-                "nvdisasm/cuobjdump"
-            }
-        ),
+        None => format!("absent:{}", if obj.vendor == Vendor::Amd { "llvm-objdump" } else { "nvdisasm/cuobjdump" }),
         Some(tool) => match disassemble(tool, obj.vendor, data) {
             Ok(mixes) => {
                 set_kernel_mixes(obj, &mixes);
@@ -191,18 +151,10 @@ fn set_kernel_mixes(obj: &mut CodeObject, mixes: &HashMap<String, InstructionMix
 }
 
 /// Runs the disassembler on one object and returns per-symbol mixes.
-pub fn disassemble(
-    tool: &Tool,
-    vendor: Vendor,
-    object: &[u8],
-) -> Result<HashMap<String, InstructionMix>, String> {
+pub fn disassemble(tool: &Tool, vendor: Vendor, object: &[u8]) -> Result<HashMap<String, InstructionMix>, String> {
     let mut f = tempfile::Builder::new()
         .prefix("katlas-isa-")
-        .suffix(if vendor == Vendor::Amd {
-            ".o"
-        } else {
-            ".cubin"
-        })
+        .suffix(if vendor == Vendor::Amd { ".o" } else { ".cubin" })
         .tempfile()
         .map_err(|e| format!("temp file: {e}"))?;
     f.write_all(object).map_err(|e| format!("temp file: {e}"))?;
@@ -218,19 +170,11 @@ pub fn disassemble(
     // pipe (measured 0.57 s vs 0.90 s for a 2.7 MB object); the file is then parsed streaming
     let listing = tempfile::tempfile().map_err(|e| format!("temp file: {e}"))?;
     let out = listing.try_clone().map_err(|e| format!("temp file: {e}"))?;
-    let result = cmd
-        .stdout(std::process::Stdio::from(out))
-        .stderr(std::process::Stdio::piped())
-        .output()
-        .map_err(|e| format!("{}: {e}", tool.path.display()))?;
+    let result =
+        cmd.stdout(std::process::Stdio::from(out)).stderr(std::process::Stdio::piped()).output().map_err(|e| format!("{}: {e}", tool.path.display()))?;
     if !result.status.success() {
         let err = String::from_utf8_lossy(&result.stderr);
-        return Err(format!(
-            "{} exited with {}: {}",
-            tool.name,
-            result.status,
-            err.trim().chars().take(300).collect::<String>()
-        ));
+        return Err(format!("{} exited with {}: {}", tool.name, result.status, err.trim().chars().take(300).collect::<String>()));
     }
     use std::io::Seek;
     let mut listing = listing;
@@ -250,10 +194,7 @@ struct Splitter {
 
 impl Splitter {
     fn new() -> Self {
-        Splitter {
-            out: HashMap::new(),
-            current: None,
-        }
+        Splitter { out: HashMap::new(), current: None }
     }
     fn start(&mut self, name: &str) {
         self.flush();
@@ -307,9 +248,7 @@ pub fn function_entries(object: &[u8]) -> HashMap<u64, String> {
     }
     use object::read::elf::SectionHeader;
     for s in &syms {
-        let exec = elf
-            .section(s.shndx as usize)
-            .is_some_and(|sh| sh.sh_flags(elf.endian) & object::elf::SHF_EXECINSTR as u64 != 0);
+        let exec = elf.section(s.shndx as usize).is_some_and(|sh| sh.sh_flags(elf.endian) & object::elf::SHF_EXECINSTR as u64 != 0);
         if exec && !s.name.is_empty() && crate::amd::decode::is_function(s.st_type) {
             let e = out.entry(s.value).or_insert_with(|| s.name.to_string());
             if s.name > e.as_str() {
@@ -323,10 +262,7 @@ pub fn function_entries(object: &[u8]) -> HashMap<u64, String> {
 /// Splits an AMD listing per function: a label at a function's entry starts that function
 /// (even when objdump printed a local label there instead); other labels (Tensile's local
 /// `label_*`) stay inside the current function. With no entries every label starts a bucket.
-pub fn split_llvm_objdump_functions(
-    r: impl std::io::BufRead,
-    entries: &HashMap<u64, String>,
-) -> HashMap<String, InstructionMix> {
+pub fn split_llvm_objdump_functions(r: impl std::io::BufRead, entries: &HashMap<u64, String>) -> HashMap<String, InstructionMix> {
     let mut sp = Splitter::new();
     each_line(r, |line| llvm_objdump_line(&mut sp, line, entries));
     sp.finish()
@@ -399,16 +335,9 @@ fn sass_line(sp: &mut Splitter, line: &str) {
     }
     let mut ins = t[i + 2..].trim().trim_start_matches('{').trim();
     if ins.starts_with('@') {
-        ins = ins
-            .split_once(char::is_whitespace)
-            .map(|x| x.1)
-            .unwrap_or("")
-            .trim();
+        ins = ins.split_once(char::is_whitespace).map(|x| x.1).unwrap_or("").trim();
     }
-    let mnemonic = ins
-        .split(|c: char| c.is_whitespace() || c == ';')
-        .next()
-        .unwrap_or("");
+    let mnemonic = ins.split(|c: char| c.is_whitespace() || c == ';').next().unwrap_or("");
     let base = mnemonic.split('.').next().unwrap_or("");
     if base.is_empty() || !base.chars().next().is_some_and(|c| c.is_ascii_uppercase()) {
         return;
@@ -431,15 +360,9 @@ pub fn amd_category(op: &str) -> &'static str {
     if op.starts_with("ds_") {
         return "lds";
     }
-    let vmem = [
-        "global_", "buffer_", "flat_", "scratch_", "tbuffer_", "image_",
-    ];
+    let vmem = ["global_", "buffer_", "flat_", "scratch_", "tbuffer_", "image_"];
     if vmem.iter().any(|p| op.starts_with(p)) {
-        return if has("_store") || has("_atomic") || op.starts_with("image_atomic") {
-            "vmem_store"
-        } else {
-            "vmem_load"
-        };
+        return if has("_store") || has("_atomic") || op.starts_with("image_atomic") { "vmem_store" } else { "vmem_load" };
     }
     if op.starts_with("s_load")
         || op.starts_with("s_buffer_")
@@ -451,20 +374,11 @@ pub fn amd_category(op: &str) -> &'static str {
     {
         return "smem";
     }
-    if op.starts_with("s_branch")
-        || op.starts_with("s_cbranch")
-        || op.starts_with("s_setpc")
-        || op.starts_with("s_swappc")
-        || op.starts_with("s_call")
-    {
+    if op.starts_with("s_branch") || op.starts_with("s_cbranch") || op.starts_with("s_setpc") || op.starts_with("s_swappc") || op.starts_with("s_call") {
         return "branch";
     }
     // gfx12 splits s_waitcnt into s_wait_loadcnt, s_wait_dscnt, ...: still waits, not scalar ALU
-    if op.starts_with("s_waitcnt")
-        || op.starts_with("s_wait_")
-        || op.starts_with("s_barrier")
-        || op == "s_sleep"
-    {
+    if op.starts_with("s_waitcnt") || op.starts_with("s_wait_") || op.starts_with("s_barrier") || op == "s_sleep" {
         return "wait";
     }
     if op == "s_nop" || op == "s_endpgm" || op == "s_code_end" || op.starts_with("s_trap") {
@@ -481,20 +395,15 @@ pub fn amd_category(op: &str) -> &'static str {
 
 pub fn sass_category(op: &str) -> &'static str {
     match op {
-        "HMMA" | "HGMMA" | "IMMA" | "IGMMA" | "QGMMA" | "BMMA" | "BGMMA" | "DMMA" | "OMMA"
-        | "QMMA" => "matrix",
+        "HMMA" | "HGMMA" | "IMMA" | "IGMMA" | "QGMMA" | "BMMA" | "BGMMA" | "DMMA" | "OMMA" | "QMMA" => "matrix",
         o if o.starts_with("UTC") && o.ends_with("MMA") => "matrix",
         "IDP" | "IDP4A" => "dot",
-        "LDG" | "LD" | "LDL" | "LDGSTS" | "UBLKCP" | "UTMALDG" | "LDGDEPBAR" | "TLD" | "TEX"
-        | "TLD4" | "SULD" => "vmem_load",
-        "STG" | "ST" | "STL" | "RED" | "REDG" | "ATOM" | "ATOMG" | "UTMASTG" | "UTMAREDG"
-        | "SUST" | "SUATOM" | "SURED" => "vmem_store",
+        "LDG" | "LD" | "LDL" | "LDGSTS" | "UBLKCP" | "UTMALDG" | "LDGDEPBAR" | "TLD" | "TEX" | "TLD4" | "SULD" => "vmem_load",
+        "STG" | "ST" | "STL" | "RED" | "REDG" | "ATOM" | "ATOMG" | "UTMASTG" | "UTMAREDG" | "SUST" | "SUATOM" | "SURED" => "vmem_store",
         "LDC" | "ULDC" => "smem",
         "LDS" | "STS" | "LDSM" | "STSM" | "ATOMS" | "LDSU" => "lds",
-        "BRA" | "BRX" | "JMP" | "JMX" | "CALL" | "RET" | "EXIT" | "BSSY" | "BSYNC" | "BREAK"
-        | "BRXU" | "JMXU" | "KILL" => "branch",
-        "BAR" | "DEPBAR" | "MEMBAR" | "WARPSYNC" | "SYNCS" | "ERRBAR" | "NANOSLEEP" | "CCTL"
-        | "FENCE" => "wait",
+        "BRA" | "BRX" | "JMP" | "JMX" | "CALL" | "RET" | "EXIT" | "BSSY" | "BSYNC" | "BREAK" | "BRXU" | "JMXU" | "KILL" => "branch",
+        "BAR" | "DEPBAR" | "MEMBAR" | "WARPSYNC" | "SYNCS" | "ERRBAR" | "NANOSLEEP" | "CCTL" | "FENCE" => "wait",
         "NOP" | "S2R" | "CS2R" | "S2UR" | "PMTRIG" | "BPT" => "other",
         o if o.starts_with('U') => "salu",
         _ => "valu",

@@ -15,20 +15,13 @@ fn need(d: &[u8], pos: usize, n: u64) -> Result<()> {
     if (d.len() - pos.min(d.len())) as u64 >= n {
         Ok(())
     } else {
-        Err(IsaError::Truncated {
-            what: W,
-            offset: pos as u64,
-            need: n,
-            have: (d.len() - pos.min(d.len())) as u64,
-        })
+        Err(IsaError::Truncated { what: W, offset: pos as u64, need: n, have: (d.len() - pos.min(d.len())) as u64 })
     }
 }
 
 fn be(d: &[u8], pos: usize, n: usize) -> Result<u64> {
     need(d, pos, n as u64)?;
-    Ok(d[pos..pos + n]
-        .iter()
-        .fold(0u64, |a, b| (a << 8) | *b as u64))
+    Ok(d[pos..pos + n].iter().fold(0u64, |a, b| (a << 8) | *b as u64))
 }
 
 /// Walks one value starting at `pos`; returns the position after it. `rmpv_deep` is set when
@@ -72,12 +65,7 @@ fn skip(d: &[u8], pos: usize, depth: u32, rmpv_deep: &mut bool) -> Result<usize>
         0xdd => (4, 0, be(d, p, 4)?),
         0xde => (2, 0, 2 * be(d, p, 2)?),
         0xdf => (4, 0, 2 * be(d, p, 4)?),
-        0xc1 => {
-            return Err(IsaError::malformed(
-                W,
-                format!("reserved marker 0xc1 at offset {pos}"),
-            ))
-        }
+        0xc1 => return Err(IsaError::malformed(W, format!("reserved marker 0xc1 at offset {pos}"))),
     };
     let mut q = p + hdr;
     need(d, q, payload)?;
@@ -97,10 +85,7 @@ pub fn check(d: &[u8]) -> Result<()> {
     let mut deep = false;
     skip(d, 0, 0, &mut deep)?;
     if deep {
-        return Err(IsaError::malformed(
-            W,
-            rmpv::decode::Error::DepthLimitExceeded.to_string(),
-        ));
+        return Err(IsaError::malformed(W, rmpv::decode::Error::DepthLimitExceeded.to_string()));
     }
     Ok(())
 }
@@ -110,8 +95,7 @@ pub fn decode(d: &[u8]) -> Result<rmpv::Value> {
     let mut deep = false;
     skip(d, 0, 0, &mut deep)?;
     let mut r = d;
-    rmpv::decode::read_value_with_max_depth(&mut r, MAX_DEPTH as usize + 1)
-        .map_err(|e| IsaError::malformed(W, e.to_string()))
+    rmpv::decode::read_value_with_max_depth(&mut r, MAX_DEPTH as usize + 1).map_err(|e| IsaError::malformed(W, e.to_string()))
 }
 
 pub fn to_json(v: &rmpv::Value) -> serde_json::Value {
@@ -129,17 +113,9 @@ pub fn to_json(v: &rmpv::Value) -> serde_json::Value {
                 J::Null
             }
         }
-        V::F32(f) => serde_json::Number::from_f64(*f as f64)
-            .map(J::Number)
-            .unwrap_or(J::Null),
-        V::F64(f) => serde_json::Number::from_f64(*f)
-            .map(J::Number)
-            .unwrap_or(J::Null),
-        V::String(s) => J::String(
-            s.as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| String::from_utf8_lossy(s.as_bytes()).into_owned()),
-        ),
+        V::F32(f) => serde_json::Number::from_f64(*f as f64).map(J::Number).unwrap_or(J::Null),
+        V::F64(f) => serde_json::Number::from_f64(*f).map(J::Number).unwrap_or(J::Null),
+        V::String(s) => J::String(s.as_str().map(str::to_string).unwrap_or_else(|| String::from_utf8_lossy(s.as_bytes()).into_owned())),
         V::Binary(b) => J::String(hex::encode(b)),
         V::Array(a) => J::Array(a.iter().map(to_json).collect()),
         V::Map(m) => J::Object(m.iter().map(|(k, v)| (key_string(k), to_json(v))).collect()),
@@ -149,18 +125,13 @@ pub fn to_json(v: &rmpv::Value) -> serde_json::Value {
 
 pub fn key_string(k: &rmpv::Value) -> String {
     match k {
-        rmpv::Value::String(s) => s
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| String::from_utf8_lossy(s.as_bytes()).into_owned()),
+        rmpv::Value::String(s) => s.as_str().map(str::to_string).unwrap_or_else(|| String::from_utf8_lossy(s.as_bytes()).into_owned()),
         other => other.to_string(),
     }
 }
 
 pub fn map_get<'a>(m: &'a [(rmpv::Value, rmpv::Value)], key: &str) -> Option<&'a rmpv::Value> {
-    m.iter()
-        .find(|(k, _)| k.as_str() == Some(key))
-        .map(|(_, v)| v)
+    m.iter().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v)
 }
 
 /// `String::from_utf8_lossy`, with the common valid case checked by the faster `from_utf8`.
@@ -298,12 +269,7 @@ impl<'a> Reader<'a> {
             0xdd => Item::Array(self.be(4)? as usize),
             0xde => Item::Map(self.be(2)? as usize),
             0xdf => Item::Map(self.be(4)? as usize),
-            0xc1 => {
-                return Err(IsaError::malformed(
-                    W,
-                    format!("reserved marker 0xc1 at offset {}", self.pos - 1),
-                ))
-            }
+            0xc1 => return Err(IsaError::malformed(W, format!("reserved marker 0xc1 at offset {}", self.pos - 1))),
         })
     }
 
@@ -338,8 +304,7 @@ impl<'a> Reader<'a> {
         }
         self.skip_body(it)?;
         let mut r = &self.d[start..self.pos];
-        let v =
-            rmpv::decode::read_value(&mut r).map_err(|e| IsaError::malformed(W, e.to_string()))?;
+        let v = rmpv::decode::read_value(&mut r).map_err(|e| IsaError::malformed(W, e.to_string()))?;
         Ok(Cow::Owned(key_string(&v)))
     }
 
@@ -360,12 +325,8 @@ impl<'a> Reader<'a> {
             Item::Bool(b) => J::Bool(b),
             Item::Uint(u) => J::from(u),
             Item::Int(i) => J::from(i),
-            Item::F32(f) => serde_json::Number::from_f64(f as f64)
-                .map(J::Number)
-                .unwrap_or(J::Null),
-            Item::F64(f) => serde_json::Number::from_f64(f)
-                .map(J::Number)
-                .unwrap_or(J::Null),
+            Item::F32(f) => serde_json::Number::from_f64(f as f64).map(J::Number).unwrap_or(J::Null),
+            Item::F64(f) => serde_json::Number::from_f64(f).map(J::Number).unwrap_or(J::Null),
             Item::Str(b) => J::String(lossy(b).into_owned()),
             Item::Bin(b) => J::String(hex::encode(b)),
             Item::Ext(t, b) => J::String(format!("ext{t}:{}", hex::encode(b))),

@@ -6,10 +6,7 @@ use katlas_arch::{occupancy, ArchDb, KernelResources, Occupancy};
 
 fn resources(vendor: Vendor, k: &Kernel) -> KernelResources {
     let r = &k.resources;
-    let wg = r
-        .reqd_workgroup_size
-        .map(|t| t.iter().product::<u32>())
-        .or(r.max_workgroup_size);
+    let wg = r.reqd_workgroup_size.map(|t| t.iter().product::<u32>()).or(r.max_workgroup_size);
     match vendor {
         Vendor::Amd => KernelResources {
             vgprs: r.vgpr,
@@ -24,19 +21,8 @@ fn resources(vendor: Vendor, k: &Kernel) -> KernelResources {
         Vendor::Nvidia => {
             let nv = k.nvidia.as_ref();
             // katlas-arch adds the runtime's per-block reservation itself
-            let shared = nv
-                .map(|n| {
-                    n.shared_static_bytes
-                        .saturating_sub(n.shared_reserved_bytes)
-                })
-                .unwrap_or(0);
-            KernelResources {
-                regs_per_thread: r.vgpr,
-                shared_bytes: shared,
-                wave_size: Some(32),
-                workgroup_size: wg,
-                ..Default::default()
-            }
+            let shared = nv.map(|n| n.shared_static_bytes.saturating_sub(n.shared_reserved_bytes)).unwrap_or(0);
+            KernelResources { regs_per_thread: r.vgpr, shared_bytes: shared, wave_size: Some(32), workgroup_size: wg, ..Default::default() }
         }
     }
 }
@@ -49,10 +35,7 @@ pub fn attach(obj: &mut CodeObject) {
     let Some(atom) = db.atom(&obj.arch) else {
         for k in &mut obj.kernels {
             k.occupancy = None;
-            k.occupancy_note = Some(format!(
-                "architecture {} is not in the katlas-arch table",
-                obj.arch
-            ));
+            k.occupancy_note = Some(format!("architecture {} is not in the katlas-arch table", obj.arch));
         }
         return;
     };
@@ -63,9 +46,7 @@ pub fn attach(obj: &mut CodeObject) {
         let res = match seen.iter().find(|(s, _)| *s == r) {
             Some((_, res)) => res.clone(),
             None => {
-                let res = occupancy(atom, &r)
-                    .map_err(|e| e.to_string())
-                    .map(Shared::new);
+                let res = occupancy(atom, &r).map_err(|e| e.to_string()).map(Shared::new);
                 seen.push((r, res.clone()));
                 res
             }

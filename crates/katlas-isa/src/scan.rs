@@ -34,15 +34,7 @@ pub struct ScanOptions {
 
 impl Default for ScanOptions {
     fn default() -> Self {
-        ScanOptions {
-            filter: None,
-            arch: None,
-            jobs: None,
-            disasm: DisasmMode::Auto,
-            ptxas_log: None,
-            cache_dir: None,
-            disassemblers: None,
-        }
+        ScanOptions { filter: None, arch: None, jobs: None, disasm: DisasmMode::Auto, ptxas_log: None, cache_dir: None, disassemblers: None }
     }
 }
 
@@ -88,11 +80,7 @@ pub fn detect(d: &[u8]) -> Kind {
             return Kind::Unrecognised;
         }
         let le = d[5] != 2;
-        let m = if le {
-            u16::from_le_bytes([d[18], d[19]])
-        } else {
-            u16::from_be_bytes([d[18], d[19]])
-        };
+        let m = if le { u16::from_le_bytes([d[18], d[19]]) } else { u16::from_be_bytes([d[18], d[19]]) };
         return match m {
             EM_AMDGPU => Kind::AmdElf,
             EM_CUDA => Kind::Cubin,
@@ -168,10 +156,7 @@ impl Md5Ahead {
         let mut leaves = Vec::new();
         let known = self.map.lock().ok();
         let pending = self.pending.lock().ok();
-        let unknown = |k: &BlobKey| {
-            known.as_ref().is_none_or(|m| !m.contains_key(k))
-                && pending.as_ref().is_none_or(|p| !p.contains(k))
-        };
+        let unknown = |k: &BlobKey| known.as_ref().is_none_or(|m| !m.contains_key(k)) && pending.as_ref().is_none_or(|p| !p.contains(k));
         for c in containers {
             let d = c.bytes();
             if detect(d) != Kind::Bundle {
@@ -225,11 +210,7 @@ impl Md5Ahead {
 
 /// Walks the children of `containers` with `walk`, hashing their leaf code objects many at a
 /// time: before the walk when the walk needs the digests (cache keys), else beside it.
-fn with_digests<'b>(
-    ctx: &Ctx,
-    containers: impl Iterator<Item = &'b Blob>,
-    walk: impl FnOnce() -> Found + Send,
-) -> Found {
+fn with_digests<'b>(ctx: &Ctx, containers: impl Iterator<Item = &'b Blob>, walk: impl FnOnce() -> Found + Send) -> Found {
     let leaves = ctx.ahead.leaves(containers);
     if !ctx.defer_digests() || leaves.len() < 2 {
         let _scope = ctx.ahead.compute(&leaves);
@@ -272,20 +253,12 @@ impl Ctx {
         };
         let ptxas = match &opts.ptxas_log {
             Some(p) => {
-                let text = std::fs::read_to_string(p)
-                    .map_err(|e| ScanFailure::BadInput(format!("{}: {e}", p.display())))?;
+                let text = std::fs::read_to_string(p).map_err(|e| ScanFailure::BadInput(format!("{}: {e}", p.display())))?;
                 ptxas_log::parse(&text)
             }
             None => HashMap::new(),
         };
-        Ok(Ctx {
-            opts,
-            tools,
-            ptxas,
-            memo: Mutex::new(HashMap::new()),
-            keep_bytes: None,
-            ahead: Md5Ahead::default(),
-        })
+        Ok(Ctx { opts, tools, ptxas, memo: Mutex::new(HashMap::new()), keep_bytes: None, ahead: Md5Ahead::default() })
     }
 
     /// True when no object's digest is needed before it is parsed (it keys the mix memo and
@@ -306,22 +279,13 @@ pub struct Found {
 impl Found {
     fn merge(mut self, o: Found) -> Found {
         let base = self.objects.len();
-        self.deferred
-            .extend(o.deferred.into_iter().map(|(i, k)| (i + base, k)));
+        self.deferred.extend(o.deferred.into_iter().map(|(i, k)| (i + base, k)));
         self.objects.extend(o.objects);
         self.errors.extend(o.errors);
         self
     }
     fn error(path: &str, chain: &[String], e: impl std::fmt::Display) -> Found {
-        Found {
-            objects: vec![],
-            errors: vec![ScanError {
-                path: path.to_string(),
-                chain: chain.join(SEP),
-                message: e.to_string(),
-            }],
-            deferred: vec![],
-        }
+        Found { objects: vec![], errors: vec![ScanError { path: path.to_string(), chain: chain.join(SEP), message: e.to_string() }], deferred: vec![] }
     }
 }
 
@@ -386,11 +350,7 @@ fn host_elf(ctx: &Ctx, path: &str, blob: &Blob, chain: Vec<String>, depth: usize
         }
         let c = push(&chain, name.clone());
         let Some(range) = elf.section_range(sh) else {
-            found = found.merge(Found::error(
-                path,
-                &c,
-                format!("section {name} lies outside the file"),
-            ));
+            found = found.merge(Found::error(path, &c, format!("section {name} lies outside the file")));
             continue;
         };
         let region = match blob.slice(range, "fatbin section") {
@@ -403,11 +363,7 @@ fn host_elf(ctx: &Ctx, path: &str, blob: &Blob, chain: Vec<String>, depth: usize
         if is_hip {
             let (records, errs) = bundle::split_records(&region);
             for e in errs {
-                found.errors.push(ScanError {
-                    path: path.into(),
-                    chain: c.join(SEP),
-                    message: e.to_string(),
-                });
+                found.errors.push(ScanError { path: path.into(), chain: c.join(SEP), message: e.to_string() });
             }
             let many = records.len() > 1;
             let blobs: Vec<Blob> = records.iter().map(|r| r.blob.clone()).collect();
@@ -440,11 +396,7 @@ fn fatbin_region(ctx: &Ctx, path: &str, region: &Blob, chain: Vec<String>, depth
     let (containers, errs) = fatbin::split_containers(d);
     let mut found = Found::default();
     for e in errs {
-        found.errors.push(ScanError {
-            path: path.into(),
-            chain: chain.join(SEP),
-            message: e.to_string(),
-        });
+        found.errors.push(ScanError { path: path.into(), chain: chain.join(SEP), message: e.to_string() });
     }
     let mut work = Vec::new();
     for (base, f) in &containers {
@@ -487,14 +439,8 @@ fn fatbin_region(ctx: &Ctx, path: &str, region: &Blob, chain: Vec<String>, depth
 
 fn ptx_leaf(path: &str, d: &[u8], chain: Vec<String>) -> Found {
     let text = String::from_utf8_lossy(d);
-    let target = text
-        .lines()
-        .find_map(|l| {
-            l.trim_start()
-                .strip_prefix(".target")
-                .map(|t| t.split(',').next().unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_default();
+    let target =
+        text.lines().find_map(|l| l.trim_start().strip_prefix(".target").map(|t| t.split(',').next().unwrap_or("").trim().to_string())).unwrap_or_default();
     Found {
         objects: vec![CodeObject {
             path: path.into(),
@@ -532,11 +478,7 @@ fn leaf(ctx: &Ctx, path: &str, blob: &Blob, chain: Vec<String>, vendor: Vendor) 
     // which hold disassembled objects only, are not consulted
     let md5 = digest.unwrap_or_default();
     let want_mix = ctx.opts.disasm != DisasmMode::Never;
-    let memo_hit = if want_mix {
-        ctx.memo.lock().ok().and_then(|m| m.get(&md5).cloned())
-    } else {
-        None
-    };
+    let memo_hit = if want_mix { ctx.memo.lock().ok().and_then(|m| m.get(&md5).cloned()) } else { None };
     let cached = match memo_hit {
         None => disk_get(ctx, &md5, want_mix),
         Some(_) => None,
@@ -581,19 +523,14 @@ fn leaf(ctx: &Ctx, path: &str, blob: &Blob, chain: Vec<String>, vendor: Vendor) 
         }
     }
     if let Some(re) = &ctx.opts.filter {
-        obj.kernels.retain(|k| {
-            re.is_match(&k.name) || k.demangled.as_deref().is_some_and(|d| re.is_match(d))
-        });
+        obj.kernels.retain(|k| re.is_match(&k.name) || k.demangled.as_deref().is_some_and(|d| re.is_match(d)));
         if obj.kernels.is_empty() {
             return Found::default();
         }
     }
     if vendor == Vendor::Nvidia && !ctx.ptxas.is_empty() {
         for k in &mut obj.kernels {
-            let hit = ctx
-                .ptxas
-                .get(&(k.name.clone(), obj.arch.clone()))
-                .or_else(|| ctx.ptxas.get(&(k.name.clone(), String::new())));
+            let hit = ctx.ptxas.get(&(k.name.clone(), obj.arch.clone())).or_else(|| ctx.ptxas.get(&(k.name.clone(), String::new())));
             if let Some(p) = hit {
                 k.resources.spill_store_bytes = Some(p.spill_stores);
                 k.resources.spill_load_bytes = Some(p.spill_loads);
@@ -601,15 +538,7 @@ fn leaf(ctx: &Ctx, path: &str, blob: &Blob, chain: Vec<String>, vendor: Vendor) 
         }
     }
     crate::occupancy::attach(&mut obj);
-    Found {
-        objects: vec![obj],
-        errors: vec![],
-        deferred: if deferred {
-            vec![(0, blob.clone())]
-        } else {
-            vec![]
-        },
-    }
+    Found { objects: vec![obj], errors: vec![], deferred: if deferred { vec![(0, blob.clone())] } else { vec![] } }
 }
 
 /// What disassembling an object added to it, kept for its duplicates in the same scan: the
@@ -623,11 +552,7 @@ struct MixMemo {
 
 impl MixMemo {
     fn of(o: &CodeObject) -> MixMemo {
-        MixMemo {
-            status: o.mix_status.clone(),
-            warnings: o.warnings.clone(),
-            mixes: o.kernels.iter().map(|k| k.mix.clone()).collect(),
-        }
+        MixMemo { status: o.mix_status.clone(), warnings: o.warnings.clone(), mixes: o.kernels.iter().map(|k| k.mix.clone()).collect() }
     }
 
     /// Equal bytes parse to the same kernels in the same order.
@@ -640,13 +565,7 @@ impl MixMemo {
     }
 }
 
-fn parse_object(
-    ctx: &Ctx,
-    d: &[u8],
-    vendor: Vendor,
-    md5: &str,
-    disassemble: bool,
-) -> Result<CodeObject, IsaError> {
+fn parse_object(ctx: &Ctx, d: &[u8], vendor: Vendor, md5: &str, disassemble: bool) -> Result<CodeObject, IsaError> {
     let mut obj = match vendor {
         Vendor::Amd => {
             let p = crate::amd::parse(d)?;
@@ -706,10 +625,7 @@ fn cache_path(ctx: &Ctx, md5: &str, mix: bool) -> Option<PathBuf> {
         return None;
     }
     let dir = ctx.opts.cache_dir.as_ref()?;
-    Some(
-        dir.join(CACHE_VERSION)
-            .join(format!("{md5}{}.json", if mix { "-mix" } else { "" })),
-    )
+    Some(dir.join(CACHE_VERSION).join(format!("{md5}{}.json", if mix { "-mix" } else { "" })))
 }
 
 fn disk_get(ctx: &Ctx, md5: &str, mix: bool) -> Option<Arc<CodeObject>> {
@@ -719,12 +635,7 @@ fn disk_get(ctx: &Ctx, md5: &str, mix: bool) -> Option<Arc<CodeObject>> {
     // a cached "tool absent" result is not reused once a tool is there
     // --disasm objdump (External) wants the external tool's counts, not a cached native result
     let native = format!("disassembled:{}", mix::NATIVE_AMD);
-    if mix
-        && o.mix_status.as_deref().is_none_or(|s| {
-            !s.starts_with("disassembled")
-                || (ctx.opts.disasm == DisasmMode::External && s == native)
-        })
-    {
+    if mix && o.mix_status.as_deref().is_none_or(|s| !s.starts_with("disassembled") || (ctx.opts.disasm == DisasmMode::External && s == native)) {
         return None;
     }
     Some(Arc::new(o))
@@ -747,28 +658,17 @@ pub fn collect_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<ScanError>) {
     let mut errors = Vec::new();
     for p in paths {
         if p.is_dir() {
-            for e in walkdir::WalkDir::new(p)
-                .follow_links(false)
-                .sort_by_file_name()
-            {
+            for e in walkdir::WalkDir::new(p).follow_links(false).sort_by_file_name() {
                 match e {
                     Ok(e) if e.file_type().is_file() => files.push(e.into_path()),
                     Ok(_) => {}
-                    Err(e) => errors.push(ScanError {
-                        path: p.display().to_string(),
-                        chain: String::new(),
-                        message: e.to_string(),
-                    }),
+                    Err(e) => errors.push(ScanError { path: p.display().to_string(), chain: String::new(), message: e.to_string() }),
                 }
             }
         } else if p.exists() {
             files.push(p.clone());
         } else {
-            errors.push(ScanError {
-                path: p.display().to_string(),
-                chain: String::new(),
-                message: "no such file or directory".into(),
-            });
+            errors.push(ScanError { path: p.display().to_string(), chain: String::new(), message: "no such file or directory".into() });
         }
     }
     (files, errors)
@@ -777,10 +677,7 @@ pub fn collect_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<ScanError>) {
 /// Scans one file already in memory (used by tests and fuzzing as well as `scan`).
 pub fn scan_blob(ctx: &Ctx, path: &str, blob: Blob) -> (Kind, Found) {
     let kind = detect(blob.bytes());
-    let name = Path::new(path)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.to_string());
+    let name = Path::new(path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| path.to_string());
     let mut found = explore(ctx, path, blob, vec![name], 0);
     // every deferred digest is filled by the container that deferred it; hash any left over
     // rather than report an object without one
@@ -820,43 +717,15 @@ pub fn scan(paths: &[PathBuf], opts: ScanOptions) -> Result<IsaManifest, ScanFai
                 let path = f.display().to_string();
                 let file = match std::fs::File::open(f) {
                     Ok(x) => x,
-                    Err(e) => {
-                        return (
-                            InputFile {
-                                path: path.clone(),
-                                size: 0,
-                                kind: "unreadable".into(),
-                                objects: 0,
-                            },
-                            Found::error(&path, &[], e),
-                        )
-                    }
+                    Err(e) => return (InputFile { path: path.clone(), size: 0, kind: "unreadable".into(), objects: 0 }, Found::error(&path, &[], e)),
                 };
                 let blob = match Blob::map_file(&file) {
                     Ok(b) => b,
-                    Err(e) => {
-                        return (
-                            InputFile {
-                                path: path.clone(),
-                                size: 0,
-                                kind: "unreadable".into(),
-                                objects: 0,
-                            },
-                            Found::error(&path, &[], e),
-                        )
-                    }
+                    Err(e) => return (InputFile { path: path.clone(), size: 0, kind: "unreadable".into(), objects: 0 }, Found::error(&path, &[], e)),
                 };
                 let size = blob.len() as u64;
                 let (kind, found) = scan_blob(&ctx, &path, blob);
-                (
-                    InputFile {
-                        path,
-                        size,
-                        kind: kind.name().into(),
-                        objects: found.objects.len() as u64,
-                    },
-                    found,
-                )
+                (InputFile { path, size, kind: kind.name().into(), objects: found.objects.len() as u64 }, found)
             })
             .collect::<Vec<_>>()
     };
@@ -876,24 +745,14 @@ pub fn scan(paths: &[PathBuf], opts: ScanOptions) -> Result<IsaManifest, ScanFai
     }
     // --disasm always: a vendor whose objects were found must have had its disassembler
     if mode == DisasmMode::Always {
-        if let Some(o) = objects.iter().find(|o| {
-            o.mix_status
-                .as_deref()
-                .is_some_and(|s| s.starts_with("absent:"))
-        }) {
-            let which = if o.vendor == Vendor::Amd {
-                "AMD (llvm-objdump)"
-            } else {
-                "NVIDIA (nvdisasm or cuobjdump)"
-            };
+        if let Some(o) = objects.iter().find(|o| o.mix_status.as_deref().is_some_and(|s| s.starts_with("absent:"))) {
+            let which = if o.vendor == Vendor::Amd { "AMD (llvm-objdump)" } else { "NVIDIA (nvdisasm or cuobjdump)" };
             return Err(ScanFailure::MissingDisassembler(which.into()));
         }
     }
     let mut disassemblers = ctx.tools.status(mode);
     for t in &mut disassemblers {
-        let used = objects
-            .iter()
-            .any(|o| o.mix_status.as_deref() == Some(&format!("disassembled:{}", t.name)));
+        let used = objects.iter().any(|o| o.mix_status.as_deref() == Some(&format!("disassembled:{}", t.name)));
         if used {
             t.status = "used".into();
         }

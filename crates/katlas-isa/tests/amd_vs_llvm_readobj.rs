@@ -29,9 +29,7 @@ fn unquote(v: &str) -> String {
         return v[1..v.len() - 1].replace("''", "'");
     }
     if v.len() >= 2 && v.starts_with('"') && v.ends_with('"') {
-        return v[1..v.len() - 1]
-            .replace("\\\"", "\"")
-            .replace("\\\\", "\\");
+        return v[1..v.len() - 1].replace("\\\"", "\"").replace("\\\\", "\\");
     }
     v.to_string()
 }
@@ -42,19 +40,8 @@ fn kv(s: &str) -> (String, String) {
             let v = v.trim();
             // flow-style lists (`[ 256, 1, 1 ]`, `[]`) compare as comma-joined scalars
             if let Some(inner) = v.strip_prefix('[').and_then(|x| x.strip_suffix(']')) {
-                let items: Vec<String> = inner
-                    .split(',')
-                    .map(unquote)
-                    .filter(|x| !x.is_empty())
-                    .collect();
-                return (
-                    k.trim().to_string(),
-                    if items.is_empty() {
-                        "[]".into()
-                    } else {
-                        items.join(",")
-                    },
-                );
+                let items: Vec<String> = inner.split(',').map(unquote).filter(|x| !x.is_empty()).collect();
+                return (k.trim().to_string(), if items.is_empty() { "[]".into() } else { items.join(",") });
             }
             (k.trim().to_string(), unquote(v))
         }
@@ -85,11 +72,7 @@ fn parse_readobj(text: &str) -> Vec<YDoc> {
         } else if let Some(rest) = line.strip_prefix("  - ").filter(|r| r.starts_with('.')) {
             let mut k = YKernel::default();
             let (key, val) = kv(rest);
-            list_key = if val.is_empty() {
-                Some(key.clone())
-            } else {
-                None
-            };
+            list_key = if val.is_empty() { Some(key.clone()) } else { None };
             if !(val.is_empty() || key == ".args" && val == "[]") {
                 k.fields.insert(key, val);
             }
@@ -147,31 +130,14 @@ fn render(v: &J) -> Option<String> {
     }
 }
 
-fn compare_object(
-    chain: &str,
-    obj: &katlas_isa::CodeObject,
-    bytes: &[u8],
-    readobj: &Path,
-    dir: &Path,
-    idx: usize,
-) -> (usize, Vec<String>) {
+fn compare_object(chain: &str, obj: &katlas_isa::CodeObject, bytes: &[u8], readobj: &Path, dir: &Path, idx: usize) -> (usize, Vec<String>) {
     let f = dir.join(format!("obj{idx}.o"));
     std::fs::write(&f, bytes).expect("write temp object");
-    let out = Command::new(readobj)
-        .arg("--notes")
-        .arg(&f)
-        .output()
-        .expect("run llvm-readobj");
+    let out = Command::new(readobj).arg("--notes").arg(&f).output().expect("run llvm-readobj");
     let _ = std::fs::remove_file(&f);
     let mut bad = Vec::new();
     if !out.status.success() {
-        return (
-            0,
-            vec![format!(
-                "{chain}: llvm-readobj failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            )],
-        );
+        return (0, vec![format!("{chain}: llvm-readobj failed: {}", String::from_utf8_lossy(&out.stderr))]);
     }
     let docs = parse_readobj(&String::from_utf8_lossy(&out.stdout));
     let theirs: Vec<&YKernel> = docs.iter().flat_map(|d| d.kernels.iter()).collect();
@@ -181,11 +147,7 @@ fn compare_object(
         }
     }
     if theirs.len() != obj.kernels.len() {
-        bad.push(format!(
-            "{chain}: {} kernels, llvm-readobj {}",
-            obj.kernels.len(),
-            theirs.len()
-        ));
+        bad.push(format!("{chain}: {} kernels, llvm-readobj {}", obj.kernels.len(), theirs.len()));
     }
     let mut fields = 0;
     for (ours, y) in obj.kernels.iter().zip(theirs.iter()) {
@@ -194,30 +156,15 @@ fn compare_object(
             fields += 1;
             let got = amd.metadata.get(key).and_then(render);
             if got.as_deref() != Some(want.as_str()) {
-                bad.push(format!(
-                    "{chain} {}: {key} katlas {got:?} readobj {want:?}",
-                    ours.name
-                ));
+                bad.push(format!("{chain} {}: {key} katlas {got:?} readobj {want:?}", ours.name));
             }
         }
-        let extra: Vec<_> = amd
-            .metadata
-            .keys()
-            .filter(|k| !y.fields.contains_key(*k) && *k != ".args")
-            .collect();
+        let extra: Vec<_> = amd.metadata.keys().filter(|k| !y.fields.contains_key(*k) && *k != ".args").collect();
         if !extra.is_empty() {
-            bad.push(format!(
-                "{chain} {}: katlas has fields readobj lacks: {extra:?}",
-                ours.name
-            ));
+            bad.push(format!("{chain} {}: katlas has fields readobj lacks: {extra:?}", ours.name));
         }
         if y.args.len() != amd.args.len() {
-            bad.push(format!(
-                "{chain} {}: {} args, readobj {}",
-                ours.name,
-                amd.args.len(),
-                y.args.len()
-            ));
+            bad.push(format!("{chain} {}: {} args, readobj {}", ours.name, amd.args.len(), y.args.len()));
         }
         for (i, (a, ya)) in amd.args.iter().zip(y.args.iter()).enumerate() {
             for (key, want) in ya {
@@ -232,10 +179,7 @@ fn compare_object(
                     k => a.extra.get(k).and_then(render),
                 };
                 if got.as_deref() != Some(want.as_str()) {
-                    bad.push(format!(
-                        "{chain} {} arg {i}: {key} katlas {got:?} readobj {want:?}",
-                        ours.name
-                    ));
+                    bad.push(format!("{chain} {} arg {i}: {key} katlas {got:?} readobj {want:?}", ours.name));
                 }
             }
         }
@@ -246,23 +190,13 @@ fn compare_object(
             (".sgpr_count", r.sgpr.map(|x| x.to_string())),
             (".vgpr_spill_count", r.vgpr_spill.map(|x| x.to_string())),
             (".sgpr_spill_count", r.sgpr_spill.map(|x| x.to_string())),
-            (
-                ".group_segment_fixed_size",
-                r.lds_bytes.map(|x| x.to_string()),
-            ),
-            (
-                ".private_segment_fixed_size",
-                r.scratch_bytes.map(|x| x.to_string()),
-            ),
+            (".group_segment_fixed_size", r.lds_bytes.map(|x| x.to_string())),
+            (".private_segment_fixed_size", r.scratch_bytes.map(|x| x.to_string())),
             (".wavefront_size", r.wave_size.map(|x| x.to_string())),
         ];
         for (key, got) in pairs {
             if y.fields.get(key) != got.as_ref() {
-                bad.push(format!(
-                    "{chain} {}: resources {key} {got:?} readobj {:?}",
-                    ours.name,
-                    y.fields.get(key)
-                ));
+                bad.push(format!("{chain} {}: resources {key} {got:?} readobj {:?}", ours.name, y.fields.get(key)));
             }
         }
     }
@@ -278,10 +212,7 @@ fn check_files(files: &[PathBuf]) -> (usize, usize, usize, usize, Vec<String>) {
         .par_iter()
         .map(|f| {
             let (objs, errors, bytes) = katlas_isa::scan_file_with_bytes(f).expect("scan");
-            let mut bad: Vec<String> = errors
-                .iter()
-                .map(|e| format!("{}: scan error at {}: {}", f.display(), e.chain, e.message))
-                .collect();
+            let mut bad: Vec<String> = errors.iter().map(|e| format!("{}: scan error at {}: {}", f.display(), e.chain, e.message)).collect();
             let amd: Vec<_> = objs.iter().filter(|o| o.vendor == Vendor::Amd).collect();
             if amd.is_empty() {
                 bad.push(format!("{}: no AMD code objects found", f.display()));
@@ -291,30 +222,18 @@ fn check_files(files: &[PathBuf]) -> (usize, usize, usize, usize, Vec<String>) {
                 .map(|o| {
                     let b = bytes.get(&o.chain_text).expect("object bytes kept");
                     let idx = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let (n, mut bad) =
-                        compare_object(&o.chain_text, o, b.bytes(), &readobj, dir.path(), idx);
+                    let (n, mut bad) = compare_object(&o.chain_text, o, b.bytes(), &readobj, dir.path(), idx);
                     // the digest is computed many objects at a time, beside the parse: it must
                     // still be this object's own md5
                     let want = hex::encode(<md5::Md5 as md5::Digest>::digest(b.bytes()));
                     if o.md5 != want {
-                        bad.push(format!(
-                            "{}: md5 {} but the bytes hash to {want}",
-                            o.chain_text, o.md5
-                        ));
+                        bad.push(format!("{}: md5 {} but the bytes hash to {want}", o.chain_text, o.md5));
                     }
                     (n + 1, bad)
                 })
                 .collect();
             let kernels = amd.iter().map(|o| o.kernels.len()).sum::<usize>();
-            let kd = amd
-                .iter()
-                .flat_map(|o| &o.kernels)
-                .filter(|k| {
-                    k.amd
-                        .as_ref()
-                        .is_some_and(|a| !a.descriptor_mismatches.is_empty())
-                })
-                .count();
+            let kd = amd.iter().flat_map(|o| &o.kernels).filter(|k| k.amd.as_ref().is_some_and(|a| !a.descriptor_mismatches.is_empty())).count();
             let mut fields = 0;
             for (n, b) in results {
                 fields += n;
@@ -336,29 +255,19 @@ fn check_files(files: &[PathBuf]) -> (usize, usize, usize, usize, Vec<String>) {
 
 fn report(label: &str, files: &[PathBuf]) {
     let (objects, kernels, fields, kd, bad) = check_files(files);
-    eprintln!("{label}: {objects} objects, {kernels} kernels, {fields} fields compared with llvm-readobj, {} mismatches, {kd} descriptor cross-check disagreements", bad.len());
-    assert!(kernels > 0, "{label}: no kernels");
-    assert!(
-        bad.is_empty(),
-        "{label}: {} mismatches with llvm-readobj:\n{}",
-        bad.len(),
-        bad.iter().take(50).cloned().collect::<Vec<_>>().join("\n")
+    eprintln!(
+        "{label}: {objects} objects, {kernels} kernels, {fields} fields compared with llvm-readobj, {} mismatches, {kd} descriptor cross-check disagreements",
+        bad.len()
     );
+    assert!(kernels > 0, "{label}: no kernels");
+    assert!(bad.is_empty(), "{label}: {} mismatches with llvm-readobj:\n{}", bad.len(), bad.iter().take(50).cloned().collect::<Vec<_>>().join("\n"));
 }
 
 #[test]
 fn own_fixtures_agree_with_llvm_readobj() {
     let d = common::own_fixtures();
-    let files: Vec<PathBuf> = [
-        "kernels.hipfb",
-        "kernels.ccob",
-        "kernels.zlib.ccob",
-        "kernels.gfx1201.hsaco",
-        "kernels.host.o",
-    ]
-    .iter()
-    .map(|f| d.join(f))
-    .collect();
+    let files: Vec<PathBuf> =
+        ["kernels.hipfb", "kernels.ccob", "kernels.zlib.ccob", "kernels.gfx1201.hsaco", "kernels.host.o"].iter().map(|f| d.join(f)).collect();
     report("own fixtures", &files);
 }
 
@@ -373,47 +282,29 @@ fn rocrand_trixie_and_sid_agree_with_llvm_readobj() {
 
 #[test]
 fn hipblaslt_raw_hsaco_agree_with_llvm_readobj() {
-    let dir =
-        common::fetched_file("deb/sid/libhipblaslt1/usr/lib/x86_64-linux-gnu/hipblaslt/library");
+    let dir = common::fetched_file("deb/sid/libhipblaslt1/usr/lib/x86_64-linux-gnu/hipblaslt/library");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("library dir")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("Kernels.so-000-gfx"))
-        })
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("Kernels.so-000-gfx")))
         .collect();
     files.sort();
-    assert!(
-        files.len() >= 8,
-        "expected the Kernels.so-000-gfx*.hsaco files, found {}",
-        files.len()
-    );
+    assert!(files.len() >= 8, "expected the Kernels.so-000-gfx*.hsaco files, found {}", files.len());
     report("hipBLASLt Kernels.so-000-gfx*.hsaco", &files);
 }
 
 #[test]
 fn hipblaslt_tensile_ccob_agree_with_llvm_readobj() {
-    let dir =
-        common::fetched_file("deb/sid/libhipblaslt1/usr/lib/x86_64-linux-gnu/hipblaslt/library");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("library dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "co"))
-        .collect();
+    let dir = common::fetched_file("deb/sid/libhipblaslt1/usr/lib/x86_64-linux-gnu/hipblaslt/library");
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&dir).expect("library dir").filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "co")).collect();
     files.sort();
-    assert!(
-        files.len() > 100,
-        "expected hundreds of TensileLibrary_*.co, found {}",
-        files.len()
-    );
+    assert!(files.len() > 100, "expected hundreds of TensileLibrary_*.co, found {}", files.len());
     report("hipBLASLt TensileLibrary_*.co (CCOB v2)", &files);
 }
 
 #[test]
 fn rocsparse_bookworm_agrees_with_llvm_readobj() {
-    let f = common::fetched_file(
-        "deb/bookworm/librocsparse0/usr/lib/x86_64-linux-gnu/librocsparse.so.0.1",
-    );
+    let f = common::fetched_file("deb/bookworm/librocsparse0/usr/lib/x86_64-linux-gnu/librocsparse.so.0.1");
     report("rocSPARSE (bookworm)", &[f]);
 }

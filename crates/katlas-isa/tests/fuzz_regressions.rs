@@ -7,14 +7,8 @@ mod common;
 /// MessagePack and the ELF stay well-formed).
 fn hsaco_with_target(from: &[u8], to: &[u8]) -> Vec<u8> {
     assert_eq!(from.len(), to.len());
-    let mut d = std::fs::read(common::own_fixtures().join("kernels.gfx1201.hsaco"))
-        .expect("tests/fixtures/kernels.gfx1201.hsaco");
-    let at: Vec<usize> = d
-        .windows(from.len())
-        .enumerate()
-        .filter(|(_, w)| *w == from)
-        .map(|(i, _)| i)
-        .collect();
+    let mut d = std::fs::read(common::own_fixtures().join("kernels.gfx1201.hsaco")).expect("tests/fixtures/kernels.gfx1201.hsaco");
+    let at: Vec<usize> = d.windows(from.len()).enumerate().filter(|(_, w)| *w == from).map(|(i, _)| i).collect();
     assert_eq!(at.len(), 1, "target string must occur once in the fixture");
     d[at[0]..at[0] + to.len()].copy_from_slice(to);
     d
@@ -29,11 +23,7 @@ fn one_digit_processor_name_does_not_panic() {
     assert_eq!(p.arch, "gfx1-01");
     assert!(!p.kernels.is_empty());
     // gfx1 is read as generation 1 (< 10), so SGPRs are decoded from the descriptor.
-    let kd = p.kernels[0]
-        .amd
-        .as_ref()
-        .and_then(|a| a.descriptor.as_ref())
-        .expect("descriptor decoded");
+    let kd = p.kernels[0].amd.as_ref().and_then(|a| a.descriptor.as_ref()).expect("descriptor decoded");
     assert!(kd.sgpr_alloc.is_some());
     // The whole pipeline, as the fuzz target drives it.
     let (objects, _errors) = katlas_isa::scan_bytes("regression", d);

@@ -27,22 +27,11 @@ fn strip(mut v: J) -> J {
 
 fn current() -> String {
     let dir = common::own_fixtures();
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("fixtures dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
-        .collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("fixtures dir").filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
     files.sort();
     let mut out = Vec::new();
     for f in files {
-        let m = scan(
-            std::slice::from_ref(&f),
-            ScanOptions {
-                disasm: DisasmMode::Never,
-                ..Default::default()
-            },
-        )
-        .expect("scan");
+        let m = scan(std::slice::from_ref(&f), ScanOptions { disasm: DisasmMode::Never, ..Default::default() }).expect("scan");
         let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("?");
         for o in m.objects {
             let mut v = serde_json::to_value(&o).expect("object to JSON");
@@ -67,28 +56,11 @@ fn committed_fixtures_give_the_golden_manifest() {
         std::fs::write(&path, &got).expect("write golden");
         return;
     }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (KATLAS_BLESS=1 writes it)", path.display()));
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (KATLAS_BLESS=1 writes it)", path.display()));
     if got != want {
-        let line = got
-            .lines()
-            .zip(want.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or_else(|| got.lines().count().min(want.lines().count()));
-        let show = |t: &str| {
-            t.lines()
-                .skip(line.saturating_sub(3))
-                .take(7)
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        panic!(
-            "manifest differs from {} at line {}:\n--- golden\n{}\n--- now\n{}",
-            path.display(),
-            line + 1,
-            show(&want),
-            show(&got)
-        );
+        let line = got.lines().zip(want.lines()).position(|(a, b)| a != b).unwrap_or_else(|| got.lines().count().min(want.lines().count()));
+        let show = |t: &str| t.lines().skip(line.saturating_sub(3)).take(7).collect::<Vec<_>>().join("\n");
+        panic!("manifest differs from {} at line {}:\n--- golden\n{}\n--- now\n{}", path.display(), line + 1, show(&want), show(&got));
     }
     assert!(got.matches("\"md5\"").count() >= 18, "objects missing");
 }

@@ -19,16 +19,10 @@ const W: &str = "AMDGPU code object";
 fn reference(data: &[u8]) -> Result<J, String> {
     let elf = Elf::parse(data, W).map_err(|e| e.to_string())?;
     if elf.machine() != katlas_isa::elf::EM_AMDGPU {
-        return Err(format!(
-            "{W}: malformed: e_machine {} is not EM_AMDGPU",
-            elf.machine()
-        ));
+        return Err(format!("{W}: malformed: e_machine {} is not EM_AMDGPU", elf.machine()));
     }
     if elf.os_abi() != katlas_isa::elf::ELFOSABI_AMDGPU_HSA {
-        return Err(format!(
-            "{W}: unsupported: EI_OSABI {} (only AMDGPU_HSA, 64, is read)",
-            elf.os_abi()
-        ));
+        return Err(format!("{W}: unsupported: EI_OSABI {} (only AMDGPU_HSA, 64, is read)", elf.os_abi()));
     }
     let co = amd::code_object_version(elf.abi_version()).map_err(|e| e.to_string())?;
     let mut warnings = Vec::new();
@@ -74,12 +68,8 @@ fn reference(data: &[u8]) -> Result<J, String> {
     }
     let target = match target {
         Some(t) => t,
-        None => amd::target_from_flags(elf.flags()).ok_or_else(|| {
-            format!(
-                "{W}: malformed: metadata has no amdhsa.target and e_flags {:#x} name no known processor",
-                elf.flags()
-            )
-        })?,
+        None => amd::target_from_flags(elf.flags())
+            .ok_or_else(|| format!("{W}: malformed: metadata has no amdhsa.target and e_flags {:#x} name no known processor", elf.flags()))?,
     };
     let (arch, features) = amd::split_target(&target);
     descriptor::attach(&elf, &arch, &mut kernels, &mut warnings);
@@ -107,35 +97,17 @@ fn triple3(v: Option<&J>) -> Option<[u32; 3]> {
     Some([u32f(a.first())?, u32f(a.get(1))?, u32f(a.get(2))?])
 }
 
-const TYPED_ARG_FIELDS: [&str; 6] = [
-    ".name",
-    ".type_name",
-    ".value_kind",
-    ".offset",
-    ".size",
-    ".address_space",
-];
+const TYPED_ARG_FIELDS: [&str; 6] = [".name", ".type_name", ".value_kind", ".offset", ".size", ".address_space"];
 
 fn reference_kernel(k: &rmpv::Value) -> Result<Kernel, String> {
     let Some(kmap) = k.as_map() else {
         return Err(format!("{W}: malformed: kernel metadata is not a map"));
     };
-    let meta: serde_json::Map<String, J> = kmap
-        .iter()
-        .filter(|(key, _)| key.as_str() != Some(".args"))
-        .map(|(key, v)| (msgpack::key_string(key), msgpack::to_json(v)))
-        .collect();
+    let meta: serde_json::Map<String, J> =
+        kmap.iter().filter(|(key, _)| key.as_str() != Some(".args")).map(|(key, v)| (msgpack::key_string(key), msgpack::to_json(v))).collect();
     let raw_args = msgpack::map_get(kmap, ".args").map(msgpack::to_json);
-    let name = meta
-        .get(".name")
-        .and_then(J::as_str)
-        .ok_or_else(|| format!("{W}: malformed: kernel without .name"))?
-        .to_string();
-    let symbol = meta
-        .get(".symbol")
-        .and_then(J::as_str)
-        .unwrap_or(&name)
-        .to_string();
+    let name = meta.get(".name").and_then(J::as_str).ok_or_else(|| format!("{W}: malformed: kernel without .name"))?.to_string();
+    let symbol = meta.get(".symbol").and_then(J::as_str).unwrap_or(&name).to_string();
     let args = raw_args
         .as_ref()
         .and_then(J::as_array)
@@ -144,30 +116,14 @@ fn reference_kernel(k: &rmpv::Value) -> Result<Kernel, String> {
                 .map(|x| KernelArg {
                     name: x.get(".name").and_then(J::as_str).map(str::to_string),
                     type_name: x.get(".type_name").and_then(J::as_str).map(str::to_string),
-                    value_kind: x
-                        .get(".value_kind")
-                        .and_then(J::as_str)
-                        .unwrap_or("")
-                        .to_string(),
+                    value_kind: x.get(".value_kind").and_then(J::as_str).unwrap_or("").to_string(),
                     offset: u(x.get(".offset")).unwrap_or(0),
                     size: u(x.get(".size")).unwrap_or(0),
-                    address_space: x
-                        .get(".address_space")
-                        .and_then(J::as_str)
-                        .map(str::to_string),
-                    access: x
-                        .get(".access")
-                        .or_else(|| x.get(".actual_access"))
-                        .and_then(J::as_str)
-                        .map(str::to_string),
+                    address_space: x.get(".address_space").and_then(J::as_str).map(str::to_string),
+                    access: x.get(".access").or_else(|| x.get(".actual_access")).and_then(J::as_str).map(str::to_string),
                     extra: x
                         .as_object()
-                        .map(|o| {
-                            o.iter()
-                                .filter(|(k, _)| !TYPED_ARG_FIELDS.contains(&k.as_str()))
-                                .map(|(k, v)| (k.clone(), v.clone()))
-                                .collect()
-                        })
+                        .map(|o| o.iter().filter(|(k, _)| !TYPED_ARG_FIELDS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect())
                         .unwrap_or_default(),
                 })
                 .collect()
@@ -193,12 +149,7 @@ fn reference_kernel(k: &rmpv::Value) -> Result<Kernel, String> {
         name,
         symbol,
         resources,
-        amd: Some(AmdKernel {
-            metadata: meta.into(),
-            args,
-            descriptor: None,
-            descriptor_mismatches: vec![],
-        }),
+        amd: Some(AmdKernel { metadata: meta.into(), args, descriptor: None, descriptor_mismatches: vec![] }),
         nvidia: None,
         mix: None,
         occupancy: None,
@@ -217,14 +168,7 @@ fn fast(data: &[u8]) -> Result<J, String> {
 /// Every AMD code object a file holds, with its chain text.
 fn amd_objects(path: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     let (objs, _, bytes) = katlas_isa::scan_file_with_bytes(path).expect("readable fixture");
-    objs.iter()
-        .filter(|o| o.vendor == Vendor::Amd)
-        .filter_map(|o| {
-            bytes
-                .get(&o.chain_text)
-                .map(|b| (o.chain_text.clone(), b.bytes().to_vec()))
-        })
-        .collect()
+    objs.iter().filter(|o| o.vendor == Vendor::Amd).filter_map(|o| bytes.get(&o.chain_text).map(|b| (o.chain_text.clone(), b.bytes().to_vec()))).collect()
 }
 
 fn assert_same(what: &str, data: &[u8]) -> usize {
@@ -239,9 +183,7 @@ fn assert_same(what: &str, data: &[u8]) -> usize {
             &g[at.saturating_sub(200)..(at + 200).min(g.len())]
         );
     }
-    want.ok()
-        .and_then(|j| j["kernels"].as_array().map(Vec::len))
-        .unwrap_or(0)
+    want.ok().and_then(|j| j["kernels"].as_array().map(Vec::len)).unwrap_or(0)
 }
 
 #[test]
@@ -258,18 +200,12 @@ fn reader_matches_rmpv_reference_on_own_fixtures() {
             objects += 1;
         }
     }
-    assert!(
-        objects >= 10 && kernels >= 40,
-        "{objects} objects, {kernels} kernels"
-    );
+    assert!(objects >= 10 && kernels >= 40, "{objects} objects, {kernels} kernels");
 }
 
 #[test]
 fn reader_matches_rmpv_reference_on_fetched_libraries() {
-    let libs = [
-        "deb/trixie/librocrand1/usr/lib/x86_64-linux-gnu/librocrand.so.1.1",
-        "deb/sid/librocrand1/usr/lib/x86_64-linux-gnu/librocrand.so.1.1",
-    ];
+    let libs = ["deb/trixie/librocrand1/usr/lib/x86_64-linux-gnu/librocrand.so.1.1", "deb/sid/librocrand1/usr/lib/x86_64-linux-gnu/librocrand.so.1.1"];
     let mut kernels = 0;
     for l in libs {
         for (chain, data) in amd_objects(&common::fetched_file(l)) {
@@ -277,8 +213,7 @@ fn reader_matches_rmpv_reference_on_fetched_libraries() {
         }
     }
     // hipBLASLt's hand-written Tensile metadata: a few raw .hsaco files and CCOB .co files
-    let dir =
-        common::fetched_file("deb/sid/libhipblaslt1/usr/lib/x86_64-linux-gnu/hipblaslt/library");
+    let dir = common::fetched_file("deb/sid/libhipblaslt1/usr/lib/x86_64-linux-gnu/hipblaslt/library");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("hipblaslt library dir")
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -371,10 +306,7 @@ fn deep_nesting_is_refused_like_rmpv() {
             assert_eq!(got, want, "depth {depth}, leaf {leaf:?}");
             if got.is_ok() {
                 let v = msgpack::Reader::new(&doc).json().expect("reads");
-                assert_eq!(
-                    v,
-                    msgpack::to_json(&msgpack::decode(&doc).expect("decodes"))
-                );
+                assert_eq!(v, msgpack::to_json(&msgpack::decode(&doc).expect("decodes")));
             }
         }
     }

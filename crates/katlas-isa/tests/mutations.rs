@@ -71,22 +71,11 @@ fn fatbin_with(cubin: &[u8], flag: u64) -> Vec<u8> {
 
 fn seeds() -> Vec<(String, Vec<u8>)> {
     let d = common::own_fixtures();
-    let mut out: Vec<(String, Vec<u8>)> = [
-        "kernels.ccob",
-        "kernels.zlib.ccob",
-        "kernels.gfx1201.hsaco",
-        "kernels.host.o",
-        "kernels.sm_90a.cubin",
-        "kernels.hipfb",
-    ]
-    .iter()
-    .map(|f| {
-        (
-            f.to_string(),
-            std::fs::read(d.join(f)).expect("own fixture (scripts/build-isa-fixtures)"),
-        )
-    })
-    .collect();
+    let mut out: Vec<(String, Vec<u8>)> =
+        ["kernels.ccob", "kernels.zlib.ccob", "kernels.gfx1201.hsaco", "kernels.host.o", "kernels.sm_90a.cubin", "kernels.hipfb"]
+            .iter()
+            .map(|f| (f.to_string(), std::fs::read(d.join(f)).expect("own fixture (scripts/build-isa-fixtures)")))
+            .collect();
     let cubin = std::fs::read(d.join("kernels.sm_80.cubin")).unwrap();
     out.push(("raw.fatbin".into(), fatbin_with(&cubin, 0)));
     out.push(("lz4.fatbin".into(), fatbin_with(&cubin, 0x2000)));
@@ -135,11 +124,7 @@ fn ten_thousand_mutations_never_panic_or_overallocate() {
                 _ => {
                     // a forged 32/64-bit length somewhere in the first 4 KiB
                     let at = rng.random_range(0..m.len().min(4096).saturating_sub(8).max(1));
-                    let v: u64 = if rng.random() {
-                        u64::MAX >> rng.random_range(0..40)
-                    } else {
-                        rng.random_range(0..1 << 20)
-                    };
+                    let v: u64 = if rng.random() { u64::MAX >> rng.random_range(0..40) } else { rng.random_range(0..1 << 20) };
                     let n = (m.len() - at).min(8);
                     m[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
                     format!("forged length at {at}")
@@ -160,30 +145,18 @@ fn ten_thousand_mutations_never_panic_or_overallocate() {
                     }
                 }
                 Err(p) => {
-                    let msg = p
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
+                    let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
                     panics.push(format!("{name} ({how}): {msg}"));
                 }
             }
             // decompressed objects are legitimately larger than their input; a forged length is not
             let largest = LARGEST.load(Ordering::Relaxed);
             worst_ratio = worst_ratio.max(largest as f64 / len as f64);
-            assert!(
-                largest < 64 << 20,
-                "{name} ({how}): allocation of {largest} bytes for a {len}-byte input"
-            );
+            assert!(largest < 64 << 20, "{name} ({how}): allocation of {largest} bytes for a {len}-byte input");
         }
     }
     std::panic::set_hook(prev);
     eprintln!("{total} mutations: {ok} parsed cleanly, {err} gave errors, {} panics; largest allocation/input ratio {worst_ratio:.1}", panics.len());
     assert!(total >= 10_000);
-    assert!(
-        panics.is_empty(),
-        "{} panics:\n{}",
-        panics.len(),
-        panics.join("\n")
-    );
+    assert!(panics.is_empty(), "{} panics:\n{}", panics.len(), panics.join("\n"));
 }

@@ -28,14 +28,8 @@ fn parse_resource_usage(text: &str) -> Vec<Block> {
             arch = None;
         } else if t == "Resource usage:" {
             blocks.extend(cur.take());
-            cur = Some(Block {
-                arch: arch.take(),
-                functions: BTreeMap::new(),
-            });
-        } else if let Some(name) = t
-            .strip_prefix("Function ")
-            .and_then(|n| n.strip_suffix(':'))
-        {
+            cur = Some(Block { arch: arch.take(), functions: BTreeMap::new() });
+        } else if let Some(name) = t.strip_prefix("Function ").and_then(|n| n.strip_suffix(':')) {
             func = Some(name.to_string());
         } else if t.starts_with("REG:") {
             if let (Some(b), Some(f)) = (cur.as_mut(), func.take()) {
@@ -57,64 +51,35 @@ fn parse_resource_usage(text: &str) -> Vec<Block> {
 
 fn check(label: &str, file: &Path) {
     let cuobjdump = common::tool("cuobjdump");
-    let out = Command::new(&cuobjdump)
-        .arg("--dump-resource-usage")
-        .arg(file)
-        .output()
-        .expect("run cuobjdump");
-    assert!(
-        out.status.success(),
-        "{label}: cuobjdump failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new(&cuobjdump).arg("--dump-resource-usage").arg(file).output().expect("run cuobjdump");
+    assert!(out.status.success(), "{label}: cuobjdump failed: {}", String::from_utf8_lossy(&out.stderr));
     let blocks = parse_resource_usage(&String::from_utf8_lossy(&out.stdout));
     let (objs, errors, _) = katlas_isa::scan_file_with_bytes(file).expect("scan");
-    let mut bad: Vec<String> = errors
-        .iter()
-        .map(|e| format!("scan error at {}: {}", e.chain, e.message))
-        .collect();
-    let cubins: Vec<_> = objs
-        .iter()
-        .filter(|o| o.vendor == Vendor::Nvidia && o.format == "cubin")
-        .collect();
+    let mut bad: Vec<String> = errors.iter().map(|e| format!("scan error at {}: {}", e.chain, e.message)).collect();
+    let cubins: Vec<_> = objs.iter().filter(|o| o.vendor == Vendor::Nvidia && o.format == "cubin").collect();
     if cubins.len() != blocks.len() {
-        bad.push(format!(
-            "{} cubins, cuobjdump {} resource blocks",
-            cubins.len(),
-            blocks.len()
-        ));
+        bad.push(format!("{} cubins, cuobjdump {} resource blocks", cubins.len(), blocks.len()));
     }
     let (mut kernels, mut fields) = (0, 0);
     for (o, b) in cubins.iter().zip(blocks.iter()) {
         if let Some(a) = &b.arch {
             // cuobjdump takes the arch from the fatbin entry header, which has no room for the
             // `a` suffix; katlas reads it from the cubin's .nv.compat
-            let same = *a == o.arch
-                || (o.arch.strip_suffix('a') == Some(a.as_str())
-                    && o.nvidia.as_ref().is_some_and(|n| n.accelerator));
+            let same = *a == o.arch || (o.arch.strip_suffix('a') == Some(a.as_str()) && o.nvidia.as_ref().is_some_and(|n| n.accelerator));
             if !same {
-                bad.push(format!(
-                    "{}: arch katlas {} cuobjdump {a}",
-                    o.chain_text, o.arch
-                ));
+                bad.push(format!("{}: arch katlas {} cuobjdump {a}", o.chain_text, o.arch));
             }
         }
         for k in &o.kernels {
             kernels += 1;
             let nv = k.nvidia.as_ref().expect("nvidia block");
             let Some(theirs) = b.functions.get(&k.name) else {
-                bad.push(format!(
-                    "{} {}: not in cuobjdump's resource usage",
-                    o.chain_text, k.name
-                ));
+                bad.push(format!("{} {}: not in cuobjdump's resource usage", o.chain_text, k.name));
                 continue;
             };
             let ours = [
                 ("REG", nv.regcount.unwrap_or(0) as u64),
-                (
-                    "STACK",
-                    nv.min_stack_size.or(nv.max_stack_size).unwrap_or(0) as u64,
-                ),
+                ("STACK", nv.min_stack_size.or(nv.max_stack_size).unwrap_or(0) as u64),
                 ("SHARED", nv.shared_static_bytes),
                 ("LOCAL", nv.local_bytes),
                 ("CONSTANT[0]", nv.constant0_bytes),
@@ -123,10 +88,7 @@ fn check(label: &str, file: &Path) {
                 fields += 1;
                 match theirs.get(key) {
                     Some(want) if *want == got => {}
-                    want => bad.push(format!(
-                        "{} {}: {key} katlas {got} cuobjdump {want:?}",
-                        o.chain_text, k.name
-                    )),
+                    want => bad.push(format!("{} {}: {key} katlas {got} cuobjdump {want:?}", o.chain_text, k.name)),
                 }
             }
         }
@@ -138,22 +100,12 @@ fn check(label: &str, file: &Path) {
         bad.len()
     );
     assert!(kernels > 0, "{label}: no kernels");
-    assert!(
-        bad.is_empty(),
-        "{label}: {} mismatches with cuobjdump:\n{}",
-        bad.len(),
-        bad.iter().take(50).cloned().collect::<Vec<_>>().join("\n")
-    );
+    assert!(bad.is_empty(), "{label}: {} mismatches with cuobjdump:\n{}", bad.len(), bad.iter().take(50).cloned().collect::<Vec<_>>().join("\n"));
 }
 
 #[test]
 fn own_nvrtc_cubins_agree_with_cuobjdump() {
-    for f in [
-        "kernels.sm_80.cubin",
-        "kernels.sm_90.cubin",
-        "kernels.sm_90a.cubin",
-        "kernels.fatbin",
-    ] {
+    for f in ["kernels.sm_80.cubin", "kernels.sm_90.cubin", "kernels.sm_90a.cubin", "kernels.fatbin"] {
         check(f, &common::own_fixtures().join(f));
     }
 }
@@ -163,15 +115,8 @@ fn nvjpeg_cuda13_zstd_fatbin_agrees_with_cuobjdump() {
     let f: PathBuf = common::fetched_file("pypi/nvjpeg/nvidia/cu13/lib/libnvjpeg.so.13");
     check("libnvjpeg.so.13", &f);
     let (objs, _, _) = katlas_isa::scan_file_with_bytes(&f).unwrap();
-    assert!(
-        objs.iter().any(|o| o.chain_text.contains(",zstd]")),
-        "expected zstd fatbin entries in CUDA 13 nvJPEG"
-    );
-    assert!(
-        objs.iter()
-            .any(|o| o.nvidia.as_ref().is_some_and(|n| n.abi_version == 8)),
-        "expected ABI 8 cubins"
-    );
+    assert!(objs.iter().any(|o| o.chain_text.contains(",zstd]")), "expected zstd fatbin entries in CUDA 13 nvJPEG");
+    assert!(objs.iter().any(|o| o.nvidia.as_ref().is_some_and(|n| n.abi_version == 8)), "expected ABI 8 cubins");
 }
 
 #[test]
@@ -179,34 +124,17 @@ fn nvjpeg_cuda12_lz4_fatbin_agrees_with_cuobjdump() {
     let f: PathBuf = common::fetched_file("pypi/nvjpeg-cu12/nvidia/nvjpeg/lib/libnvjpeg.so.12");
     check("libnvjpeg.so.12", &f);
     let (objs, _, _) = katlas_isa::scan_file_with_bytes(&f).unwrap();
-    assert!(
-        objs.iter().any(|o| o.chain_text.contains(",lz4]")),
-        "expected LZ4 fatbin entries in CUDA 12 nvJPEG"
-    );
-    assert!(
-        objs.iter()
-            .any(|o| o.nvidia.as_ref().is_some_and(|n| n.abi_version == 7)),
-        "expected ABI 7 cubins"
-    );
+    assert!(objs.iter().any(|o| o.chain_text.contains(",lz4]")), "expected LZ4 fatbin entries in CUDA 12 nvJPEG");
+    assert!(objs.iter().any(|o| o.nvidia.as_ref().is_some_and(|n| n.abi_version == 7)), "expected ABI 7 cubins");
 }
 
 #[test]
 fn ptx_entries_match_cuobjdump_list() {
     let f = common::fetched_file("pypi/nvjpeg/nvidia/cu13/lib/libnvjpeg.so.13");
-    let out = Command::new(common::tool("cuobjdump"))
-        .arg("--list-ptx")
-        .arg(&f)
-        .output()
-        .expect("cuobjdump");
-    let listed = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.starts_with("PTX file"))
-        .count();
+    let out = Command::new(common::tool("cuobjdump")).arg("--list-ptx").arg(&f).output().expect("cuobjdump");
+    let listed = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with("PTX file")).count();
     let (objs, _, _) = katlas_isa::scan_file_with_bytes(&f).unwrap();
     let ptx: Vec<_> = objs.iter().filter(|o| o.format == "ptx").collect();
     assert_eq!(ptx.len(), listed, "PTX objects vs cuobjdump --list-ptx");
-    assert!(
-        ptx.iter().all(|p| !p.ptx_entries.is_empty()),
-        "every PTX object lists its .entry kernels"
-    );
+    assert!(ptx.iter().all(|p| !p.ptx_entries.is_empty()), "every PTX object lists its .entry kernels");
 }

@@ -15,17 +15,11 @@ fn scan_paths(paths: &[PathBuf], opts: ScanOptions) -> katlas_isa::IsaManifest {
 }
 
 fn quick() -> ScanOptions {
-    ScanOptions {
-        disasm: DisasmMode::Never,
-        ..Default::default()
-    }
+    ScanOptions { disasm: DisasmMode::Never, ..Default::default() }
 }
 
 fn kernel<'a>(o: &'a CodeObject, name: &str) -> &'a katlas_isa::Kernel {
-    o.kernels
-        .iter()
-        .find(|k| k.name == name)
-        .unwrap_or_else(|| panic!("{name} in {}", o.chain_text))
+    o.kernels.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{name} in {}", o.chain_text))
 }
 
 #[test]
@@ -34,79 +28,30 @@ fn bundle_holds_six_targets_with_spill_lds_and_scratch_kernels() {
     assert!(m.errors.is_empty(), "{:?}", m.errors);
     let mut archs: Vec<_> = m.objects.iter().map(|o| o.arch.clone()).collect();
     archs.sort();
-    assert_eq!(
-        archs,
-        ["gfx1030", "gfx1100", "gfx1201", "gfx906", "gfx90a", "gfx942"]
-    );
+    assert_eq!(archs, ["gfx1030", "gfx1100", "gfx1201", "gfx906", "gfx90a", "gfx942"]);
     for o in &m.objects {
         assert_eq!(o.chain.len(), 3, "{}", o.chain_text);
-        assert!(
-            o.chain[1].starts_with("bundle[hipv4-amdgcn-amd-amdhsa--"),
-            "{}",
-            o.chain_text
-        );
+        assert!(o.chain[1].starts_with("bundle[hipv4-amdgcn-amd-amdhsa--"), "{}", o.chain_text);
         assert_eq!(o.md5.len(), 32);
         let spill = kernel(o, "vgpr_spill");
-        assert!(
-            spill.resources.vgpr_spill.unwrap() > 0,
-            "{}: forced VGPR spills",
-            o.arch
-        );
+        assert!(spill.resources.vgpr_spill.unwrap() > 0, "{}: forced VGPR spills", o.arch);
         assert!(spill.resources.scratch_bytes.unwrap() > 0);
         assert_eq!(kernel(o, "lds_reduce").resources.lds_bytes, Some(1024));
         assert!(kernel(o, "scratch_walk").resources.scratch_bytes.unwrap() >= 256);
         let wave = if o.arch.starts_with("gfx9") { 64 } else { 32 };
-        assert_eq!(
-            kernel(o, "saxpy").resources.wave_size,
-            Some(wave),
-            "{}",
-            o.arch
-        );
-        let kd = kernel(o, "saxpy")
-            .amd
-            .as_ref()
-            .unwrap()
-            .descriptor
-            .as_ref()
-            .expect("kernel descriptor decoded");
+        assert_eq!(kernel(o, "saxpy").resources.wave_size, Some(wave), "{}", o.arch);
+        let kd = kernel(o, "saxpy").amd.as_ref().unwrap().descriptor.as_ref().expect("kernel descriptor decoded");
         assert_eq!(kd.wave32, wave == 32);
-        assert!(
-            kernel(o, "scratch_walk")
-                .amd
-                .as_ref()
-                .unwrap()
-                .descriptor
-                .as_ref()
-                .unwrap()
-                .enable_private_segment
-        );
+        assert!(kernel(o, "scratch_walk").amd.as_ref().unwrap().descriptor.as_ref().unwrap().enable_private_segment);
         for k in &o.kernels {
-            let occ = k.occupancy.as_ref().unwrap_or_else(|| {
-                panic!("{} {}: occupancy: {:?}", o.arch, k.name, k.occupancy_note)
-            });
-            assert!(
-                occ.achieved > 0 && !occ.limiter.name().is_empty(),
-                "{occ:?}"
-            );
-            assert!(
-                k.amd.as_ref().unwrap().descriptor_mismatches.is_empty(),
-                "{} {}: {:?}",
-                o.arch,
-                k.name,
-                k.amd.as_ref().unwrap().descriptor_mismatches
-            );
+            let occ = k.occupancy.as_ref().unwrap_or_else(|| panic!("{} {}: occupancy: {:?}", o.arch, k.name, k.occupancy_note));
+            assert!(occ.achieved > 0 && !occ.limiter.name().is_empty(), "{occ:?}");
+            assert!(k.amd.as_ref().unwrap().descriptor_mismatches.is_empty(), "{} {}: {:?}", o.arch, k.name, k.amd.as_ref().unwrap().descriptor_mismatches);
         }
-        assert_eq!(
-            o.amd.as_ref().unwrap().code_object_version,
-            6,
-            "clang-22 defaults to code object v6"
-        );
+        assert_eq!(o.amd.as_ref().unwrap().code_object_version, 6, "clang-22 defaults to code object v6");
     }
     let g90a = m.objects.iter().find(|o| o.arch == "gfx90a").unwrap();
-    assert!(
-        kernel(g90a, "vgpr_spill").resources.agpr.is_some(),
-        "gfx90a reports .agpr_count"
-    );
+    assert!(kernel(g90a, "vgpr_spill").resources.agpr.is_some(), "gfx90a reports .agpr_count");
 }
 
 #[test]
@@ -114,27 +59,12 @@ fn compressed_bundles_zstd_v3_and_zlib_v2() {
     let m = scan_paths(&[fx("kernels.ccob"), fx("kernels.zlib.ccob")], quick());
     assert!(m.errors.is_empty(), "{:?}", m.errors);
     let chains: Vec<_> = m.objects.iter().map(|o| o.chain_text.clone()).collect();
-    assert!(
-        chains
-            .iter()
-            .any(|c| c.contains("ccob[v3,zstd]") && c.contains("gfx90a")),
-        "{chains:?}"
-    );
-    assert!(
-        chains
-            .iter()
-            .any(|c| c.contains("ccob[v2,zlib]") && c.contains("gfx1100")),
-        "{chains:?}"
-    );
+    assert!(chains.iter().any(|c| c.contains("ccob[v3,zstd]") && c.contains("gfx90a")), "{chains:?}");
+    assert!(chains.iter().any(|c| c.contains("ccob[v2,zlib]") && c.contains("gfx1100")), "{chains:?}");
     // the same kernels reached through either compression read the same
     let a: Vec<_> = m.objects.iter().filter(|o| o.arch == "gfx90a").collect();
     assert_eq!(a.len(), 2);
-    let res = |o: &CodeObject| {
-        o.kernels
-            .iter()
-            .map(|k| (k.name.clone(), k.resources.clone()))
-            .collect::<Vec<_>>()
-    };
+    let res = |o: &CodeObject| o.kernels.iter().map(|k| (k.name.clone(), k.resources.clone())).collect::<Vec<_>>();
     assert_eq!(res(a[0]), res(a[1]));
 }
 
@@ -143,19 +73,12 @@ fn host_object_chain_goes_through_hip_fatbin() {
     let m = scan_paths(&[fx("kernels.host.o")], quick());
     assert_eq!(m.inputs[0].kind, "host-elf");
     assert_eq!(m.objects.len(), 1);
-    assert_eq!(
-        m.objects[0].chain_text,
-        "kernels.host.o › .hip_fatbin › bundle[hipv4-amdgcn-amd-amdhsa--gfx942] › elf"
-    );
+    assert_eq!(m.objects[0].chain_text, "kernels.host.o › .hip_fatbin › bundle[hipv4-amdgcn-amd-amdhsa--gfx942] › elf");
 }
 
 #[test]
 fn directory_scan_recognises_by_content_and_filters() {
-    let opts = ScanOptions {
-        filter: Some(regex::Regex::new("spill").unwrap()),
-        arch: Some("gfx1201".into()),
-        ..quick()
-    };
+    let opts = ScanOptions { filter: Some(regex::Regex::new("spill").unwrap()), arch: Some("gfx1201".into()), ..quick() };
     let m = scan_paths(&[common::own_fixtures()], opts);
     assert!(m.objects.len() >= 2, "bundle and bare hsaco for gfx1201");
     for o in &m.objects {
@@ -163,11 +86,7 @@ fn directory_scan_recognises_by_content_and_filters() {
         assert_eq!(o.kernels.len(), 1);
         assert_eq!(o.kernels[0].name, "vgpr_spill");
     }
-    let src = m
-        .inputs
-        .iter()
-        .find(|i| i.path.ends_with("kernels.hip"))
-        .unwrap();
+    let src = m.inputs.iter().find(|i| i.path.ends_with("kernels.hip")).unwrap();
     assert_eq!(src.kind, "unrecognised");
 }
 
@@ -180,35 +99,19 @@ fn code_object_v2_and_v3_are_unsupported_v5_is_read() {
         let (objs, errs) = katlas_isa::scan_bytes("x.hsaco", b);
         if ok {
             assert_eq!(objs.len(), 1, "abi {abi}: {errs:?}");
-            assert_eq!(
-                objs[0].amd.as_ref().unwrap().code_object_version,
-                abi as u32 + 2
-            );
+            assert_eq!(objs[0].amd.as_ref().unwrap().code_object_version, abi as u32 + 2);
         } else {
             assert!(objs.is_empty());
             let msg = &errs[0].message;
-            assert!(
-                msg.contains("unsupported") && msg.contains(&format!("code object v{}", abi + 2)),
-                "{msg}"
-            );
+            assert!(msg.contains("unsupported") && msg.contains(&format!("code object v{}", abi + 2)), "{msg}");
         }
     }
 }
 
 #[test]
 fn cubins_sm80_sm90_sm90a_with_ptxas_log_spills() {
-    let opts = ScanOptions {
-        ptxas_log: Some(fx("kernels.sm_90a.cubin.log")),
-        ..quick()
-    };
-    let m = scan_paths(
-        &[
-            fx("kernels.sm_80.cubin"),
-            fx("kernels.sm_90.cubin"),
-            fx("kernels.sm_90a.cubin"),
-        ],
-        opts,
-    );
+    let opts = ScanOptions { ptxas_log: Some(fx("kernels.sm_90a.cubin.log")), ..quick() };
+    let m = scan_paths(&[fx("kernels.sm_80.cubin"), fx("kernels.sm_90.cubin"), fx("kernels.sm_90a.cubin")], opts);
     assert!(m.errors.is_empty(), "{:?}", m.errors);
     let archs: Vec<_> = m.objects.iter().map(|o| o.arch.as_str()).collect();
     assert_eq!(archs, ["sm_80", "sm_90", "sm_90a"]);
@@ -216,31 +119,12 @@ fn cubins_sm80_sm90_sm90a_with_ptxas_log_spills() {
         assert_eq!(o.vendor, Vendor::Nvidia);
         let nv = o.nvidia.as_ref().unwrap();
         assert_eq!(nv.abi_version, 8);
-        assert!(
-            nv.toolkit.as_deref().unwrap().contains("13.0"),
-            "{:?}",
-            nv.toolkit
-        );
-        assert!(
-            nv.tool_options
-                .as_deref()
-                .unwrap()
-                .contains(&format!("-arch {}", o.arch)),
-            "{:?}",
-            nv.tool_options
-        );
+        assert!(nv.toolkit.as_deref().unwrap().contains("13.0"), "{:?}", nv.toolkit);
+        assert!(nv.tool_options.as_deref().unwrap().contains(&format!("-arch {}", o.arch)), "{:?}", nv.tool_options);
         let smem = kernel(o, "smem_reduce");
         let n = smem.nvidia.as_ref().unwrap();
-        assert_eq!(
-            n.shared_static_bytes - n.shared_reserved_bytes,
-            1024,
-            "{}: user shared memory",
-            o.arch
-        );
-        assert_eq!(
-            n.shared_reserved_bytes,
-            if o.arch == "sm_80" { 0 } else { 1024 }
-        );
+        assert_eq!(n.shared_static_bytes - n.shared_reserved_bytes, 1024, "{}: user shared memory", o.arch);
+        assert_eq!(n.shared_reserved_bytes, if o.arch == "sm_80" { 0 } else { 1024 });
         assert_eq!(n.num_barriers, Some(1));
         assert_eq!(n.max_threads, Some([256, 1, 1]));
         let spill = kernel(o, "reg_spill");
@@ -252,11 +136,7 @@ fn cubins_sm80_sm90_sm90a_with_ptxas_log_spills() {
     assert!(a.nvidia.as_ref().unwrap().accelerator);
     assert!(!m.objects[1].nvidia.as_ref().unwrap().accelerator);
     let spill = kernel(a, "reg_spill");
-    assert_eq!(
-        spill.resources.spill_store_bytes,
-        Some(1684),
-        "from the ptxas -v log"
-    );
+    assert_eq!(spill.resources.spill_store_bytes, Some(1684), "from the ptxas -v log");
     assert_eq!(spill.resources.spill_load_bytes, Some(3140));
 }
 
@@ -264,10 +144,7 @@ fn cubins_sm80_sm90_sm90a_with_ptxas_log_spills() {
 fn fatbin_container_and_diff_and_hipfire_export() {
     let a = scan_paths(&[fx("kernels.fatbin")], quick());
     assert_eq!(a.objects.len(), 3);
-    assert!(a
-        .objects
-        .iter()
-        .all(|o| o.chain[1].starts_with("fatbin[sm_")));
+    assert!(a.objects.iter().all(|o| o.chain[1].starts_with("fatbin[sm_")));
     let b = scan_paths(&[fx("kernels.hipfb")], quick());
     // diff of a manifest against a copy with more spills flags the kernel
     let mut c = b.clone();
@@ -280,10 +157,7 @@ fn fatbin_container_and_diff_and_hipfire_export() {
     }
     let d = katlas_isa::diff::diff(&b, &c, "a", "b");
     assert_eq!(d.regressions, 6);
-    assert!(d
-        .kernels
-        .iter()
-        .all(|k| k.flags.contains(&"spills rose".to_string())));
+    assert!(d.kernels.iter().all(|k| k.flags.contains(&"spills rose".to_string())));
     let none = katlas_isa::diff::diff(&b, &b, "a", "a");
     assert!(none.kernels.is_empty() && none.regressions == 0);
     let h = katlas_isa::hipfire::export(&b);
@@ -324,44 +198,20 @@ fn instruction_mix_per_kernel_with_llvm_objdump() {
         },
     );
     for o in &m.objects {
-        assert_eq!(
-            o.mix_status.as_deref(),
-            Some("disassembled:llvm-objdump"),
-            "{}",
-            o.chain_text
-        );
+        assert_eq!(o.mix_status.as_deref(), Some("disassembled:llvm-objdump"), "{}", o.chain_text);
         for k in &o.kernels {
             let mix = k.mix.as_ref().unwrap();
             assert!(mix.total > 0, "{} {}", o.arch, k.name);
             assert_eq!(mix.total, mix.categories.values().sum::<u64>());
         }
         let lds = kernel(o, "lds_reduce").mix.as_ref().unwrap();
-        assert!(
-            lds.categories.get("lds").copied().unwrap_or(0) > 0,
-            "{}: ds_* in lds_reduce",
-            o.arch
-        );
-        assert!(
-            lds.categories.get("wait").copied().unwrap_or(0) > 0,
-            "{}: barriers/waits",
-            o.arch
-        );
+        assert!(lds.categories.get("lds").copied().unwrap_or(0) > 0, "{}: ds_* in lds_reduce", o.arch);
+        assert!(lds.categories.get("wait").copied().unwrap_or(0) > 0, "{}: barriers/waits", o.arch);
         // kernels differ: counts are per kernel, not per object
-        assert_ne!(
-            kernel(o, "saxpy").mix.as_ref().unwrap().total,
-            kernel(o, "vgpr_spill").mix.as_ref().unwrap().total
-        );
+        assert_ne!(kernel(o, "saxpy").mix.as_ref().unwrap().total, kernel(o, "vgpr_spill").mix.as_ref().unwrap().total);
         if o.arch == "gfx1201" {
-            assert!(
-                lds.opcodes.keys().any(|op| op.starts_with("s_wait_")),
-                "gfx12 split waits"
-            );
-            assert!(
-                !lds.opcodes
-                    .keys()
-                    .any(|op| op.starts_with("s_wait_")
-                        && katlas_isa::mix::amd_category(op) != "wait")
-            );
+            assert!(lds.opcodes.keys().any(|op| op.starts_with("s_wait_")), "gfx12 split waits");
+            assert!(!lds.opcodes.keys().any(|op| op.starts_with("s_wait_") && katlas_isa::mix::amd_category(op) != "wait"));
         }
     }
 }
@@ -370,49 +220,24 @@ fn instruction_mix_per_kernel_with_llvm_objdump() {
 fn instruction_mix_per_kernel_with_nvdisasm() {
     let nvdisasm = common::tool("nvdisasm");
     let tools = katlas_isa::mix::Disassemblers {
-        nvdisasm: Some(katlas_isa::mix::Tool {
-            name: "nvdisasm".into(),
-            path: nvdisasm,
-            version: None,
-        }),
+        nvdisasm: Some(katlas_isa::mix::Tool { name: "nvdisasm".into(), path: nvdisasm, version: None }),
         ..Default::default()
     };
-    let m = scan_paths(
-        &[fx("kernels.sm_90a.cubin")],
-        ScanOptions {
-            disasm: DisasmMode::Auto,
-            disassemblers: Some(tools),
-            ..Default::default()
-        },
-    );
+    let m = scan_paths(&[fx("kernels.sm_90a.cubin")], ScanOptions { disasm: DisasmMode::Auto, disassemblers: Some(tools), ..Default::default() });
     let o = &m.objects[0];
     assert_eq!(o.mix_status.as_deref(), Some("disassembled:nvdisasm"));
     let s = kernel(o, "smem_reduce").mix.as_ref().unwrap();
-    assert!(
-        s.categories["lds"] > 0 && s.categories["wait"] > 0,
-        "{:?}",
-        s.categories
-    );
+    assert!(s.categories["lds"] > 0 && s.categories["wait"] > 0, "{:?}", s.categories);
     let r = kernel(o, "reg_spill").mix.as_ref().unwrap();
-    assert!(
-        r.opcodes.get("STL").copied().unwrap_or(0) > 0,
-        "spill stores show up as STL"
-    );
+    assert!(r.opcodes.get("STL").copied().unwrap_or(0) > 0, "spill stores show up as STL");
 }
 
 #[test]
 fn absent_disassembler_is_recorded_not_fatal() {
     // the external path (--disasm objdump) without llvm-objdump
-    let opts = ScanOptions {
-        disasm: DisasmMode::External,
-        disassemblers: Some(Default::default()),
-        ..Default::default()
-    };
+    let opts = ScanOptions { disasm: DisasmMode::External, disassemblers: Some(Default::default()), ..Default::default() };
     let m = scan_paths(&[fx("kernels.gfx1201.hsaco")], opts);
-    assert_eq!(
-        m.objects[0].mix_status.as_deref(),
-        Some("absent:llvm-objdump")
-    );
+    assert_eq!(m.objects[0].mix_status.as_deref(), Some("absent:llvm-objdump"));
     assert!(m.objects[0].kernels.iter().all(|k| k.mix.is_none()));
     assert_eq!(m.objects[0].kernels.len(), 4, "metadata still read");
     let never = scan_paths(&[fx("kernels.gfx1201.hsaco")], quick());
@@ -423,40 +248,25 @@ fn absent_disassembler_is_recorded_not_fatal() {
 fn results_are_cached_by_content_digest() {
     let dir = tempfile::tempdir().unwrap();
     let _ = common::tool("llvm-objdump-22");
-    let opts = || ScanOptions {
-        disasm: DisasmMode::Auto,
-        cache_dir: Some(dir.path().to_path_buf()),
-        ..Default::default()
-    };
+    let opts = || ScanOptions { disasm: DisasmMode::Auto, cache_dir: Some(dir.path().to_path_buf()), ..Default::default() };
     let first = scan_paths(&[fx("kernels.gfx1201.hsaco")], opts());
     let md5 = &first.objects[0].md5;
     let cached = dir.path().join("isa-v1").join(format!("{md5}-mix.json"));
     assert!(cached.is_file(), "cache entry {}", cached.display());
     // a cached entry is used as is: prove it by planting a marker in it
-    let mut o: katlas_isa::CodeObject =
-        serde_json::from_slice(&std::fs::read(&cached).unwrap()).unwrap();
+    let mut o: katlas_isa::CodeObject = serde_json::from_slice(&std::fs::read(&cached).unwrap()).unwrap();
     o.warnings.push("from-cache".into());
     std::fs::write(&cached, serde_json::to_vec(&o).unwrap()).unwrap();
     let second = scan_paths(&[fx("kernels.gfx1201.hsaco")], opts());
     assert_eq!(second.objects[0].warnings, ["from-cache"]);
-    assert_eq!(
-        second.objects[0].kernels.len(),
-        first.objects[0].kernels.len()
-    );
+    assert_eq!(second.objects[0].kernels.len(), first.objects[0].kernels.len());
     assert_eq!(second.objects[0].chain_text, first.objects[0].chain_text);
     // metadata-only results are not cached: parsing again costs what reading them back would
     let meta_dir = tempfile::tempdir().unwrap();
     let meta = scan_paths(
         &[fx("kernels.gfx1201.hsaco")],
-        ScanOptions {
-            disasm: DisasmMode::Never,
-            cache_dir: Some(meta_dir.path().to_path_buf()),
-            ..Default::default()
-        },
+        ScanOptions { disasm: DisasmMode::Never, cache_dir: Some(meta_dir.path().to_path_buf()), ..Default::default() },
     );
     assert_eq!(meta.objects[0].md5, first.objects[0].md5);
-    assert!(
-        !meta_dir.path().join("isa-v1").exists(),
-        "metadata-only scan wrote a cache"
-    );
+    assert!(!meta_dir.path().join("isa-v1").exists(), "metadata-only scan wrote a cache");
 }

@@ -24,10 +24,7 @@ pub struct CheckResult {
 impl CheckResult {
     pub fn summary(&self) -> String {
         if self.pass {
-            format!(
-                "pass (max_rel {:.2e} <= {:.0e})",
-                self.max_rel, self.tolerance
-            )
+            format!("pass (max_rel {:.2e} <= {:.0e})", self.max_rel, self.tolerance)
         } else {
             let mut s = format!(
                 "FAIL: {} of {} cells over {:.0e} (max_rel {:.2e}, norm_rel {:.2e})",
@@ -74,11 +71,7 @@ pub fn compare(got: &[f32], want: &[f64], row_len: usize, tol: f64) -> CheckResu
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let g = g as f64;
         let d = (g - w).abs();
-        let rel = if g.is_finite() {
-            d / w.abs().max(floor)
-        } else {
-            f64::INFINITY
-        };
+        let rel = if g.is_finite() { d / w.abs().max(floor) } else { f64::INFINITY };
         num += if d.is_finite() { d * d } else { f64::INFINITY };
         den += w * w;
         if rel > max_rel || rel.is_nan() {
@@ -88,11 +81,7 @@ pub fn compare(got: &[f32], want: &[f64], row_len: usize, tol: f64) -> CheckResu
         let within = rel <= tol;
         if !within {
             bad += 1;
-            let (row, col) = if row_len <= 1 {
-                (i, i)
-            } else {
-                (i / row_len, i % row_len)
-            };
+            let (row, col) = if row_len <= 1 { (i, i) } else { (i / row_len, i % row_len) };
             hrow[row % 16] += 1;
             hlane[col % 32] += 1;
             if first.is_none() {
@@ -126,22 +115,8 @@ pub fn stats(samples: &[f64]) -> Stats {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let n = v.len();
     if n == 0 {
-        return Stats {
-            median: f64::NAN,
-            min: f64::NAN,
-            max: f64::NAN,
-            n,
-        };
+        return Stats { median: f64::NAN, min: f64::NAN, max: f64::NAN, n };
     }
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    };
-    Stats {
-        median,
-        min: v[0],
-        max: v[n - 1],
-        n,
-    }
+    let median = if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) };
+    Stats { median, min: v[0], max: v[n - 1], n }
 }

@@ -46,19 +46,12 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
     let mut results = Vec::new();
     let mut any = false;
     for fam in Family::ALL {
-        let vars: Vec<_> = CPU_VARIANTS
-            .iter()
-            .filter(|(v, _)| opts.selects(fam.name(), v))
-            .collect();
+        let vars: Vec<_> = CPU_VARIANTS.iter().filter(|(v, _)| opts.selects(fam.name(), v)).collect();
         if vars.is_empty() {
             continue;
         }
         any = true;
-        for sh in opts
-            .shapes
-            .clone()
-            .unwrap_or_else(|| fam.default_shapes(false))
-        {
+        for sh in opts.shapes.clone().unwrap_or_else(|| fam.default_shapes(false)) {
             fam.validate(sh).map_err(|e| Exit::input(format!("{e}")))?;
             let case = Case::new(fam, sh, opts.seed);
             let want = case.oracle();
@@ -97,9 +90,7 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
         }
     }
     if !any {
-        return Err(Exit::input(
-            "no CPU kernel variant matches --kernel/--variant (CPU variants: scalar, par)".into(),
-        ));
+        return Err(Exit::input("no CPU kernel variant matches --kernel/--variant (CPU variants: scalar, par)".into()));
     }
     Ok((env, results))
 }

@@ -64,10 +64,7 @@ pub fn bf16_matrix(n: usize, k: usize, seed: u64, stream: u64) -> Vec<u16> {
 
 /// f16 bits of values in about [-1, 1].
 pub fn f16_vec(len: usize, seed: u64, stream: u64) -> Vec<u16> {
-    vec_f32(len, seed, stream)
-        .into_iter()
-        .map(|v| half::f16::from_f32(v).to_bits())
-        .collect()
+    vec_f32(len, seed, stream).into_iter().map(|v| half::f16::from_f32(v).to_bits()).collect()
 }
 
 pub fn bf16_to_f32(b: u16) -> f32 {

@@ -6,44 +6,18 @@ use std::fmt;
 
 /// Kernel sources, embedded so the binary carries exactly what it compiles.
 pub const SOURCES: &[(&str, &str)] = &[
-    (
-        "gemv_hfq4.cu",
-        include_str!("../../../lab/kernels/gemv_hfq4.cu"),
-    ),
-    (
-        "gemv_hfq4.sm_90.cu",
-        include_str!("../../../lab/kernels/gemv_hfq4.sm_90.cu"),
-    ),
-    (
-        "gemv_bf16.cu",
-        include_str!("../../../lab/kernels/gemv_bf16.cu"),
-    ),
-    (
-        "swiglu_hfq4.cu",
-        include_str!("../../../lab/kernels/swiglu_hfq4.cu"),
-    ),
-    (
-        "rmsnorm.cu",
-        include_str!("../../../lab/kernels/rmsnorm.cu"),
-    ),
+    ("gemv_hfq4.cu", include_str!("../../../lab/kernels/gemv_hfq4.cu")),
+    ("gemv_hfq4.sm_90.cu", include_str!("../../../lab/kernels/gemv_hfq4.sm_90.cu")),
+    ("gemv_bf16.cu", include_str!("../../../lab/kernels/gemv_bf16.cu")),
+    ("swiglu_hfq4.cu", include_str!("../../../lab/kernels/swiglu_hfq4.cu")),
+    ("rmsnorm.cu", include_str!("../../../lab/kernels/rmsnorm.cu")),
     ("rope.cu", include_str!("../../../lab/kernels/rope.cu")),
-    (
-        "attn_decode.cu",
-        include_str!("../../../lab/kernels/attn_decode.cu"),
-    ),
+    ("attn_decode.cu", include_str!("../../../lab/kernels/attn_decode.cu")),
     ("util.cu", include_str!("../../../lab/kernels/util.cu")),
 ];
 /// Headers the sources include, handed to NVRTC by name.
-pub const HEADERS: &[(&str, &str)] = &[
-    (
-        "lab_cuda.h",
-        include_str!("../../../lab/kernels/lab_cuda.h"),
-    ),
-    (
-        "hfq4_common.h",
-        include_str!("../../../lab/kernels/hfq4_common.h"),
-    ),
-];
+pub const HEADERS: &[(&str, &str)] =
+    &[("lab_cuda.h", include_str!("../../../lab/kernels/lab_cuda.h")), ("hfq4_common.h", include_str!("../../../lab/kernels/hfq4_common.h"))];
 
 /// The arch a source file is tagged for (`name.sm_90.cu` → `sm_90`), if any.
 pub fn file_arch(file: &str) -> Option<&str> {
@@ -64,15 +38,8 @@ pub enum Family {
 }
 
 impl Family {
-    pub const ALL: [Family; 7] = [
-        Family::GemvHfq4,
-        Family::GemvHfq4Res,
-        Family::GemvBf16,
-        Family::SwigluHfq4,
-        Family::Rmsnorm,
-        Family::Rope,
-        Family::AttnDecode,
-    ];
+    pub const ALL: [Family; 7] =
+        [Family::GemvHfq4, Family::GemvHfq4Res, Family::GemvBf16, Family::SwigluHfq4, Family::Rmsnorm, Family::Rope, Family::AttnDecode];
     pub fn name(self) -> &'static str {
         match self {
             Family::GemvHfq4 => "gemv_hfq4g256",
@@ -87,9 +54,7 @@ impl Family {
     /// What the two numbers of a shape mean.
     pub fn shape_doc(self) -> &'static str {
         match self {
-            Family::GemvHfq4 | Family::GemvHfq4Res | Family::GemvBf16 | Family::SwigluHfq4 => {
-                "N x K (output rows x input length)"
-            }
+            Family::GemvHfq4 | Family::GemvHfq4Res | Family::GemvBf16 | Family::SwigluHfq4 => "N x K (output rows x input length)",
             Family::Rmsnorm => "rows x dim",
             Family::Rope => "heads x head_dim",
             Family::AttnDecode => "seq_len x q_heads (kv_heads = q_heads/4, head_dim 128)",
@@ -107,21 +72,9 @@ impl Family {
         let s = |a, b| Shape { a, b };
         if gpu {
             match self {
-                Family::GemvHfq4 => vec![
-                    s(4096, 4096),
-                    s(14336, 4096),
-                    s(4096, 14336),
-                    s(8192, 8192),
-                    s(28672, 8192),
-                ],
+                Family::GemvHfq4 => vec![s(4096, 4096), s(14336, 4096), s(4096, 14336), s(8192, 8192), s(28672, 8192)],
                 Family::GemvHfq4Res => vec![s(4096, 4096), s(4096, 14336), s(8192, 28672)],
-                Family::GemvBf16 => vec![
-                    s(4096, 4096),
-                    s(14336, 4096),
-                    s(4096, 14336),
-                    s(8192, 8192),
-                    s(28672, 8192),
-                ],
+                Family::GemvBf16 => vec![s(4096, 4096), s(14336, 4096), s(4096, 14336), s(8192, 8192), s(28672, 8192)],
                 Family::SwigluHfq4 => vec![s(14336, 4096), s(28672, 8192)],
                 Family::Rmsnorm => vec![s(1, 4096), s(1, 8192), s(64, 8192)],
                 Family::Rope => vec![s(32, 128), s(64, 128)],
@@ -141,9 +94,7 @@ impl Family {
     }
     pub fn validate(self, sh: Shape) -> Result<()> {
         let ok = match self {
-            Family::GemvHfq4 | Family::GemvHfq4Res | Family::SwigluHfq4 => {
-                sh.a > 0 && sh.b.is_multiple_of(512) && sh.b > 0
-            }
+            Family::GemvHfq4 | Family::GemvHfq4Res | Family::SwigluHfq4 => sh.a > 0 && sh.b.is_multiple_of(512) && sh.b > 0,
             Family::GemvBf16 => sh.a > 0 && sh.b.is_multiple_of(256) && sh.b > 0,
             Family::Rmsnorm => sh.a > 0 && sh.b.is_multiple_of(4) && sh.b > 0 && sh.b <= 8192,
             Family::Rope => sh.a > 0 && sh.b.is_multiple_of(2) && sh.b > 0,
@@ -197,14 +148,8 @@ impl fmt::Display for Shape {
 impl std::str::FromStr for Shape {
     type Err = anyhow::Error;
     fn from_str(s: &str) -> Result<Self> {
-        let (a, b) = s
-            .split_once('x')
-            .ok_or_else(|| anyhow::anyhow!("shape `{s}`: expected AxB, e.g. 4096x4096"))?;
-        let p = |v: &str| {
-            v.trim()
-                .parse::<usize>()
-                .map_err(|e| anyhow::anyhow!("shape `{s}`: `{v}` is not a size: {e}"))
-        };
+        let (a, b) = s.split_once('x').ok_or_else(|| anyhow::anyhow!("shape `{s}`: expected AxB, e.g. 4096x4096"))?;
+        let p = |v: &str| v.trim().parse::<usize>().map_err(|e| anyhow::anyhow!("shape `{s}`: `{v}` is not a size: {e}"));
         Ok(Shape { a: p(a)?, b: p(b)? })
     }
 }
@@ -245,9 +190,7 @@ impl Variant {
     }
     /// x-resident kernels come in one instantiation per K (groups per warp x warps per block).
     pub fn is_xr(&self) -> bool {
-        ["_xr", "_xrh", "_xrhu", "_xq", "_xqu", "_xs", "_xsu", "_xst", "_x8", "_x8s"]
-            .iter()
-            .any(|t| self.func.ends_with(t))
+        ["_xr", "_xrh", "_xrhu", "_xq", "_xqu", "_xs", "_xsu", "_xst", "_x8", "_x8s"].iter().any(|t| self.func.ends_with(t))
     }
     /// Row-tile kernels that take a block stride (`nblk`) after `rt`.
     pub fn takes_nblk(&self) -> bool {
@@ -268,38 +211,23 @@ impl Variant {
             return Ok((self.func.to_string(), self.wpb, None));
         }
         let g = sh.b / 256;
-        let splits = if self.func.ends_with("_x8") || self.func.ends_with("_x8s") {
-            X8_SPLITS
-        } else {
-            XR_SPLITS
-        };
-        let (gpw, wpb) = splits
-            .iter()
-            .copied()
-            .find(|(gpw, wpb)| gpw * wpb == g)
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "{}: no x-resident instantiation for K={} (have K = 256*{:?})",
-                    self.func,
-                    sh.b,
-                    splits.iter().map(|(a, b)| a * b).collect::<Vec<_>>()
-                )
-            })?;
+        let splits = if self.func.ends_with("_x8") || self.func.ends_with("_x8s") { X8_SPLITS } else { XR_SPLITS };
+        let (gpw, wpb) = splits.iter().copied().find(|(gpw, wpb)| gpw * wpb == g).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: no x-resident instantiation for K={} (have K = 256*{:?})",
+                self.func,
+                sh.b,
+                splits.iter().map(|(a, b)| a * b).collect::<Vec<_>>()
+            )
+        })?;
         // About two blocks per SM of an H200 (132 SMs); a multiple of the rows in flight (<= 16).
         let rt = if self.persistent() {
             // `_tN` in the variant name: N-row tiles (default 16).
-            self.name
-                .split('_')
-                .find_map(|p| p.strip_prefix('t').and_then(|n| n.parse::<usize>().ok()))
-                .unwrap_or(16)
+            self.name.split('_').find_map(|p| p.strip_prefix('t').and_then(|n| n.parse::<usize>().ok())).unwrap_or(16)
         } else {
             (sh.a.div_ceil(2 * 132)).div_ceil(16).clamp(1, 4) * 16
         };
-        Ok((
-            format!("{}_g{gpw}w{wpb}", self.func),
-            wpb as u32,
-            Some(rt as u32),
-        ))
+        Ok((format!("{}_g{gpw}w{wpb}", self.func), wpb as u32, Some(rt as u32)))
     }
     pub fn tolerance(&self) -> f64 {
         tolerance(self.family, self.math)
@@ -325,296 +253,36 @@ pub fn tolerance(f: Family, m: Math) -> f64 {
 
 macro_rules! v {
     ($fam:ident, $name:literal, $file:literal, $func:literal, $r:expr, $wpb:expr, $sk:expr, $math:ident, $lev:literal) => {
-        Variant {
-            family: Family::$fam,
-            name: $name,
-            file: $file,
-            func: $func,
-            r: $r,
-            wpb: $wpb,
-            sk: $sk,
-            math: Math::$math,
-            levers: $lev,
-        }
+        Variant { family: Family::$fam, name: $name, file: $file, func: $func, r: $r, wpb: $wpb, sk: $sk, math: Math::$math, levers: $lev }
     };
 }
 
 pub const VARIANTS: &[Variant] = &[
-    v!(
-        GemvHfq4,
-        "r1",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r1",
-        1,
-        4,
-        1,
-        F32,
-        "baseline: 1 row/warp, 4-byte loads, f32 dequant, 4 groups of loads in flight"
-    ),
-    v!(
-        GemvHfq4,
-        "r2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r2",
-        2,
-        4,
-        1,
-        F32,
-        "multi-row R=2"
-    ),
-    v!(
-        GemvHfq4,
-        "r4",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r4",
-        4,
-        4,
-        1,
-        F32,
-        "multi-row R=4"
-    ),
-    v!(
-        GemvHfq4,
-        "r8",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r8",
-        8,
-        4,
-        1,
-        F32,
-        "multi-row R=8"
-    ),
-    v!(
-        GemvHfq4,
-        "r1_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r1_h2",
-        1,
-        4,
-        1,
-        H2,
-        "f16x2 dequant"
-    ),
-    v!(
-        GemvHfq4,
-        "r2_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r2_h2",
-        2,
-        4,
-        1,
-        H2,
-        "multi-row R=2, f16x2 dequant"
-    ),
-    v!(
-        GemvHfq4,
-        "r4_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r4_h2",
-        4,
-        4,
-        1,
-        H2,
-        "multi-row R=4, f16x2 dequant"
-    ),
-    v!(
-        GemvHfq4,
-        "r8_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r8_h2",
-        8,
-        4,
-        1,
-        H2,
-        "multi-row R=8, f16x2 dequant"
-    ),
-    v!(
-        GemvHfq4,
-        "r2_v8_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r2_v8_h2",
-        2,
-        4,
-        1,
-        H2,
-        "8-byte loads, R=2, f16x2"
-    ),
-    v!(
-        GemvHfq4,
-        "r4_v8_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r4_v8_h2",
-        4,
-        4,
-        1,
-        H2,
-        "8-byte loads, R=4, f16x2"
-    ),
-    v!(
-        GemvHfq4,
-        "r1_v16_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r1_v16_h2",
-        1,
-        4,
-        1,
-        H2,
-        "16-byte loads over 272-byte group pairs, f16x2"
-    ),
-    v!(
-        GemvHfq4,
-        "r2_v16_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r2_v16_h2",
-        2,
-        4,
-        1,
-        H2,
-        "16-byte loads, R=2, f16x2"
-    ),
-    v!(
-        GemvHfq4,
-        "r2_v16",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r2_v16",
-        2,
-        4,
-        1,
-        F32,
-        "16-byte loads, R=2, f32"
-    ),
-    v!(
-        GemvHfq4,
-        "r2_pf_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r2_pf_h2",
-        2,
-        4,
-        1,
-        H2,
-        "register double-buffered prefetch, R=2, f16x2"
-    ),
-    v!(
-        GemvHfq4,
-        "r4_pf_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r4_pf_h2",
-        4,
-        4,
-        1,
-        H2,
-        "register double-buffered prefetch, R=4, f16x2"
-    ),
-    v!(
-        GemvHfq4,
-        "r1_sk4",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r1_sk4",
-        1,
-        8,
-        4,
-        F32,
-        "split-K over 4 warps"
-    ),
-    v!(
-        GemvHfq4,
-        "r2_sk2_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r2_sk2_h2",
-        2,
-        8,
-        2,
-        H2,
-        "split-K over 2 warps, R=2, f16x2"
-    ),
-    v!(
-        GemvHfq4,
-        "r4_sk2_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r4_sk2_h2",
-        4,
-        8,
-        2,
-        H2,
-        "split-K over 2 warps, R=4, f16x2"
-    ),
-    v!(
-        GemvHfq4,
-        "r1_u8_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r1_u8_h2",
-        1,
-        4,
-        1,
-        H2,
-        "8 groups of loads in flight, f16x2"
-    ),
-    v!(
-        GemvHfq4,
-        "r2_u8_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_r2_u8_h2",
-        2,
-        4,
-        1,
-        H2,
-        "8 groups of loads in flight, R=2, f16x2"
-    ),
-    v!(
-        GemvHfq4,
-        "xr",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_xr",
-        1,
-        8,
-        1,
-        F32,
-        "x resident in registers: warps own K slices, rows streamed, f32 dequant"
-    ),
-    v!(
-        GemvHfq4,
-        "xr_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_xrh",
-        1,
-        8,
-        1,
-        H2,
-        "x resident in registers (f16x2), warps own K slices, rows streamed"
-    ),
-    v!(
-        GemvHfq4,
-        "xr_h2_u",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_xrhu",
-        1,
-        8,
-        1,
-        H2,
-        "x resident (f16x2), half the rows in flight"
-    ),
-    v!(
-        GemvHfq4,
-        "xq",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_xq",
-        1,
-        8,
-        1,
-        Q8,
-        "x resident as int8 per group, dp4a dot products, rows streamed"
-    ),
-    v!(
-        GemvHfq4,
-        "xq_u",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_xqu",
-        1,
-        8,
-        1,
-        Q8,
-        "x resident as int8, dp4a, half the rows in flight"
-    ),
+    v!(GemvHfq4, "r1", "gemv_hfq4.cu", "gemv_hfq4g256_r1", 1, 4, 1, F32, "baseline: 1 row/warp, 4-byte loads, f32 dequant, 4 groups of loads in flight"),
+    v!(GemvHfq4, "r2", "gemv_hfq4.cu", "gemv_hfq4g256_r2", 2, 4, 1, F32, "multi-row R=2"),
+    v!(GemvHfq4, "r4", "gemv_hfq4.cu", "gemv_hfq4g256_r4", 4, 4, 1, F32, "multi-row R=4"),
+    v!(GemvHfq4, "r8", "gemv_hfq4.cu", "gemv_hfq4g256_r8", 8, 4, 1, F32, "multi-row R=8"),
+    v!(GemvHfq4, "r1_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r1_h2", 1, 4, 1, H2, "f16x2 dequant"),
+    v!(GemvHfq4, "r2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_h2", 2, 4, 1, H2, "multi-row R=2, f16x2 dequant"),
+    v!(GemvHfq4, "r4_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r4_h2", 4, 4, 1, H2, "multi-row R=4, f16x2 dequant"),
+    v!(GemvHfq4, "r8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r8_h2", 8, 4, 1, H2, "multi-row R=8, f16x2 dequant"),
+    v!(GemvHfq4, "r2_v8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_v8_h2", 2, 4, 1, H2, "8-byte loads, R=2, f16x2"),
+    v!(GemvHfq4, "r4_v8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r4_v8_h2", 4, 4, 1, H2, "8-byte loads, R=4, f16x2"),
+    v!(GemvHfq4, "r1_v16_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r1_v16_h2", 1, 4, 1, H2, "16-byte loads over 272-byte group pairs, f16x2"),
+    v!(GemvHfq4, "r2_v16_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_v16_h2", 2, 4, 1, H2, "16-byte loads, R=2, f16x2"),
+    v!(GemvHfq4, "r2_v16", "gemv_hfq4.cu", "gemv_hfq4g256_r2_v16", 2, 4, 1, F32, "16-byte loads, R=2, f32"),
+    v!(GemvHfq4, "r2_pf_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_pf_h2", 2, 4, 1, H2, "register double-buffered prefetch, R=2, f16x2"),
+    v!(GemvHfq4, "r4_pf_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r4_pf_h2", 4, 4, 1, H2, "register double-buffered prefetch, R=4, f16x2"),
+    v!(GemvHfq4, "r1_sk4", "gemv_hfq4.cu", "gemv_hfq4g256_r1_sk4", 1, 8, 4, F32, "split-K over 4 warps"),
+    v!(GemvHfq4, "r2_sk2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_sk2_h2", 2, 8, 2, H2, "split-K over 2 warps, R=2, f16x2"),
+    v!(GemvHfq4, "r4_sk2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r4_sk2_h2", 4, 8, 2, H2, "split-K over 2 warps, R=4, f16x2"),
+    v!(GemvHfq4, "r1_u8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r1_u8_h2", 1, 4, 1, H2, "8 groups of loads in flight, f16x2"),
+    v!(GemvHfq4, "r2_u8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_u8_h2", 2, 4, 1, H2, "8 groups of loads in flight, R=2, f16x2"),
+    v!(GemvHfq4, "xr", "gemv_hfq4.cu", "gemv_hfq4g256_xr", 1, 8, 1, F32, "x resident in registers: warps own K slices, rows streamed, f32 dequant"),
+    v!(GemvHfq4, "xr_h2", "gemv_hfq4.cu", "gemv_hfq4g256_xrh", 1, 8, 1, H2, "x resident in registers (f16x2), warps own K slices, rows streamed"),
+    v!(GemvHfq4, "xr_h2_u", "gemv_hfq4.cu", "gemv_hfq4g256_xrhu", 1, 8, 1, H2, "x resident (f16x2), half the rows in flight"),
+    v!(GemvHfq4, "xq", "gemv_hfq4.cu", "gemv_hfq4g256_xq", 1, 8, 1, Q8, "x resident as int8 per group, dp4a dot products, rows streamed"),
+    v!(GemvHfq4, "xq_u", "gemv_hfq4.cu", "gemv_hfq4g256_xqu", 1, 8, 1, Q8, "x resident as int8, dp4a, half the rows in flight"),
     v!(
         GemvHfq4,
         "xs",
@@ -626,17 +294,7 @@ pub const VARIANTS: &[Variant] = &[
         Q8,
         "xq + one header per lane shared by shuffle, rows reduced together: more rows in flight"
     ),
-    v!(
-        GemvHfq4,
-        "xs_u",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_xsu",
-        1,
-        8,
-        1,
-        Q8,
-        "xs with half the rows in flight"
-    ),
+    v!(GemvHfq4, "xs_u", "gemv_hfq4.cu", "gemv_hfq4g256_xsu", 1, 8, 1, Q8, "xs with half the rows in flight"),
     v!(
         GemvHfq4,
         "xp",
@@ -648,61 +306,11 @@ pub const VARIANTS: &[Variant] = &[
         Q8,
         "xs_u on a persistent grid: resident blocks walk 16-row tiles, x prepared once per block"
     ),
-    v!(
-        GemvHfq4,
-        "xp_t8",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_xsu",
-        1,
-        8,
-        1,
-        Q8,
-        "xp with 8-row tiles: finer static balance across SMs"
-    ),
-    v!(
-        GemvHfq4,
-        "xp_t8_st",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_xst",
-        1,
-        8,
-        1,
-        Q8,
-        "xp_t8 with streaming loads: L1 bypass and 256-byte L2 prefetch per request"
-    ),
-    v!(
-        GemvHfq4,
-        "xp_t4_st",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_xst",
-        1,
-        8,
-        1,
-        Q8,
-        "xp_t8_st with 4-row tiles: finer balance at the end of the persistent walk"
-    ),
-    v!(
-        GemvHfq4,
-        "xp_st",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_xst",
-        1,
-        8,
-        1,
-        Q8,
-        "xp with streaming loads (16-row tiles)"
-    ),
-    v!(
-        GemvHfq4,
-        "xp_t8_st_b",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_xst",
-        1,
-        8,
-        1,
-        Q8,
-        "xp_t8_st on a balanced grid: every block walks the same number of tiles"
-    ),
+    v!(GemvHfq4, "xp_t8", "gemv_hfq4.cu", "gemv_hfq4g256_xsu", 1, 8, 1, Q8, "xp with 8-row tiles: finer static balance across SMs"),
+    v!(GemvHfq4, "xp_t8_st", "gemv_hfq4.cu", "gemv_hfq4g256_xst", 1, 8, 1, Q8, "xp_t8 with streaming loads: L1 bypass and 256-byte L2 prefetch per request"),
+    v!(GemvHfq4, "xp_t4_st", "gemv_hfq4.cu", "gemv_hfq4g256_xst", 1, 8, 1, Q8, "xp_t8_st with 4-row tiles: finer balance at the end of the persistent walk"),
+    v!(GemvHfq4, "xp_st", "gemv_hfq4.cu", "gemv_hfq4g256_xst", 1, 8, 1, Q8, "xp with streaming loads (16-row tiles)"),
+    v!(GemvHfq4, "xp_t8_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_xst", 1, 8, 1, Q8, "xp_t8_st on a balanced grid: every block walks the same number of tiles"),
     v!(
         GemvHfq4,
         "x8_t8_b",
@@ -714,336 +322,36 @@ pub const VARIANTS: &[Variant] = &[
         Q8,
         "8-byte lane loads (a warp-load covers two groups), persistent 8-row tiles, balanced grid"
     ),
-    v!(
-        GemvHfq4,
-        "x8_t8_st_b",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_x8s",
-        1,
-        8,
-        1,
-        Q8,
-        "x8_t8_b with streaming loads"
-    ),
-    v!(
-        GemvHfq4,
-        "x8_t4_st_b",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_x8s",
-        1,
-        8,
-        1,
-        Q8,
-        "x8_t8_st_b with 4-row tiles"
-    ),
-    v!(
-        GemvHfq4,
-        "x8_t16_st_b",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_x8s",
-        1,
-        8,
-        1,
-        Q8,
-        "x8_t8_st_b with 16-row tiles"
-    ),
-    v!(
-        GemvHfq4,
-        "xp8",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_xs",
-        1,
-        8,
-        1,
-        Q8,
-        "xs on a persistent grid (8 rows in flight)"
-    ),
-    v!(
-        GemvHfq4,
-        "bulk_r2",
-        "gemv_hfq4.sm_90.cu",
-        "gemv_hfq4g256_bulk_r2",
-        2,
-        4,
-        1,
-        H2,
-        "sm_90 cp.async.bulk + mbarrier, 3 stages of 8 groups x 8 rows"
-    ),
-    v!(
-        GemvHfq4,
-        "bulk_r1",
-        "gemv_hfq4.sm_90.cu",
-        "gemv_hfq4g256_bulk_r1",
-        1,
-        8,
-        1,
-        H2,
-        "sm_90 cp.async.bulk + mbarrier, 4 stages of 4 groups x 8 rows"
-    ),
-    v!(
-        GemvHfq4Res,
-        "r1",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_res_r1",
-        1,
-        4,
-        1,
-        F32,
-        "baseline + residual add"
-    ),
-    v!(
-        GemvHfq4Res,
-        "r2_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_res_r2_h2",
-        2,
-        4,
-        1,
-        H2,
-        "R=2, f16x2, residual add"
-    ),
-    v!(
-        GemvHfq4Res,
-        "r4_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_res_r4_h2",
-        4,
-        4,
-        1,
-        H2,
-        "R=4, f16x2, residual add"
-    ),
-    v!(
-        GemvHfq4Res,
-        "r2_sk2_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_res_r2_sk2_h2",
-        2,
-        8,
-        2,
-        H2,
-        "split-K 2, R=2, f16x2, residual add"
-    ),
-    v!(
-        GemvHfq4Res,
-        "xr",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_res_xr",
-        1,
-        8,
-        1,
-        F32,
-        "x resident, residual add"
-    ),
-    v!(
-        GemvHfq4Res,
-        "xr_h2",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_res_xrh",
-        1,
-        8,
-        1,
-        H2,
-        "x resident (f16x2), residual add"
-    ),
-    v!(
-        GemvHfq4Res,
-        "xq",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_res_xq",
-        1,
-        8,
-        1,
-        Q8,
-        "x resident as int8, dp4a, residual add"
-    ),
-    v!(
-        GemvHfq4Res,
-        "xs",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_res_xs",
-        1,
-        8,
-        1,
-        Q8,
-        "xs, residual add"
-    ),
-    v!(
-        GemvHfq4Res,
-        "xp",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_res_xsu",
-        1,
-        8,
-        1,
-        Q8,
-        "xp, residual add"
-    ),
-    v!(
-        GemvHfq4Res,
-        "xp_t8",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_res_xsu",
-        1,
-        8,
-        1,
-        Q8,
-        "xp_t8, residual add"
-    ),
-    v!(
-        GemvHfq4Res,
-        "x8_t8_st_b",
-        "gemv_hfq4.cu",
-        "gemv_hfq4g256_res_x8s",
-        1,
-        8,
-        1,
-        Q8,
-        "x8_t8_st_b, residual add"
-    ),
-    v!(
-        GemvBf16,
-        "r1",
-        "gemv_bf16.cu",
-        "gemv_bf16_r1",
-        1,
-        4,
-        1,
-        F32,
-        "baseline: 1 row/warp, 16-byte loads"
-    ),
-    v!(
-        GemvBf16,
-        "r2",
-        "gemv_bf16.cu",
-        "gemv_bf16_r2",
-        2,
-        4,
-        1,
-        F32,
-        "multi-row R=2"
-    ),
-    v!(
-        GemvBf16,
-        "r4",
-        "gemv_bf16.cu",
-        "gemv_bf16_r4",
-        4,
-        4,
-        1,
-        F32,
-        "multi-row R=4"
-    ),
-    v!(
-        GemvBf16,
-        "r1_u8",
-        "gemv_bf16.cu",
-        "gemv_bf16_r1_u8",
-        1,
-        4,
-        1,
-        F32,
-        "8 steps of loads in flight"
-    ),
-    v!(
-        GemvBf16,
-        "r2_sk2",
-        "gemv_bf16.cu",
-        "gemv_bf16_r2_sk2",
-        2,
-        8,
-        2,
-        F32,
-        "split-K 2, R=2"
-    ),
-    v!(
-        GemvBf16,
-        "r1_sk4",
-        "gemv_bf16.cu",
-        "gemv_bf16_r1_sk4",
-        1,
-        8,
-        4,
-        F32,
-        "split-K 4"
-    ),
-    v!(
-        SwigluHfq4,
-        "r1",
-        "swiglu_hfq4.cu",
-        "swiglu_hfq4g256_r1",
-        1,
-        4,
-        1,
-        F32,
-        "baseline fused gate+up+SwiGLU, f32 dequant"
-    ),
-    v!(
-        SwigluHfq4,
-        "r2_h2",
-        "swiglu_hfq4.cu",
-        "swiglu_hfq4g256_r2_h2",
-        2,
-        4,
-        1,
-        H2,
-        "R=2, f16x2 dequant"
-    ),
-    v!(
-        Rmsnorm,
-        "v1",
-        "rmsnorm.cu",
-        "rmsnorm_v1",
-        1,
-        8,
-        1,
-        F32,
-        "baseline: scalar loads, two passes over memory"
-    ),
-    v!(
-        Rmsnorm,
-        "v4",
-        "rmsnorm.cu",
-        "rmsnorm_v4",
-        1,
-        8,
-        1,
-        F32,
-        "16-byte loads, row kept in registers"
-    ),
-    v!(
-        Rope,
-        "exact",
-        "rope.cu",
-        "rope_exact",
-        1,
-        4,
-        1,
-        F32,
-        "baseline: angles by sincos"
-    ),
-    v!(
-        Rope,
-        "cache",
-        "rope.cu",
-        "rope_cache",
-        1,
-        4,
-        1,
-        F32,
-        "cos/sin from a table"
-    ),
-    v!(
-        AttnDecode,
-        "split",
-        "attn_decode.cu",
-        "attn_decode_split",
-        1,
-        4,
-        1,
-        F32,
-        "flash-decoding split over the sequence + combine"
-    ),
+    v!(GemvHfq4, "x8_t8_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_x8s", 1, 8, 1, Q8, "x8_t8_b with streaming loads"),
+    v!(GemvHfq4, "x8_t4_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_x8s", 1, 8, 1, Q8, "x8_t8_st_b with 4-row tiles"),
+    v!(GemvHfq4, "x8_t16_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_x8s", 1, 8, 1, Q8, "x8_t8_st_b with 16-row tiles"),
+    v!(GemvHfq4, "xp8", "gemv_hfq4.cu", "gemv_hfq4g256_xs", 1, 8, 1, Q8, "xs on a persistent grid (8 rows in flight)"),
+    v!(GemvHfq4, "bulk_r2", "gemv_hfq4.sm_90.cu", "gemv_hfq4g256_bulk_r2", 2, 4, 1, H2, "sm_90 cp.async.bulk + mbarrier, 3 stages of 8 groups x 8 rows"),
+    v!(GemvHfq4, "bulk_r1", "gemv_hfq4.sm_90.cu", "gemv_hfq4g256_bulk_r1", 1, 8, 1, H2, "sm_90 cp.async.bulk + mbarrier, 4 stages of 4 groups x 8 rows"),
+    v!(GemvHfq4Res, "r1", "gemv_hfq4.cu", "gemv_hfq4g256_res_r1", 1, 4, 1, F32, "baseline + residual add"),
+    v!(GemvHfq4Res, "r2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_res_r2_h2", 2, 4, 1, H2, "R=2, f16x2, residual add"),
+    v!(GemvHfq4Res, "r4_h2", "gemv_hfq4.cu", "gemv_hfq4g256_res_r4_h2", 4, 4, 1, H2, "R=4, f16x2, residual add"),
+    v!(GemvHfq4Res, "r2_sk2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_res_r2_sk2_h2", 2, 8, 2, H2, "split-K 2, R=2, f16x2, residual add"),
+    v!(GemvHfq4Res, "xr", "gemv_hfq4.cu", "gemv_hfq4g256_res_xr", 1, 8, 1, F32, "x resident, residual add"),
+    v!(GemvHfq4Res, "xr_h2", "gemv_hfq4.cu", "gemv_hfq4g256_res_xrh", 1, 8, 1, H2, "x resident (f16x2), residual add"),
+    v!(GemvHfq4Res, "xq", "gemv_hfq4.cu", "gemv_hfq4g256_res_xq", 1, 8, 1, Q8, "x resident as int8, dp4a, residual add"),
+    v!(GemvHfq4Res, "xs", "gemv_hfq4.cu", "gemv_hfq4g256_res_xs", 1, 8, 1, Q8, "xs, residual add"),
+    v!(GemvHfq4Res, "xp", "gemv_hfq4.cu", "gemv_hfq4g256_res_xsu", 1, 8, 1, Q8, "xp, residual add"),
+    v!(GemvHfq4Res, "xp_t8", "gemv_hfq4.cu", "gemv_hfq4g256_res_xsu", 1, 8, 1, Q8, "xp_t8, residual add"),
+    v!(GemvHfq4Res, "x8_t8_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_res_x8s", 1, 8, 1, Q8, "x8_t8_st_b, residual add"),
+    v!(GemvBf16, "r1", "gemv_bf16.cu", "gemv_bf16_r1", 1, 4, 1, F32, "baseline: 1 row/warp, 16-byte loads"),
+    v!(GemvBf16, "r2", "gemv_bf16.cu", "gemv_bf16_r2", 2, 4, 1, F32, "multi-row R=2"),
+    v!(GemvBf16, "r4", "gemv_bf16.cu", "gemv_bf16_r4", 4, 4, 1, F32, "multi-row R=4"),
+    v!(GemvBf16, "r1_u8", "gemv_bf16.cu", "gemv_bf16_r1_u8", 1, 4, 1, F32, "8 steps of loads in flight"),
+    v!(GemvBf16, "r2_sk2", "gemv_bf16.cu", "gemv_bf16_r2_sk2", 2, 8, 2, F32, "split-K 2, R=2"),
+    v!(GemvBf16, "r1_sk4", "gemv_bf16.cu", "gemv_bf16_r1_sk4", 1, 8, 4, F32, "split-K 4"),
+    v!(SwigluHfq4, "r1", "swiglu_hfq4.cu", "swiglu_hfq4g256_r1", 1, 4, 1, F32, "baseline fused gate+up+SwiGLU, f32 dequant"),
+    v!(SwigluHfq4, "r2_h2", "swiglu_hfq4.cu", "swiglu_hfq4g256_r2_h2", 2, 4, 1, H2, "R=2, f16x2 dequant"),
+    v!(Rmsnorm, "v1", "rmsnorm.cu", "rmsnorm_v1", 1, 8, 1, F32, "baseline: scalar loads, two passes over memory"),
+    v!(Rmsnorm, "v4", "rmsnorm.cu", "rmsnorm_v4", 1, 8, 1, F32, "16-byte loads, row kept in registers"),
+    v!(Rope, "exact", "rope.cu", "rope_exact", 1, 4, 1, F32, "baseline: angles by sincos"),
+    v!(Rope, "cache", "rope.cu", "rope_cache", 1, 4, 1, F32, "cos/sin from a table"),
+    v!(AttnDecode, "split", "attn_decode.cu", "attn_decode_split", 1, 4, 1, F32, "flash-decoding split over the sequence + combine"),
 ];
 
 /// (groups per warp, warps per block) of the x-resident instantiations.
@@ -1056,7 +364,4 @@ pub fn variants_of(f: Family) -> impl Iterator<Item = &'static Variant> {
 }
 
 /// CPU backend variants: the same families through the Rust references.
-pub const CPU_VARIANTS: &[(&str, &str)] = &[
-    ("scalar", "one thread"),
-    ("par", "rows across threads (rayon)"),
-];
+pub const CPU_VARIANTS: &[(&str, &str)] = &[("scalar", "one thread"), ("par", "rows across threads (rayon)")];

@@ -46,10 +46,7 @@ impl From<anyhow::Error> for Exit {
     fn from(e: anyhow::Error) -> Self {
         match e.downcast::<Exit>() {
             Ok(x) => x,
-            Err(e) => Exit {
-                code: 1,
-                msg: format!("{e:#}"),
-            },
+            Err(e) => Exit { code: 1, msg: format!("{e:#}") },
         }
     }
 }
@@ -78,7 +75,6 @@ pub struct RunOpts {
 
 impl RunOpts {
     pub fn selects(&self, family: &str, variant: &str) -> bool {
-        self.kernel.as_ref().is_none_or(|r| r.is_match(family))
-            && self.variant.as_ref().is_none_or(|r| r.is_match(variant))
+        self.kernel.as_ref().is_none_or(|r| r.is_match(family)) && self.variant.as_ref().is_none_or(|r| r.is_match(variant))
     }
 }

@@ -8,12 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(
-    name = "katlas-lab",
-    version,
-    about = "The katlas decode kernel lab: check and time our own decode kernels",
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "katlas-lab", version, about = "The katlas decode kernel lab: check and time our own decode kernels", args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,
@@ -139,11 +134,7 @@ fn real_main() -> Result<i32, Exit> {
                     );
                 }
             }
-            println!(
-                "wrote {} cubins for {arch} to {}",
-                c.len(),
-                out_dir.display()
-            );
+            println!("wrote {} cubins for {arch} to {}", c.len(), out_dir.display());
             Ok(0)
         }
         None => run(cli.run),
@@ -153,11 +144,7 @@ fn real_main() -> Result<i32, Exit> {
 fn regex(s: &Option<String>, whole: bool, what: &str) -> Result<Option<regex::Regex>, Exit> {
     s.as_ref()
         .map(|p| {
-            let p = if whole {
-                format!("^(?:{p})$")
-            } else {
-                p.clone()
-            };
+            let p = if whole { format!("^(?:{p})$") } else { p.clone() };
             regex::Regex::new(&p).map_err(|e| Exit::input(format!("--{what}: bad regex: {e}")))
         })
         .transpose()
@@ -168,14 +155,7 @@ fn run(a: RunArgs) -> Result<i32, Exit> {
     let shapes = a
         .shapes
         .as_ref()
-        .map(|v| {
-            v.iter()
-                .map(|s| {
-                    s.parse::<Shape>()
-                        .map_err(|e| Exit::input(format!("--shapes: {e}")))
-                })
-                .collect::<Result<Vec<_>, _>>()
-        })
+        .map(|v| v.iter().map(|s| s.parse::<Shape>().map_err(|e| Exit::input(format!("--shapes: {e}")))).collect::<Result<Vec<_>, _>>())
         .transpose()?;
     let opts = RunOpts {
         kernel: regex(&a.kernel, false, "kernel")?,
@@ -191,16 +171,8 @@ fn run(a: RunArgs) -> Result<i32, Exit> {
         out_dir: a.out_dir.clone(),
         command: std::env::args().collect(),
     };
-    let (env, results) = if gpu {
-        cuda::run::run(&opts)?
-    } else {
-        cpu::run(&opts)?
-    };
-    let rows: Vec<_> = results
-        .iter()
-        .enumerate()
-        .map(|(i, r)| row(&env, r, i as u32 + 1))
-        .collect();
+    let (env, results) = if gpu { cuda::run::run(&opts)? } else { cpu::run(&opts)? };
+    let rows: Vec<_> = results.iter().enumerate().map(|(i, r)| row(&env, r, i as u32 + 1)).collect();
     let mut out = std::io::stdout().lock();
     let mut w = |s: String| writeln!(out, "{s}").map_err(|e| Exit::fail(format!("stdout: {e}")));
     match a.format {
@@ -228,15 +200,11 @@ fn run(a: RunArgs) -> Result<i32, Exit> {
             s += &serde_json::to_string(r).unwrap();
             s.push('\n');
         }
-        std::fs::write(p, s)
-            .map_err(|e| Exit::input(format!("--rows-out {}: {e}", p.display())))?;
+        std::fs::write(p, s).map_err(|e| Exit::input(format!("--rows-out {}: {e}", p.display())))?;
     }
     let failed = results.iter().filter(|r| !r.check.pass).count();
     if failed > 0 {
-        eprintln!(
-            "katlas-lab: {failed} of {} cases failed their check",
-            results.len()
-        );
+        eprintln!("katlas-lab: {failed} of {} cases failed their check", results.len());
         return Ok(1);
     }
     Ok(0)

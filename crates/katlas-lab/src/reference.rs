@@ -29,11 +29,7 @@ pub fn oracle_gemv_hfq4(w: &[u8], x: &[f32], n: usize, k: usize) -> Vec<f64> {
 }
 
 pub fn oracle_gemv_bf16(w: &[u16], x: &[f32], n: usize, k: usize) -> Vec<f64> {
-    rows_map(n, |r| {
-        (0..k)
-            .map(|c| bf16_to_f32(w[r * k + c]) as f64 * x[c] as f64)
-            .sum()
-    })
+    rows_map(n, |r| (0..k).map(|c| bf16_to_f32(w[r * k + c]) as f64 * x[c] as f64).sum())
 }
 
 fn silu(g: f64) -> f64 {
@@ -87,23 +83,13 @@ pub fn oracle_attn(q: &[f32], kc: &[u16], vc: &[u16], h: usize, hkv: usize, s: u
             let scores: Vec<f64> = (0..s)
                 .map(|p| {
                     let base = (p * hkv + kvh) * ATT_D;
-                    (0..ATT_D)
-                        .map(|d| q[hh * ATT_D + d] as f64 * f16_to_f32(kc[base + d]) as f64)
-                        .sum::<f64>()
-                        * scale
+                    (0..ATT_D).map(|d| q[hh * ATT_D + d] as f64 * f16_to_f32(kc[base + d]) as f64).sum::<f64>() * scale
                 })
                 .collect();
             let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             let e: Vec<f64> = scores.iter().map(|v| (v - m).exp()).collect();
             let l: f64 = e.iter().sum();
-            (0..ATT_D)
-                .map(|d| {
-                    (0..s)
-                        .map(|p| e[p] * f16_to_f32(vc[(p * hkv + kvh) * ATT_D + d]) as f64)
-                        .sum::<f64>()
-                        / l
-                })
-                .collect()
+            (0..ATT_D).map(|d| (0..s).map(|p| e[p] * f16_to_f32(vc[(p * hkv + kvh) * ATT_D + d]) as f64).sum::<f64>() / l).collect()
         })
         .collect();
     per_head.into_iter().flatten().collect()
@@ -137,27 +123,12 @@ fn map_rows<F: Fn(usize) -> f32 + Sync + Send>(n: usize, par: bool, f: F) -> Vec
     }
 }
 
-pub fn cpu_gemv_hfq4(
-    w: &[u8],
-    x: &[f32],
-    res: Option<&[f32]>,
-    n: usize,
-    k: usize,
-    par: bool,
-) -> Vec<f32> {
-    map_rows(n, par, |r| {
-        hfq4_row_f32(w, x, k, r) + res.map_or(0.0, |v| v[r])
-    })
+pub fn cpu_gemv_hfq4(w: &[u8], x: &[f32], res: Option<&[f32]>, n: usize, k: usize, par: bool) -> Vec<f32> {
+    map_rows(n, par, |r| hfq4_row_f32(w, x, k, r) + res.map_or(0.0, |v| v[r]))
 }
 
 pub fn cpu_gemv_bf16(w: &[u16], x: &[f32], n: usize, k: usize, par: bool) -> Vec<f32> {
-    map_rows(n, par, |r| {
-        w[r * k..(r + 1) * k]
-            .iter()
-            .zip(x)
-            .map(|(w, x)| bf16_to_f32(*w) * x)
-            .sum()
-    })
+    map_rows(n, par, |r| w[r * k..(r + 1) * k].iter().zip(x).map(|(w, x)| bf16_to_f32(*w) * x).sum())
 }
 
 pub fn cpu_swiglu(wg: &[u8], wu: &[u8], x: &[f32], n: usize, k: usize, par: bool) -> Vec<f32> {
@@ -194,15 +165,7 @@ pub fn cpu_rope(v: &[f32], heads: usize, d: usize, pos: usize, theta: f32) -> Ve
     out
 }
 
-pub fn cpu_attn(
-    q: &[f32],
-    kc: &[u16],
-    vc: &[u16],
-    h: usize,
-    hkv: usize,
-    s: usize,
-    par: bool,
-) -> Vec<f32> {
+pub fn cpu_attn(q: &[f32], kc: &[u16], vc: &[u16], h: usize, hkv: usize, s: usize, par: bool) -> Vec<f32> {
     let scale = 1.0 / (ATT_D as f32).sqrt();
     let grp = h / hkv;
     let head = |hh: usize| -> Vec<f32> {
@@ -211,10 +174,7 @@ pub fn cpu_attn(
         let mut acc = vec![0.0f32; ATT_D];
         for p in 0..s {
             let base = (p * hkv + kvh) * ATT_D;
-            let sc: f32 = (0..ATT_D)
-                .map(|d| q[hh * ATT_D + d] * f16_to_f32(kc[base + d]))
-                .sum::<f32>()
-                * scale;
+            let sc: f32 = (0..ATT_D).map(|d| q[hh * ATT_D + d] * f16_to_f32(kc[base + d])).sum::<f32>() * scale;
             let mn = m.max(sc);
             let corr = (m - mn).exp();
             let e = (sc - mn).exp();
@@ -226,10 +186,6 @@ pub fn cpu_attn(
         }
         acc.iter().map(|a| a / l).collect()
     };
-    let heads: Vec<Vec<f32>> = if par {
-        (0..h).into_par_iter().map(head).collect()
-    } else {
-        (0..h).map(head).collect()
-    };
+    let heads: Vec<Vec<f32>> = if par { (0..h).into_par_iter().map(head).collect() } else { (0..h).map(head).collect() };
     heads.into_iter().flatten().collect()
 }

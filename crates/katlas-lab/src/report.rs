@@ -63,24 +63,9 @@ impl CaseResult {
 pub fn table(env: &Env, res: &[CaseResult]) -> String {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(vec![
-        "kernel",
-        "variant",
-        "shape",
-        "median us",
-        "min us",
-        "GB/s",
-        "% copy",
-        "TFLOP/s",
-        "regs",
-        "spill B",
-        "check",
-    ]);
+    t.set_header(vec!["kernel", "variant", "shape", "median us", "min us", "GB/s", "% copy", "TFLOP/s", "regs", "spill B", "check"]);
     for r in res {
-        let spill = r
-            .resources
-            .as_ref()
-            .and_then(|x| Some(x.spill_stores? + x.spill_loads?));
+        let spill = r.resources.as_ref().and_then(|x| Some(x.spill_stores? + x.spill_loads?));
         t.add_row(vec![
             Cell::new(r.family.name()),
             Cell::new(&r.variant),
@@ -90,18 +75,9 @@ pub fn table(env: &Env, res: &[CaseResult]) -> String {
             Cell::new(if r.gbps() < 100.0 { format!("{:.2}", r.gbps()) } else { format!("{:.0}", r.gbps()) }),
             Cell::new(r.copy_pct(env).map_or("-".into(), |p| format!("{p:.1}"))),
             Cell::new(format!("{:.3}", r.tflops())),
-            Cell::new(
-                r.resources
-                    .as_ref()
-                    .and_then(|x| x.registers)
-                    .map_or("-".into(), |v| v.to_string()),
-            ),
+            Cell::new(r.resources.as_ref().and_then(|x| x.registers).map_or("-".into(), |v| v.to_string())),
             Cell::new(spill.map_or("-".into(), |v| v.to_string())),
-            Cell::new(if r.check.pass {
-                format!("ok {:.1e}", r.check.max_rel)
-            } else {
-                format!("FAIL {:.1e}", r.check.max_rel)
-            }),
+            Cell::new(if r.check.pass { format!("ok {:.1e}", r.check.max_rel) } else { format!("FAIL {:.1e}", r.check.max_rel) }),
         ]);
     }
     let mut s = format!(
@@ -139,13 +115,7 @@ pub fn metric_line(env: &Env, r: &CaseResult) -> String {
     if let Some(c) = env.copy_gbps {
         s += &format!(" copy_gbps={c:.1}");
     }
-    s += &format!(
-        " bytes={:.0} flops={:.0} check={} max_rel={:.3e}",
-        r.bytes,
-        r.flops,
-        if r.check.pass { "pass" } else { "fail" },
-        r.check.max_rel
-    );
+    s += &format!(" bytes={:.0} flops={:.0} check={} max_rel={:.3e}", r.bytes, r.flops, if r.check.pass { "pass" } else { "fail" }, r.check.max_rel);
     s
 }
 
@@ -167,9 +137,7 @@ pub fn row(env: &Env, r: &CaseResult, run_index: u32) -> Row {
     ] {
         row.params.insert(k.into(), v);
     }
-    row.variant
-        .knobs
-        .insert("variant".into(), r.variant.clone());
+    row.variant.knobs.insert("variant".into(), r.variant.clone());
     row.variant.knobs.insert("levers".into(), r.levers.clone());
     if env.backend == "cuda" {
         row.identity.devices.push(MDevice {
@@ -181,18 +149,13 @@ pub fn row(env: &Env, r: &CaseResult, run_index: u32) -> Row {
             driver: env.driver.clone(),
             ..Default::default()
         });
-        row.identity
-            .toolkits
-            .insert("nvrtc".into(), env.toolkit.clone());
+        row.identity.toolkits.insert("nvrtc".into(), env.toolkit.clone());
     }
     row.identity.policy = Some(RunPolicy {
         fresh_process: false,
         warmup_runs: env.warmup,
         measured_runs: env.samples,
-        order: Some(format!(
-            "spin-held stream, warmups then samples, {} launch(es) per event pair",
-            env.batch
-        )),
+        order: Some(format!("spin-held stream, warmups then samples, {} launch(es) per event pair", env.batch)),
         settle: Some(env.l2.clone()),
         ..Default::default()
     });
@@ -235,32 +198,21 @@ pub fn row(env: &Env, r: &CaseResult, run_index: u32) -> Row {
     if let Some(res) = &r.resources {
         k.registers = res.registers;
         k.shared_bytes = res.smem_bytes;
-        k.extra
-            .insert("spill_stores".into(), json!(res.spill_stores));
+        k.extra.insert("spill_stores".into(), json!(res.spill_stores));
         k.extra.insert("spill_loads".into(), json!(res.spill_loads));
         k.extra.insert("stack_bytes".into(), json!(res.stack_bytes));
     }
-    k.extra
-        .insert("rotation_sets".into(), json!(r.rotation_sets));
+    k.extra.insert("rotation_sets".into(), json!(r.rotation_sets));
     row.kernels.push(k);
     row.fill_kernel_shares();
-    row.artifacts.insert(
-        "check".into(),
-        serde_json::to_value(&r.check).unwrap_or_default(),
-    );
+    row.artifacts.insert("check".into(), serde_json::to_value(&r.check).unwrap_or_default());
     if !env.copy_detail.is_empty() {
         row.artifacts.insert("copy".into(), json!(env.copy_detail));
     }
     if !r.check.pass {
         row.status = Status::Error;
-        row.error = Some(RunError {
-            message: Some(format!("check failed: {}", r.check.summary())),
-            ..Default::default()
-        });
+        row.error = Some(RunError { message: Some(format!("check failed: {}", r.check.summary())), ..Default::default() });
     }
-    row.origin = Some(Origin {
-        kind: "lab".into(),
-        ..Default::default()
-    });
+    row.origin = Some(Origin { kind: "lab".into(), ..Default::default() });
     row
 }

@@ -58,48 +58,15 @@ impl Case {
         let (a, b) = (shape.a, shape.b);
         let s = seed;
         let (inputs, out_len, row_len) = match family {
-            Family::GemvHfq4 => (
-                vec![
-                    HostBuf::U8(data::hfq4_matrix(a, b, s, 1)),
-                    HostBuf::F32(data::vec_f32(b, s, 2)),
-                ],
-                a,
-                1,
-            ),
-            Family::GemvHfq4Res => (
-                vec![
-                    HostBuf::U8(data::hfq4_matrix(a, b, s, 1)),
-                    HostBuf::F32(data::vec_f32(b, s, 2)),
-                    HostBuf::F32(data::vec_f32(a, s, 3)),
-                ],
-                a,
-                1,
-            ),
-            Family::GemvBf16 => (
-                vec![
-                    HostBuf::U16(data::bf16_matrix(a, b, s, 4)),
-                    HostBuf::F32(data::vec_f32(b, s, 2)),
-                ],
-                a,
-                1,
-            ),
-            Family::SwigluHfq4 => (
-                vec![
-                    HostBuf::U8(data::hfq4_matrix(a, b, s, 5)),
-                    HostBuf::U8(data::hfq4_matrix(a, b, s, 6)),
-                    HostBuf::F32(data::vec_f32(b, s, 2)),
-                ],
-                a,
-                1,
-            ),
-            Family::Rmsnorm => (
-                vec![
-                    HostBuf::F32(data::vec_f32(a * b, s, 7)),
-                    HostBuf::F32(data::vec_f32(b, s, 8)),
-                ],
-                a * b,
-                b,
-            ),
+            Family::GemvHfq4 => (vec![HostBuf::U8(data::hfq4_matrix(a, b, s, 1)), HostBuf::F32(data::vec_f32(b, s, 2))], a, 1),
+            Family::GemvHfq4Res => {
+                (vec![HostBuf::U8(data::hfq4_matrix(a, b, s, 1)), HostBuf::F32(data::vec_f32(b, s, 2)), HostBuf::F32(data::vec_f32(a, s, 3))], a, 1)
+            }
+            Family::GemvBf16 => (vec![HostBuf::U16(data::bf16_matrix(a, b, s, 4)), HostBuf::F32(data::vec_f32(b, s, 2))], a, 1),
+            Family::SwigluHfq4 => {
+                (vec![HostBuf::U8(data::hfq4_matrix(a, b, s, 5)), HostBuf::U8(data::hfq4_matrix(a, b, s, 6)), HostBuf::F32(data::vec_f32(b, s, 2))], a, 1)
+            }
+            Family::Rmsnorm => (vec![HostBuf::F32(data::vec_f32(a * b, s, 7)), HostBuf::F32(data::vec_f32(b, s, 8))], a * b, b),
             Family::Rope => {
                 let pos = rope_pos(shape);
                 let half = b / 2;
@@ -109,11 +76,7 @@ impl Case {
                     cs.push(c as f32);
                     cs.push(sn as f32);
                 }
-                (
-                    vec![HostBuf::F32(data::vec_f32(a * b, s, 9)), HostBuf::F32(cs)],
-                    a * b,
-                    b,
-                )
+                (vec![HostBuf::F32(data::vec_f32(a * b, s, 9)), HostBuf::F32(cs)], a * b, b)
             }
             Family::AttnDecode => {
                 let (seq, h) = (a, b);
@@ -129,14 +92,7 @@ impl Case {
                 )
             }
         };
-        Case {
-            family,
-            shape,
-            inputs,
-            out_len,
-            row_len,
-            pos: rope_pos(shape),
-        }
+        Case { family, shape, inputs, out_len, row_len, pos: rope_pos(shape) }
     }
 
     pub fn input_bytes(&self) -> usize {
@@ -151,10 +107,7 @@ impl Case {
             Family::GemvHfq4 => r::oracle_gemv_hfq4(i[0].u8(), i[1].f32(), a, b),
             Family::GemvHfq4Res => {
                 let y = r::oracle_gemv_hfq4(i[0].u8(), i[1].f32(), a, b);
-                y.iter()
-                    .zip(i[2].f32())
-                    .map(|(y, r)| y + *r as f64)
-                    .collect()
+                y.iter().zip(i[2].f32()).map(|(y, r)| y + *r as f64).collect()
             }
             Family::GemvBf16 => r::oracle_gemv_bf16(i[0].u16(), i[1].f32(), a, b),
             Family::SwigluHfq4 => r::oracle_swiglu(i[0].u8(), i[1].u8(), i[2].f32(), a, b),
@@ -170,9 +123,7 @@ impl Case {
         let i = &self.inputs;
         match self.family {
             Family::GemvHfq4 => r::cpu_gemv_hfq4(i[0].u8(), i[1].f32(), None, a, b, par),
-            Family::GemvHfq4Res => {
-                r::cpu_gemv_hfq4(i[0].u8(), i[1].f32(), Some(i[2].f32()), a, b, par)
-            }
+            Family::GemvHfq4Res => r::cpu_gemv_hfq4(i[0].u8(), i[1].f32(), Some(i[2].f32()), a, b, par),
             Family::GemvBf16 => r::cpu_gemv_bf16(i[0].u16(), i[1].f32(), a, b, par),
             Family::SwigluHfq4 => r::cpu_swiglu(i[0].u8(), i[1].u8(), i[2].f32(), a, b, par),
             Family::Rmsnorm => r::cpu_rmsnorm(i[0].f32(), i[1].f32(), a, b, RMS_EPS),

@@ -11,18 +11,11 @@ fn bin() -> Command {
 }
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 fn metric_keys(line: &str) -> Vec<String> {
-    line.split_whitespace()
-        .skip(2)
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, _)| k.to_string())
-        .collect()
+    line.split_whitespace().skip(2).filter_map(|kv| kv.split_once('=')).map(|(k, _)| k.to_string()).collect()
 }
 
 #[test]
@@ -30,38 +23,14 @@ fn cpu_backend_runs_the_workload_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
     let rows = dir.path().join("rows.jsonl");
     let out = bin()
-        .args([
-            "--backend",
-            "cpu",
-            "--kernel",
-            "gemv_hfq4g256$|rmsnorm",
-            "--shapes",
-            "64x512",
-            "--samples",
-            "3",
-            "--format",
-            "collect",
-            "--rows-out",
-        ])
+        .args(["--backend", "cpu", "--kernel", "gemv_hfq4g256$|rmsnorm", "--shapes", "64x512", "--samples", "3", "--format", "collect", "--rows-out"])
         .arg(&rows)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout:\n{stdout}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let metrics: Vec<&str> = stdout
-        .lines()
-        .filter(|l| l.starts_with("KATLAS_METRIC "))
-        .collect();
-    let json: Vec<Row> = stdout
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).expect("a katlas.row.v1 line"))
-        .collect();
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    let metrics: Vec<&str> = stdout.lines().filter(|l| l.starts_with("KATLAS_METRIC ")).collect();
+    let json: Vec<Row> = stdout.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).expect("a katlas.row.v1 line")).collect();
     // 2 families x 1 shape x 2 CPU variants
     assert_eq!(metrics.len(), 4, "{stdout}");
     assert_eq!(json.len(), 4);
@@ -75,19 +44,9 @@ fn cpu_backend_runs_the_workload_end_to_end() {
         assert!(r.metric("max_rel").unwrap() < 1e-3);
     }
     // 4-bit GEMV bytes: packed weights + scales + x + y
-    let g = json
-        .iter()
-        .find(|r| r.params["kernel"] == "gemv_hfq4g256")
-        .unwrap();
-    assert_eq!(
-        g.kernels[0].bytes.unwrap(),
-        (64 * 2 * 136 + 512 * 4 + 64 * 4) as f64
-    );
-    let file: Vec<Row> = std::fs::read_to_string(&rows)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let g = json.iter().find(|r| r.params["kernel"] == "gemv_hfq4g256").unwrap();
+    assert_eq!(g.kernels[0].bytes.unwrap(), (64 * 2 * 136 + 512 * 4 + 64 * 4) as f64);
+    let file: Vec<Row> = std::fs::read_to_string(&rows).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(file.len(), 4);
 }
 
@@ -95,29 +54,12 @@ fn cpu_backend_runs_the_workload_end_to_end() {
 fn two_variants_print_the_same_metric_keys() {
     let run = |variant: &str| {
         let out = bin()
-            .args([
-                "--backend",
-                "cpu",
-                "--kernel",
-                "gemv_hfq4g256$",
-                "--variant",
-                variant,
-                "--shapes",
-                "32x512",
-                "--samples",
-                "2",
-                "--format",
-                "collect",
-            ])
+            .args(["--backend", "cpu", "--kernel", "gemv_hfq4g256$", "--variant", variant, "--shapes", "32x512", "--samples", "2", "--format", "collect"])
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0));
         let s = String::from_utf8_lossy(&out.stdout).into_owned();
-        let line = s
-            .lines()
-            .find(|l| l.starts_with("KATLAS_METRIC gemv_hfq4g256 "))
-            .unwrap()
-            .to_string();
+        let line = s.lines().find(|l| l.starts_with("KATLAS_METRIC gemv_hfq4g256 ")).unwrap().to_string();
         assert!(line.contains(&format!("variant={variant} ")), "{line}");
         metric_keys(&line)
     };
@@ -126,11 +68,7 @@ fn two_variants_print_the_same_metric_keys() {
 
 #[test]
 fn missing_cuda_driver_is_a_clear_exit_3() {
-    let out = bin()
-        .env("KATLAS_CUDA_LIB", "/nonexistent/libcuda.so.1")
-        .args(["--backend", "cuda", "--kernel", "rope"])
-        .output()
-        .unwrap();
+    let out = bin().env("KATLAS_CUDA_LIB", "/nonexistent/libcuda.so.1").args(["--backend", "cuda", "--kernel", "rope"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("no CUDA driver"), "{err}");
@@ -139,33 +77,12 @@ fn missing_cuda_driver_is_a_clear_exit_3() {
 
 #[test]
 fn bad_input_is_exit_2() {
-    let out = bin()
-        .args([
-            "--backend",
-            "cpu",
-            "--kernel",
-            "gemv_hfq4g256$",
-            "--shapes",
-            "64x300",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = bin().args(["--backend", "cpu", "--kernel", "gemv_hfq4g256$", "--shapes", "64x300"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("64x300"));
-    let out = bin()
-        .args(["--backend", "cpu", "--shapes", "64by512"])
-        .output()
-        .unwrap();
+    let out = bin().args(["--backend", "cpu", "--shapes", "64by512"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = bin()
-        .args(["--backend", "cpu", "--variant", "no_such_variant"])
-        .output()
-        .unwrap();
+    let out = bin().args(["--backend", "cpu", "--variant", "no_such_variant"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -174,21 +91,9 @@ fn script(name: &str, arg: Option<&Path>) -> String {
     if let Some(a) = arg {
         c.arg(a);
     }
-    let out = c
-        .output()
-        .unwrap_or_else(|e| panic!("scripts/{name} could not run: {e}"));
-    assert!(
-        out.status.success(),
-        "scripts/{name} failed ({:?}): {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .trim()
-        .to_string()
+    let out = c.output().unwrap_or_else(|e| panic!("scripts/{name} could not run: {e}"));
+    assert!(out.status.success(), "scripts/{name} failed ({:?}): {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().trim().to_string()
 }
 
 #[test]
@@ -196,19 +101,9 @@ fn cuda_kernels_compile_to_sm90_cubins_with_the_nvrtc_wheel() {
     // scripts/fetch-nvrtc downloads NVIDIA's nvidia-cuda-nvrtc wheel from PyPI into .cache/.
     let lib = script("fetch-nvrtc", None);
     let dir = tempfile::tempdir().unwrap();
-    let out = bin()
-        .env("KATLAS_NVRTC", &lib)
-        .args(["compile", "--arch", "sm_90", "--out-dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let out = bin().env("KATLAS_NVRTC", &lib).args(["compile", "--arch", "sm_90", "--out-dir"]).arg(dir.path()).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     let mut kernels = std::collections::BTreeMap::new();
     for (file, _) in katlas_lab::kernels::SOURCES {
         let path = dir.path().join(format!("{file}.sm_90.cubin"));
@@ -222,8 +117,7 @@ fn cuda_kernels_compile_to_sm90_cubins_with_the_nvrtc_wheel() {
                 kernels.insert(k.name.clone(), k);
             }
         }
-        let log =
-            std::fs::read_to_string(dir.path().join(format!("{file}.sm_90.ptxas.log"))).unwrap();
+        let log = std::fs::read_to_string(dir.path().join(format!("{file}.sm_90.ptxas.log"))).unwrap();
         assert!(log.contains("registers"), "{file}: ptxas -v report missing");
     }
     // Every variant's function, at every default shape, is in a cubin.
@@ -234,16 +128,8 @@ fn cuda_kernels_compile_to_sm90_cubins_with_the_nvrtc_wheel() {
         }
     }
     // The best 4-bit kernels do not spill.
-    for f in [
-        "gemv_hfq4g256_xsu_g4w8",
-        "gemv_hfq4g256_xsu_g2w8",
-        "gemv_hfq4g256_xq_g4w8",
-        "gemv_bf16_r1",
-    ] {
-        let line = stdout
-            .lines()
-            .find(|l| l.split_whitespace().nth(1) == Some(f))
-            .unwrap_or_else(|| panic!("{f} missing from:\n{stdout}"));
+    for f in ["gemv_hfq4g256_xsu_g4w8", "gemv_hfq4g256_xsu_g2w8", "gemv_hfq4g256_xq_g4w8", "gemv_bf16_r1"] {
+        let line = stdout.lines().find(|l| l.split_whitespace().nth(1) == Some(f)).unwrap_or_else(|| panic!("{f} missing from:\n{stdout}"));
         assert!(line.contains("spill_stores=0 spill_loads=0"), "{line}");
     }
 }
@@ -254,23 +140,16 @@ fn hip_twins_compile_for_four_amd_targets() {
     let dir = tempfile::tempdir().unwrap();
     script("build-lab-hip", Some(dir.path()));
     for arch in ["gfx90a", "gfx942", "gfx1100", "gfx1201"] {
-        for (stem, must) in [
-            ("gemv_hfq4", "gemv_hfq4g256_xsu_g4w8"),
-            ("gemv_bf16", "gemv_bf16_r1"),
-            ("attn_decode", "attn_decode_split"),
-            ("rope", "rope_exact"),
-        ] {
+        for (stem, must) in
+            [("gemv_hfq4", "gemv_hfq4g256_xsu_g4w8"), ("gemv_bf16", "gemv_bf16_r1"), ("attn_decode", "attn_decode_split"), ("rope", "rope_exact")]
+        {
             let path = dir.path().join(format!("{stem}.{arch}.hsaco"));
             let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let (objs, errs) = katlas_isa::scan_bytes(&path.display().to_string(), bytes);
             assert!(errs.is_empty(), "{}: {errs:?}", path.display());
             assert_eq!(objs.len(), 1);
             assert_eq!(objs[0].arch, arch);
-            assert!(
-                objs[0].kernels.iter().any(|k| k.name == must),
-                "{must} not in {}",
-                path.display()
-            );
+            assert!(objs[0].kernels.iter().any(|k| k.name == must), "{must} not in {}", path.display());
         }
     }
 }

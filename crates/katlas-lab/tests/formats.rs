@@ -3,9 +3,7 @@
 use katlas_lab::check::compare;
 use katlas_lab::data;
 use katlas_lab::kernels::{tolerance, Family, Math, Shape, VARIANTS};
-use katlas_lab::quant::{
-    check_k, dequant_row, pack_group, quantize, row_bytes, unpack_group, GROUP, GROUP_BYTES,
-};
+use katlas_lab::quant::{check_k, dequant_row, pack_group, quantize, row_bytes, unpack_group, GROUP, GROUP_BYTES};
 use katlas_lab::reference as r;
 use katlas_lab::workload::Case;
 
@@ -40,10 +38,7 @@ fn quantize_round_trips_within_half_a_step() {
             let (scale, _, _) = unpack_group(&packed[off..off + GROUP_BYTES]);
             for i in g * GROUP..(g + 1) * GROUP {
                 let err = (back[i] - w[row * k + i]).abs();
-                assert!(
-                    err <= 0.5 * scale * 1.0001,
-                    "row {row} col {i}: {err} > half step {scale}"
-                );
+                assert!(err <= 0.5 * scale * 1.0001, "row {row} col {i}: {err} > half step {scale}");
             }
         }
     }
@@ -64,12 +59,7 @@ fn inputs_vary_along_every_dimension() {
     let rb = row_bytes(k);
     // rows differ, groups differ, scales and minimums differ, nibbles are not constant
     for row in 1..n {
-        assert_ne!(
-            &w[row * rb..(row + 1) * rb],
-            &w[(row - 1) * rb..row * rb],
-            "rows {row} and {} equal",
-            row - 1
-        );
+        assert_ne!(&w[row * rb..(row + 1) * rb], &w[(row - 1) * rb..row * rb], "rows {row} and {} equal", row - 1);
     }
     let (s0, m0, q0) = unpack_group(&w[0..GROUP_BYTES]);
     let (s1, m1, q1) = unpack_group(&w[GROUP_BYTES..2 * GROUP_BYTES]);
@@ -91,10 +81,7 @@ fn oracle_matches_naive_dequantised_f64() {
     for (row, got) in y.iter().enumerate() {
         let d = dequant_row(&w, k, row);
         let naive: f64 = d.iter().zip(&x).map(|(a, b)| *a as f64 * *b as f64).sum();
-        assert!(
-            (naive - got).abs() <= 1e-6 * naive.abs().max(1.0),
-            "row {row}: {naive} vs {got}"
-        );
+        assert!((naive - got).abs() <= 1e-6 * naive.abs().max(1.0), "row {row}: {naive} vs {got}");
     }
 }
 
@@ -122,9 +109,7 @@ fn cpu_kernels_match_the_oracle_for_every_family() {
 
 #[test]
 fn check_finds_planted_errors_and_bins_them() {
-    let want: Vec<f64> = (0..256)
-        .map(|i| ((i * 37 % 101) as f64 - 50.0) / 10.0)
-        .collect();
+    let want: Vec<f64> = (0..256).map(|i| ((i * 37 % 101) as f64 - 50.0) / 10.0).collect();
     let mut got: Vec<f32> = want.iter().map(|v| *v as f32).collect();
     assert!(compare(&got, &want, 1, 1e-5).pass);
     got[19] += 3.0; // row 19: row%16 = 3, lane 19
@@ -145,26 +130,14 @@ fn check_finds_planted_errors_and_bins_them() {
 
 #[test]
 fn x_resident_variants_resolve_per_k() {
-    let xs = VARIANTS
-        .iter()
-        .find(|v| v.family == Family::GemvHfq4 && v.name == "xp")
-        .unwrap();
+    let xs = VARIANTS.iter().find(|v| v.family == Family::GemvHfq4 && v.name == "xp").unwrap();
     let (f, wpb, rt) = xs.resolve(Shape { a: 28672, b: 8192 }).unwrap();
     assert_eq!(f, "gemv_hfq4g256_xsu_g4w8");
     assert_eq!(wpb, 8);
     assert_eq!(rt, Some(16));
     let (f, wpb, _) = xs.resolve(Shape { a: 4096, b: 28672 }).unwrap();
     assert_eq!((f.as_str(), wpb), ("gemv_hfq4g256_xsu_g7w16", 16));
-    assert!(
-        xs.resolve(Shape { a: 4096, b: 512 }).is_err(),
-        "K=512 has no x-resident split"
-    );
-    let r1 = VARIANTS
-        .iter()
-        .find(|v| v.family == Family::GemvHfq4 && v.name == "r1")
-        .unwrap();
-    assert_eq!(
-        r1.resolve(Shape { a: 1, b: 512 }).unwrap(),
-        ("gemv_hfq4g256_r1".to_string(), 4, None)
-    );
+    assert!(xs.resolve(Shape { a: 4096, b: 512 }).is_err(), "K=512 has no x-resident split");
+    let r1 = VARIANTS.iter().find(|v| v.family == Family::GemvHfq4 && v.name == "r1").unwrap();
+    assert_eq!(r1.resolve(Shape { a: 1, b: 512 }).unwrap(), ("gemv_hfq4g256_r1".to_string(), 4, None));
 }

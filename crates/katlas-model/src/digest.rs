@@ -48,10 +48,7 @@ mod tests {
     #[test]
     fn known_vectors() {
         assert_eq!(md5_hex(b""), "d41d8cd98f00b204e9800998ecf8427e");
-        assert_eq!(
-            md5_reader(&b"The quick brown fox jumps over the lazy dog"[..]).unwrap(),
-            "9e107d9d372bb6826bd81d3542a419d6"
-        );
+        assert_eq!(md5_reader(&b"The quick brown fox jumps over the lazy dog"[..]).unwrap(), "9e107d9d372bb6826bd81d3542a419d6");
         let mut b = Md5Builder::new();
         b.update(b"The quick brown fox ").update(b"jumps over the lazy dog");
         assert_eq!(b.finish(), "9e107d9d372bb6826bd81d3542a419d6");

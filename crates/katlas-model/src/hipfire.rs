@@ -78,13 +78,7 @@ pub fn import_v0(doc: Value, origin_file: Option<&str>, line: Option<u64>) -> Re
     let workload = take_str(&mut m, "workload", "")?.ok_or_else(|| field_err("workload", "missing"))?;
     let phase = take_str(&mut m, "phase", "")?.ok_or_else(|| field_err("phase", "missing"))?;
     let mut row = Row::new(workload, phase);
-    row.origin = Some(Origin {
-        kind: "import".into(),
-        schema: Some(HIPFIRE_V0.into()),
-        file: origin_file.map(str::to_string),
-        line,
-        ..Default::default()
-    });
+    row.origin = Some(Origin { kind: "import".into(), schema: Some(HIPFIRE_V0.into()), file: origin_file.map(str::to_string), line, ..Default::default() });
     row.workload_kind = take_str(&mut m, "workload_kind", "")?;
     row.shape_bucket = take_str(&mut m, "shape_bucket", "")?;
     row.arch = take_str(&mut m, "arch", "")?;
@@ -205,11 +199,7 @@ pub fn import_v0(doc: Value, origin_file: Option<&str>, line: Option<u64>) -> Re
         row.route = Some(route);
     }
     if let (Some(Value::String(p)), md5) = (artifacts.get("prompt_file").cloned(), artifacts.get("prompt_md5")) {
-        row.identity.prompt = Some(FileDigest {
-            path: Some(p),
-            md5: md5.and_then(Value::as_str).map(str::to_string),
-            ..Default::default()
-        });
+        row.identity.prompt = Some(FileDigest { path: Some(p), md5: md5.and_then(Value::as_str).map(str::to_string), ..Default::default() });
     }
     // The rest of the artefacts (DFlash draft/target, KV mode, prompt) are kept whole.
     row.artifacts = artifacts.into_iter().collect();
@@ -275,12 +265,7 @@ mod tests {
 
     #[test]
     fn bad_metric_names_field() {
-        let e = import_v0(
-            json!({"schema": HIPFIRE_V0, "workload": "w", "phase": "p", "metrics": {"gen_tok_s": "fast"}}),
-            None,
-            None,
-        )
-        .unwrap_err();
+        let e = import_v0(json!({"schema": HIPFIRE_V0, "workload": "w", "phase": "p", "metrics": {"gen_tok_s": "fast"}}), None, None).unwrap_err();
         assert!(e.to_string().contains("metrics.gen_tok_s"), "{e}");
     }
 

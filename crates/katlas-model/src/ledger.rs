@@ -78,12 +78,7 @@ impl FromStr for Verdict {
         Verdict::ALL
             .into_iter()
             .find(|v| v.as_str() == norm)
-            .ok_or_else(|| {
-                format!(
-                    "unknown verdict `{s}` (expected one of {})",
-                    Verdict::ALL.map(|v| v.as_str()).join(", ")
-                )
-            })
+            .ok_or_else(|| format!("unknown verdict `{s}` (expected one of {})", Verdict::ALL.map(|v| v.as_str()).join(", ")))
     }
 }
 
@@ -106,14 +101,10 @@ impl Disposition {
     pub fn default_for(verdict: Verdict) -> Disposition {
         match verdict {
             Verdict::Improved => Disposition::Promote,
-            Verdict::Inconclusive => {
-                Disposition::RevisitIf { condition: "more samples or a quieter machine".into() }
-            }
+            Verdict::Inconclusive => Disposition::RevisitIf { condition: "more samples or a quieter machine".into() },
             Verdict::Unstable => Disposition::RevisitIf { condition: "the measurement is stable".into() },
             Verdict::NeedsBaseline => Disposition::RevisitIf { condition: "a baseline exists".into() },
-            Verdict::Invalid => {
-                Disposition::RevisitIf { condition: "the comparison is valid (see reasons)".into() }
-            }
+            Verdict::Invalid => Disposition::RevisitIf { condition: "the comparison is valid (see reasons)".into() },
             Verdict::Regressed | Verdict::NoChange | Verdict::Incorrect => Disposition::Reject,
         }
     }

@@ -14,12 +14,6 @@ pub mod schema;
 pub mod task;
 
 pub use identity::{Device, FileDigest, HostIdentity, Identity, RunPolicy, SourceIdentity};
-pub use ledger::{
-    Disposition, EvalResult, EvalSample, Goal, LedgerEntry, Verdict, EVAL_RESULT_SCHEMA, EVAL_SAMPLE_SCHEMA,
-    LEDGER_SCHEMA,
-};
-pub use row::{
-    unit_for_metric_key, KernelSample, Metric, OpClass, Origin, Route, Row, RunError, Status,
-    Variant, ROW_SCHEMA,
-};
+pub use ledger::{Disposition, EvalResult, EvalSample, Goal, LedgerEntry, Verdict, EVAL_RESULT_SCHEMA, EVAL_SAMPLE_SCHEMA, LEDGER_SCHEMA};
+pub use row::{unit_for_metric_key, KernelSample, Metric, OpClass, Origin, Route, Row, RunError, Status, Variant, ROW_SCHEMA};
 pub use schema::{schemas, SchemaDoc};

@@ -18,21 +18,11 @@ type SchemaFn = fn() -> Value;
 /// [`register`]-style lists in their own crates; the model owns the core ones.
 pub fn schemas() -> Vec<SchemaDoc> {
     let core: &[(&str, SchemaFn)] = &[
-        (crate::ROW_SCHEMA, || {
-            serde_json::to_value(schemars::schema_for!(crate::Row)).expect("schema serialises")
-        }),
-        (crate::ledger::LEDGER_SCHEMA, || {
-            serde_json::to_value(schemars::schema_for!(crate::ledger::LedgerEntry)).expect("schema serialises")
-        }),
-        (crate::ledger::EVAL_SAMPLE_SCHEMA, || {
-            serde_json::to_value(schemars::schema_for!(crate::ledger::EvalSample)).expect("schema serialises")
-        }),
-        (crate::ledger::EVAL_RESULT_SCHEMA, || {
-            serde_json::to_value(schemars::schema_for!(crate::ledger::EvalResult)).expect("schema serialises")
-        }),
-        (crate::task::TASK_SCHEMA, || {
-            serde_json::to_value(schemars::schema_for!(crate::task::Task)).expect("schema serialises")
-        }),
+        (crate::ROW_SCHEMA, || serde_json::to_value(schemars::schema_for!(crate::Row)).expect("schema serialises")),
+        (crate::ledger::LEDGER_SCHEMA, || serde_json::to_value(schemars::schema_for!(crate::ledger::LedgerEntry)).expect("schema serialises")),
+        (crate::ledger::EVAL_SAMPLE_SCHEMA, || serde_json::to_value(schemars::schema_for!(crate::ledger::EvalSample)).expect("schema serialises")),
+        (crate::ledger::EVAL_RESULT_SCHEMA, || serde_json::to_value(schemars::schema_for!(crate::ledger::EvalResult)).expect("schema serialises")),
+        (crate::task::TASK_SCHEMA, || serde_json::to_value(schemars::schema_for!(crate::task::Task)).expect("schema serialises")),
     ];
     core.iter().map(|(name, f)| SchemaDoc { name, schema: f() }).collect()
 }

@@ -188,9 +188,7 @@ impl Project {
 
     /// Names of the entries of a stage-owned table section (`workload` names).
     pub fn section_names(&self, section: &str) -> Vec<String> {
-        lookup(&self.config_text, &[section])
-            .and_then(|v| v.as_table().map(|t| t.keys().cloned().collect()))
-            .unwrap_or_default()
+        lookup(&self.config_text, &[section]).and_then(|v| v.as_table().map(|t| t.keys().cloned().collect())).unwrap_or_default()
     }
 }
 
@@ -227,10 +225,7 @@ pub fn parse_config(file: &Path, text: &str) -> Result<Config, ConfigError> {
 }
 
 fn toml_error(file: &Path, text: &str, e: &toml::de::Error, key: Option<String>) -> ConfigError {
-    let line = e
-        .span()
-        .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
-        .or_else(|| key.as_deref().and_then(|k| line_of_key(text, k)));
+    let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1).or_else(|| key.as_deref().and_then(|k| line_of_key(text, k)));
     ConfigError { file: file.to_path_buf(), line, key, reason: e.message().to_string() }
 }
 
@@ -282,11 +277,7 @@ mod tests {
     #[test]
     fn owned_section_errors_point_at_key() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join(CONFIG_FILE),
-            "[project]\nname = \"p\"\n\n[workload.bench]\ncommand = \"./b\"\ntimeuot_s = 3\n",
-        )
-        .unwrap();
+        std::fs::write(dir.path().join(CONFIG_FILE), "[project]\nname = \"p\"\n\n[workload.bench]\ncommand = \"./b\"\ntimeuot_s = 3\n").unwrap();
         let p = Project::discover(&dir.path().join("."), None).unwrap();
         let e = p.section::<Wl>(&["workload", "bench"]).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("workload.bench.timeuot_s"));

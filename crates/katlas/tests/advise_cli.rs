@@ -225,12 +225,19 @@ fn task_rank_1_writes_task_md_whose_eval_command_runs() {
     assert_eq!(task["bench"]["metric"], "gen_tok_s");
     assert!(task["baseline"]["git_ref"].as_str().is_some_and(|r| r.len() == 40));
     assert_eq!(std::fs::read_to_string(tdir.join("TASK.md")).unwrap(), md);
-    for section in ["## Objective", "## Hypothesis", "## Evidence", "## Baseline", "## Allowed files", "## Build", "## Benchmark", "## Correctness", "## Constraints"] {
+    for section in
+        ["## Objective", "## Hypothesis", "## Evidence", "## Baseline", "## Allowed files", "## Build", "## Benchmark", "## Correctness", "## Constraints"]
+    {
         assert!(md.contains(section), "{section} in TASK.md");
     }
     let o = run_as_written(p, &cmd);
     let code = o.status.code();
-    assert!(matches!(code, Some(0) | Some(1)), "eval gives a verdict (exit {code:?})\n{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        matches!(code, Some(0) | Some(1)),
+        "eval gives a verdict (exit {code:?})\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     let evals = tdir.join("evals");
     assert!(std::fs::read_dir(&evals).unwrap().any(|e| e.unwrap().path().join("result.json").exists()), "eval wrote its result");
 
@@ -249,8 +256,26 @@ fn task_from_op_keeps_shapes_whole() {
     let p = d.path();
     let o = katlas(
         p,
-        &["task", "--from-op", "--name", "q_proj", "--op", "aten::mm", "--shape", "1,2048,4096", "--shape", "4096,4096", "--dtype", "bf16",
-          "--eval-command", "python bench_mm.py", "--correctness", "python check_mm.py", "--format", "json"],
+        &[
+            "task",
+            "--from-op",
+            "--name",
+            "q_proj",
+            "--op",
+            "aten::mm",
+            "--shape",
+            "1,2048,4096",
+            "--shape",
+            "4096,4096",
+            "--dtype",
+            "bf16",
+            "--eval-command",
+            "python bench_mm.py",
+            "--correctness",
+            "python check_mm.py",
+            "--format",
+            "json",
+        ],
     );
     let t = json(&o);
     assert_eq!(t["op"]["shapes"], serde_json::json!(["1,2048,4096", "4096,4096"]));

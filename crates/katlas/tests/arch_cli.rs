@@ -5,20 +5,11 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn katlas(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_katlas"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run katlas")
+    Command::new(env!("CARGO_BIN_EXE_katlas")).args(args).current_dir(dir).env("NO_COLOR", "1").output().expect("run katlas")
 }
 
 fn json(o: &Output) -> Value {
-    assert!(
-        o.status.success(),
-        "katlas failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "katlas failed: {}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&o.stdout).expect("JSON output")
 }
 
@@ -29,67 +20,22 @@ fn arch_ls_show_and_occupancy() {
     let ls = json(&katlas(d, &["arch", "ls", "--format", "json"]));
     assert_eq!(ls["schema"], "katlas.arch.v1");
     assert!(ls["atoms"].as_array().unwrap().len() >= 30);
-    let fam = json(&katlas(
-        d,
-        &["arch", "ls", "--family", "gfx11", "--format", "json"],
-    ));
-    let names: Vec<&str> = fam["atoms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["name"].as_str().unwrap())
-        .collect();
+    let fam = json(&katlas(d, &["arch", "ls", "--family", "gfx11", "--format", "json"]));
+    let names: Vec<&str> = fam["atoms"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["gfx1100", "gfx1101", "gfx1102", "gfx1103"]);
 
-    let a = json(&katlas(
-        d,
-        &["arch", "show", "gfx942:sramecc+:xnack-", "--format", "json"],
-    ));
-    assert_eq!(
-        (a["kind"].as_str(), a["atom"]["name"].as_str()),
-        (Some("atom"), Some("gfx942"))
-    );
-    assert!(a["products"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|p| p["name"] == "Instinct MI300X"));
+    let a = json(&katlas(d, &["arch", "show", "gfx942:sramecc+:xnack-", "--format", "json"]));
+    assert_eq!((a["kind"].as_str(), a["atom"]["name"].as_str()), (Some("atom"), Some("gfx942")));
+    assert!(a["products"].as_array().unwrap().iter().any(|p| p["name"] == "Instinct MI300X"));
 
-    let p = json(&katlas(
-        d,
-        &["arch", "show", "NVIDIA H200", "--format", "json"],
-    ));
+    let p = json(&katlas(d, &["arch", "show", "NVIDIA H200", "--format", "json"]));
     assert_eq!(p["product"]["measured_bw_gbps"]["value"], 4171.1);
 
-    let o = json(&katlas(
-        d,
-        &[
-            "arch",
-            "occupancy",
-            "sm_90",
-            "--regs",
-            "64",
-            "--block",
-            "128",
-            "--format",
-            "json",
-        ],
-    ));
+    let o = json(&katlas(d, &["arch", "occupancy", "sm_90", "--regs", "64", "--block", "128", "--format", "json"]));
     assert_eq!(o["occupancy"]["achieved"], 32);
     assert_eq!(o["occupancy"]["limiter"], "registers");
 
-    let text = katlas(
-        d,
-        &[
-            "arch",
-            "occupancy",
-            "gfx1100",
-            "--vgprs",
-            "128",
-            "--block",
-            "256",
-        ],
-    );
+    let text = katlas(d, &["arch", "occupancy", "gfx1100", "--vgprs", "128", "--block", "256"]);
     assert!(text.status.success());
     assert!(String::from_utf8_lossy(&text.stdout).starts_with("gfx1100: 10 / 16 waves/SIMD"));
 
@@ -105,40 +51,13 @@ fn arch_reads_project_overrides() {
     let d = tmp.path();
     let rules = d.join(".katlas/rules/arch");
     std::fs::create_dir_all(&rules).unwrap();
-    std::fs::write(
-        rules.join("apu.toml"),
-        "[[atom]]\nname = \"gfx1151\"\nalso_families = [\"gfx11\"]\n",
-    )
-    .unwrap();
-    let fam = json(&katlas(
-        d,
-        &[
-            "--project",
-            d.to_str().unwrap(),
-            "arch",
-            "ls",
-            "--family",
-            "gfx11",
-            "--format",
-            "json",
-        ],
-    ));
-    assert!(fam["atoms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|a| a["name"] == "gfx1151"));
+    std::fs::write(rules.join("apu.toml"), "[[atom]]\nname = \"gfx1151\"\nalso_families = [\"gfx11\"]\n").unwrap();
+    let fam = json(&katlas(d, &["--project", d.to_str().unwrap(), "arch", "ls", "--family", "gfx11", "--format", "json"]));
+    assert!(fam["atoms"].as_array().unwrap().iter().any(|a| a["name"] == "gfx1151"));
 
-    std::fs::write(
-        rules.join("zz-bad.toml"),
-        "[[product]]\nname = \"NVIDIA H200\"\nunits = \"many\"\n",
-    )
-    .unwrap();
+    std::fs::write(rules.join("zz-bad.toml"), "[[product]]\nname = \"NVIDIA H200\"\nunits = \"many\"\n").unwrap();
     let o = katlas(d, &["--project", d.to_str().unwrap(), "arch", "ls"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("zz-bad.toml:3") && err.contains("units"),
-        "{err}"
-    );
+    assert!(err.contains("zz-bad.toml:3") && err.contains("units"), "{err}");
 }

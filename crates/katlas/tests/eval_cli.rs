@@ -81,7 +81,8 @@ fn aa_calibrates_the_noise_threshold() {
     let t = noise.as_object().unwrap().values().next().unwrap().as_f64().unwrap();
     assert!(t > 0.0 && t < 0.05, "{t}");
     // The next eval of the same command uses the calibrated threshold.
-    let o = katlas(p, &["eval", "--baseline", cmd, "--candidate", "echo tok_s=150", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json"]);
+    let o =
+        katlas(p, &["eval", "--baseline", cmd, "--candidate", "echo tok_s=150", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json"]);
     assert!((json(&o)["noise_threshold"].as_f64().unwrap() - t).abs() < 1e-12);
 }
 
@@ -91,8 +92,21 @@ fn env_variant_and_route_change() {
     let o = katlas(
         d.path(),
         &[
-            "eval", "--command", "echo tok_s=$((100 + KV)); echo kernel_seen=attn_$KV", "--variant", "KV=0", "--variant", "KV=10",
-            "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json",
+            "eval",
+            "--command",
+            "echo tok_s=$((100 + KV)); echo kernel_seen=attn_$KV",
+            "--variant",
+            "KV=0",
+            "--variant",
+            "KV=10",
+            "--metric",
+            "tok_s",
+            "-n",
+            "3",
+            "--telemetry",
+            "false",
+            "--format",
+            "json",
         ],
     );
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
@@ -112,7 +126,10 @@ fn gate_fails_closed_and_updates_upwards() {
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../katlas-eval/tests/data/speed-baselines-gfx1100.txt"), dir.join("gfx1100.txt")).unwrap();
     assert_eq!(code(&katlas(p, &["gate", "--arch", "gfx1100"])), 1, "nothing checked");
     assert_eq!(code(&katlas(p, &["gate", "--arch", "gfx942"])), 1, "no baseline file");
-    let o = katlas(p, &["gate", "--arch", "gfx1100", "--command", "echo 4b_mq4_gen_tok_s=200", "-n", "3", "--key", "4b_mq4_gen_tok_s", "--update", "--format", "json"]);
+    let o = katlas(
+        p,
+        &["gate", "--arch", "gfx1100", "--command", "echo 4b_mq4_gen_tok_s=200", "-n", "3", "--key", "4b_mq4_gen_tok_s", "--update", "--format", "json"],
+    );
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(json(&o)["passed"], true);
     let text = std::fs::read_to_string(dir.join("gfx1100.txt")).unwrap();
@@ -159,7 +176,26 @@ fn routes_fail_closed() {
     assert_eq!(code(&o), 1);
     assert!(String::from_utf8_lossy(&o.stdout).contains("BLOCKED"));
     // An eval whose claim is unknown is incorrect, never a win.
-    let o = katlas(p, &["eval", "--baseline", "echo t_s=1", "--candidate", "echo t_s=2", "--metric", "t_s", "-n", "3", "--claim", "nope", "--telemetry", "false", "--format", "json"]);
+    let o = katlas(
+        p,
+        &[
+            "eval",
+            "--baseline",
+            "echo t_s=1",
+            "--candidate",
+            "echo t_s=2",
+            "--metric",
+            "t_s",
+            "-n",
+            "3",
+            "--claim",
+            "nope",
+            "--telemetry",
+            "false",
+            "--format",
+            "json",
+        ],
+    );
     assert_eq!(code(&o), 1);
     assert_eq!(json(&o)["verdict"], "incorrect");
 }
@@ -196,8 +232,15 @@ fn check_numeric_histograms() {
 fn eval_and_gate_sections_of_katlas_toml() {
     let d = project();
     let p = d.path();
-    std::fs::write(p.join("katlas.toml"), "[eval]\nthreshold = 0.3\nwarmups = 0\norder = \"shuffle\"\n\n[gate]\nbaselines = \"floors\"\ncommand = \"echo gen_tok_s=101\"\nruns = 2\n").unwrap();
-    let o = katlas(p, &["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=120", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json"]);
+    std::fs::write(
+        p.join("katlas.toml"),
+        "[eval]\nthreshold = 0.3\nwarmups = 0\norder = \"shuffle\"\n\n[gate]\nbaselines = \"floors\"\ncommand = \"echo gen_tok_s=101\"\nruns = 2\n",
+    )
+    .unwrap();
+    let o = katlas(
+        p,
+        &["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=120", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json"],
+    );
     assert_eq!(code(&o), 1, "20% is inside a 30% band: {}", String::from_utf8_lossy(&o.stderr));
     let r = json(&o);
     assert_eq!(r["verdict"], "no_change");
@@ -205,7 +248,25 @@ fn eval_and_gate_sections_of_katlas_toml() {
     assert_eq!(r["protocol"]["order"], "shuffle");
     assert_eq!(r["protocol"]["warmups"], 0);
     // A flag beats the file.
-    let o = katlas(p, &["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=120", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--threshold", "0.01", "--fresh"]);
+    let o = katlas(
+        p,
+        &[
+            "eval",
+            "--baseline",
+            "echo tok_s=100",
+            "--candidate",
+            "echo tok_s=120",
+            "--metric",
+            "tok_s",
+            "-n",
+            "3",
+            "--telemetry",
+            "false",
+            "--threshold",
+            "0.01",
+            "--fresh",
+        ],
+    );
     assert_eq!(code(&o), 0);
     std::fs::create_dir_all(p.join("floors")).unwrap();
     std::fs::write(p.join("floors/gfx1100.txt"), "gen_tok_s=100\n").unwrap();
@@ -222,8 +283,15 @@ fn eval_and_gate_sections_of_katlas_toml() {
 fn killed_eval_resumes() {
     let d = project();
     let p = d.path();
-    let args = ["eval", "--baseline", "sleep 0.1; echo tok_s=100", "--candidate", "sleep 0.1; echo tok_s=120", "--metric", "tok_s", "-n", "6", "--telemetry", "false"];
-    let mut child = Command::new(KATLAS).args(args).current_dir(p).env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config").stdout(std::process::Stdio::null()).spawn().unwrap();
+    let args =
+        ["eval", "--baseline", "sleep 0.1; echo tok_s=100", "--candidate", "sleep 0.1; echo tok_s=120", "--metric", "tok_s", "-n", "6", "--telemetry", "false"];
+    let mut child = Command::new(KATLAS)
+        .args(args)
+        .current_dir(p)
+        .env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     // Kill it once a few samples are on disk (14 runs of >= 0.1 s are planned).
     let samples = || -> usize {
         std::fs::read_dir(p.join(".katlas/evals"))
@@ -249,12 +317,7 @@ fn killed_eval_resumes() {
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
+    let o = Command::new("git").args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]).args(args).current_dir(dir).output().unwrap();
     assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }

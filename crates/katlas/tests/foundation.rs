@@ -5,13 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn katlas(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_katlas"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("KATLAS_ARCH")
-        .output()
-        .expect("run katlas")
+    Command::new(env!("CARGO_BIN_EXE_katlas")).args(args).current_dir(dir).env("NO_COLOR", "1").env_remove("KATLAS_ARCH").output().expect("run katlas")
 }
 
 fn stdout(o: &Output) -> String {
@@ -100,11 +94,12 @@ fn import_keeps_every_row_and_field() {
         leaves(&src_row, &mut want);
         for w in want.iter().filter(|w| !w.is_null()) {
             let found = have.iter().any(|h| {
-                h == w || match (h.as_f64(), w.as_f64()) {
-                    // total_ms is stored as total_us.
-                    (Some(a), Some(b)) => a == b || (a - b * 1000.0).abs() < 1e-6 * a.abs().max(1.0),
-                    _ => false,
-                }
+                h == w
+                    || match (h.as_f64(), w.as_f64()) {
+                        // total_ms is stored as total_us.
+                        (Some(a), Some(b)) => a == b || (a - b * 1000.0).abs() < 1e-6 * a.abs().max(1.0),
+                        _ => false,
+                    }
             });
             assert!(found, "value {w} of the v0 row is missing from the v1 row");
         }

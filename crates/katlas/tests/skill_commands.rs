@@ -59,10 +59,7 @@ fn help_commands() -> Vec<String> {
     let text = String::from_utf8_lossy(&o.stdout).to_string();
     let after = text.split("Commands:").nth(1).expect("help lists commands");
     let list = after.split("Options:").next().unwrap();
-    list.lines()
-        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
-        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-        .collect()
+    list.lines().filter(|l| l.starts_with("  ") && !l.starts_with("   ")).filter_map(|l| l.split_whitespace().next().map(str::to_string)).collect()
 }
 
 #[test]

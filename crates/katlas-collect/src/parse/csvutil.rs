@@ -21,9 +21,8 @@ impl Header {
         aliases.iter().find_map(|a| self.index.get(*a).copied())
     }
     pub fn require(&self, aliases: &[&str], source: &str, line: u64) -> Result<usize, ParseError> {
-        self.col(aliases).ok_or_else(|| {
-            ParseError::new(source, Some(line), format!("header has no column {} (columns: {})", aliases.join(" or "), self.names.join(", ")))
-        })
+        self.col(aliases)
+            .ok_or_else(|| ParseError::new(source, Some(line), format!("header has no column {} (columns: {})", aliases.join(" or "), self.names.join(", "))))
     }
 }
 

@@ -67,8 +67,7 @@ fn summary_pairs(rest: &str, source: &str, line: u64, tag: &str) -> Result<Vec<(
         let Some((k, v)) = tok.split_once('=') else {
             return Err(ParseError::new(source, Some(line), format!("{tag}: expected key=value, found {tok:?}")));
         };
-        let v = parse_number(v)
-            .ok_or_else(|| ParseError::key(source, line, k, format!("{tag}: not a number: {v:?}")))?;
+        let v = parse_number(v).ok_or_else(|| ParseError::key(source, line, k, format!("{tag}: not a number: {v:?}")))?;
         out.push((k.to_string(), v));
     }
     Ok(out)
@@ -176,14 +175,7 @@ pub fn parse(r: &mut dyn BufRead, source: &str, _opts: &ParserOptions) -> Result
                     let total_ms = num(&c["total"], source, n, "total_ms")?;
                     let per = num(&c["per"], source, n, "us_per_call")?;
                     let pct = num(&c["pct"], source, n, "pct")?;
-                    let mut k = KernelSample {
-                        name,
-                        calls,
-                        total_us: total_ms * 1000.0,
-                        avg_us: Some(per),
-                        share_pct: Some(pct),
-                        ..Default::default()
-                    };
+                    let mut k = KernelSample { name, calls, total_us: total_ms * 1000.0, avg_us: Some(per), share_pct: Some(pct), ..Default::default() };
                     if let Some(bw) = c.name("bw") {
                         let gib = num(bw.as_str(), source, n, "gib_s")?;
                         k.achieved_gbps = Some(gib * 1.073_741_824);
@@ -249,8 +241,7 @@ mod tests {
 
     #[test]
     fn summary_non_number_names_key() {
-        let e = parse("hipfire-bench", Input::Text { text: "x\nSUMMARY  gen_tok_s=abc avg_ms=1\n", source: "out" })
-            .unwrap_err();
+        let e = parse("hipfire-bench", Input::Text { text: "x\nSUMMARY  gen_tok_s=abc avg_ms=1\n", source: "out" }).unwrap_err();
         assert_eq!(e.line, Some(2));
         assert_eq!(e.key.as_deref(), Some("gen_tok_s"));
         assert!(e.to_string().contains("gen_tok_s"));

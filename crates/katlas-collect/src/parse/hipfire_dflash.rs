@@ -15,9 +15,7 @@ use std::sync::OnceLock;
 
 fn emitted_re() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| {
-        Regex::new(r"^emitted:\s+(?P<tok>\d+)\s+tokens\s+in\s+(?P<s>[-\d.eE+]+)s(?:\s+\((?P<rate>[-\d.eE+]+)\s*tok/s\))?").unwrap()
-    })
+    R.get_or_init(|| Regex::new(r"^emitted:\s+(?P<tok>\d+)\s+tokens\s+in\s+(?P<s>[-\d.eE+]+)s(?:\s+\((?P<rate>[-\d.eE+]+)\s*tok/s\))?").unwrap())
 }
 
 /// Pairs `key: value` and `key=value` anywhere on a line; `τ` is spelled `tau`.
@@ -44,7 +42,11 @@ pub(crate) fn mid_line_pairs(line: &str) -> Vec<(String, String)> {
 }
 
 fn canon(k: &str) -> String {
-    if k == "τ" { "tau".into() } else { k.to_string() }
+    if k == "τ" {
+        "tau".into()
+    } else {
+        k.to_string()
+    }
 }
 
 pub fn parse(r: &mut dyn BufRead, source: &str, _opts: &ParserOptions) -> Result<ParseOutput, ParseError> {
@@ -80,9 +82,7 @@ pub fn parse(r: &mut dyn BufRead, source: &str, _opts: &ParserOptions) -> Result
         }
         if let Some(c) = emitted_re().captures(t) {
             let get = |name: &str, key: &str| -> Result<Option<f64>, ParseError> {
-                c.name(name)
-                    .map(|m| parse_number(m.as_str()).ok_or_else(|| ParseError::key(source, n, key, "not a number")))
-                    .transpose()
+                c.name(name).map(|m| parse_number(m.as_str()).ok_or_else(|| ParseError::key(source, n, key, "not a number"))).transpose()
             };
             if let Some(v) = get("tok", "emitted_tokens")? {
                 out.metrics.insert("emitted_tokens".into(), Metric::new(v, Some("tokens")));

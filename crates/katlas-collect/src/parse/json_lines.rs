@@ -55,8 +55,7 @@ pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<
             _ => None,
         };
         if let Some(k) = m.remove("kernels") {
-            let ks: Vec<KernelSample> = serde_json::from_value(k)
-                .map_err(|e| ParseError::key(source, n, "kernels", e.to_string()))?;
+            let ks: Vec<KernelSample> = serde_json::from_value(k).map_err(|e| ParseError::key(source, n, "kernels", e.to_string()))?;
             let p = out.phase_mut(phase.as_deref().or(opts.phase.as_deref()).unwrap_or("run"));
             p.kernels.extend(ks);
         }

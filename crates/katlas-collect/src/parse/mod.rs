@@ -63,12 +63,7 @@ pub struct ParseOutput {
 
 impl ParseOutput {
     pub fn new(parser: &str, source: &str) -> Self {
-        Self {
-            schema: PARSE_SCHEMA.into(),
-            parser: parser.into(),
-            source: Some(source.into()),
-            ..Default::default()
-        }
+        Self { schema: PARSE_SCHEMA.into(), parser: parser.into(), source: Some(source.into()), ..Default::default() }
     }
 
     pub fn phase(&self, name: &str) -> Option<&PhaseTable> {
@@ -198,9 +193,11 @@ pub fn parser_names() -> Vec<&'static str> {
 }
 
 fn lookup(name: &str) -> Result<ParseFn, ParseError> {
-    PARSERS.iter().find(|p| p.0 == name).map(|p| p.2).ok_or_else(|| {
-        ParseError::new(name, None, format!("unknown parser; known parsers: {}", parser_names().join(", ")))
-    })
+    PARSERS
+        .iter()
+        .find(|p| p.0 == name)
+        .map(|p| p.2)
+        .ok_or_else(|| ParseError::new(name, None, format!("unknown parser; known parsers: {}", parser_names().join(", "))))
 }
 
 /// Parse with default options.
@@ -240,11 +237,7 @@ pub fn open_maybe_gz(path: &Path) -> std::io::Result<Box<dyn BufRead>> {
 }
 
 /// Iterate lines of a reader with 1-based numbers; invalid UTF-8 is replaced, never fatal.
-pub(crate) fn for_each_line(
-    r: &mut dyn BufRead,
-    source: &str,
-    mut f: impl FnMut(u64, &str) -> Result<(), ParseError>,
-) -> Result<(), ParseError> {
+pub(crate) fn for_each_line(r: &mut dyn BufRead, source: &str, mut f: impl FnMut(u64, &str) -> Result<(), ParseError>) -> Result<(), ParseError> {
     let mut buf = Vec::with_capacity(256);
     let mut n = 0u64;
     loop {

@@ -201,9 +201,30 @@ pub fn parse_v1(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Resu
 /// rocprof v1 puts requested counters as extra columns after the fixed ones.
 fn v1_counter_columns(h: &Header) -> Vec<(usize, String)> {
     const FIXED: &[&str] = &[
-        "Index", "KernelName", "gpu-id", "queue-id", "queue-index", "pid", "tid", "grd", "wgr", "lds", "scr",
-        "arch_vgpr", "accum_vgpr", "vgpr", "sgpr", "wave_size", "sig", "obj", "fbar", "DispatchNs", "BeginNs",
-        "EndNs", "CompleteNs", "DurationNs",
+        "Index",
+        "KernelName",
+        "gpu-id",
+        "queue-id",
+        "queue-index",
+        "pid",
+        "tid",
+        "grd",
+        "wgr",
+        "lds",
+        "scr",
+        "arch_vgpr",
+        "accum_vgpr",
+        "vgpr",
+        "sgpr",
+        "wave_size",
+        "sig",
+        "obj",
+        "fbar",
+        "DispatchNs",
+        "BeginNs",
+        "EndNs",
+        "CompleteNs",
+        "DurationNs",
     ];
     h.names.iter().enumerate().filter(|(_, n)| !FIXED.contains(&n.as_str()) && !n.is_empty()).map(|(i, n)| (i, n.clone())).collect()
 }

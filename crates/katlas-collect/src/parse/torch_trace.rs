@@ -161,7 +161,8 @@ pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<
 
 /// Categories never used here; events of these are counted, not deserialised
 /// (most of a trace is CPU ops with large argument lists).
-const SKIP_CATS: &[&[u8]] = &[b"cpu_op", b"cuda_runtime", b"cuda_driver", b"python_function", b"user_annotation", b"ac2g", b"overhead", b"fwdbwd", b"Trace", b"cpu_instant_event"];
+const SKIP_CATS: &[&[u8]] =
+    &[b"cpu_op", b"cuda_runtime", b"cuda_driver", b"python_function", b"user_annotation", b"ac2g", b"overhead", b"fwdbwd", b"Trace", b"cpu_instant_event"];
 
 /// The value of the first `"cat"` key, when it is a plain string.
 fn quick_cat(bytes: &[u8]) -> Option<&[u8]> {

@@ -98,8 +98,7 @@ fn main() {
 
 /// exp(N(-s²/2, s²)) with s chosen for the given CV: mean 1, a fresh draw per process.
 fn lognormal_factor(cv: f64) -> f64 {
-    let seed = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
-        ^ ((std::process::id() as u64) << 32);
+    let seed = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1) ^ ((std::process::id() as u64) << 32);
     let mut x = seed | 1;
     let mut next = || {
         x ^= x << 13;

@@ -85,11 +85,7 @@ impl Dense {
         let mut by_prefix = vec![0u8; 512];
         for (i, slot) in by_prefix.iter_mut().enumerate() {
             let d0 = (i as u32) << 23;
-            if let Some(e) = p
-                .encodings
-                .iter()
-                .position(|e| e.mask & 0x007F_FFFF == 0 && d0 & e.mask == e.value)
-            {
+            if let Some(e) = p.encodings.iter().position(|e| e.mask & 0x007F_FFFF == 0 && d0 & e.mask == e.value) {
                 *slot = (e + 1) as u8;
             }
         }
@@ -112,12 +108,7 @@ impl Dense {
             }
             keys.push(k);
         }
-        Ok(Dense {
-            encodings: p.encodings.clone(),
-            by_prefix,
-            keys,
-            ops,
-        })
+        Ok(Dense { encodings: p.encodings.clone(), by_prefix, keys, ops })
     }
 }
 
@@ -197,20 +188,11 @@ fn parse_tables(text: &str) -> Result<Tables, String> {
                 if t.len() != 4 {
                     return Err(err("proc needs 3 fields".into()));
                 }
-                let encodings = gens
-                    .get(t[2])
-                    .cloned()
-                    .ok_or_else(|| err(format!("unknown generation {}", t[2])))?;
+                let encodings = gens.get(t[2]).cloned().ok_or_else(|| err(format!("unknown generation {}", t[2])))?;
                 let p = if t[3] == "-" {
-                    Proc {
-                        ops: vec![HashMap::new(); encodings.len()],
-                        encodings,
-                    }
+                    Proc { ops: vec![HashMap::new(); encodings.len()], encodings }
                 } else {
-                    procs
-                        .get(t[3])
-                        .cloned()
-                        .ok_or_else(|| err(format!("unknown base {}", t[3])))?
+                    procs.get(t[3]).cloned().ok_or_else(|| err(format!("unknown base {}", t[3])))?
                 };
                 procs.insert(t[1].to_string(), p);
                 cur = Some(t[1].to_string());
@@ -222,27 +204,13 @@ fn parse_tables(text: &str) -> Result<Tables, String> {
                 aliases.insert(t[1].to_string(), t[2].to_string());
             }
             "del" => {
-                let p = cur
-                    .as_ref()
-                    .and_then(|c| procs.get_mut(c))
-                    .ok_or_else(|| err("del before proc".into()))?;
-                let e = p
-                    .encodings
-                    .iter()
-                    .position(|e| e.name == t.get(1).copied().unwrap_or(""))
-                    .ok_or_else(|| err("unknown encoding".into()))?;
+                let p = cur.as_ref().and_then(|c| procs.get_mut(c)).ok_or_else(|| err("del before proc".into()))?;
+                let e = p.encodings.iter().position(|e| e.name == t.get(1).copied().unwrap_or("")).ok_or_else(|| err("unknown encoding".into()))?;
                 p.ops[e].remove(&hex(t.get(2).copied().unwrap_or("")).map_err(&err)?);
             }
             enc => {
-                let p = cur
-                    .as_ref()
-                    .and_then(|c| procs.get_mut(c))
-                    .ok_or_else(|| err("opcode before proc".into()))?;
-                let e = p
-                    .encodings
-                    .iter()
-                    .position(|e| e.name == enc)
-                    .ok_or_else(|| err(format!("unknown encoding {enc}")))?;
+                let p = cur.as_ref().and_then(|c| procs.get_mut(c)).ok_or_else(|| err("opcode before proc".into()))?;
+                let e = p.encodings.iter().position(|e| e.name == enc).ok_or_else(|| err(format!("unknown encoding {enc}")))?;
                 if t.len() < 6 {
                     return Err(err("opcode line needs 6 fields".into()));
                 }
@@ -252,11 +220,7 @@ fn parse_tables(text: &str) -> Result<Tables, String> {
                     let (Some(val), Some(size), Some(m)) = (it.next(), it.next(), it.next()) else {
                         return Err(err(format!("variant {v}")));
                     };
-                    variants.push((
-                        hex(val).map_err(&err)? as u16,
-                        size.parse().map_err(|_| err(format!("variant {v}")))?,
-                        intern(m),
-                    ));
+                    variants.push((hex(val).map_err(&err)? as u16, size.parse().map_err(|_| err(format!("variant {v}")))?, intern(m)));
                 }
                 let op = Op {
                     size: t[2].parse().map_err(|_| err("size".into()))?,
@@ -269,10 +233,7 @@ fn parse_tables(text: &str) -> Result<Tables, String> {
             }
         }
     }
-    let procs = procs
-        .iter()
-        .map(|(n, p)| Dense::new(p).map(|d| (n.clone(), d)))
-        .collect::<Result<_, _>>()?;
+    let procs = procs.iter().map(|(n, p)| Dense::new(p).map(|d| (n.clone(), d))).collect::<Result<_, _>>()?;
     Ok(Tables { procs, aliases })
 }
 
@@ -303,11 +264,7 @@ pub struct DecodeError {
 
 impl std::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} at offset {:#x} (word {:#010x})",
-            self.reason, self.offset, self.word
-        )
+        write!(f, "{} at offset {:#x} (word {:#010x})", self.reason, self.offset, self.word)
     }
 }
 
@@ -327,15 +284,8 @@ impl Decoder {
 
     /// Decodes the instruction at the start of `code`: (size in bytes, mnemonic).
     pub fn decode(&self, code: &[u8], offset: usize) -> Result<(usize, &'static str), DecodeError> {
-        let dw = |i: usize| -> Option<u32> {
-            code.get(i * 4..i * 4 + 4)
-                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        };
-        let e = |word: u32, reason: &'static str| DecodeError {
-            offset,
-            word,
-            reason,
-        };
+        let dw = |i: usize| -> Option<u32> { code.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) };
+        let e = |word: u32, reason: &'static str| DecodeError { offset, word, reason };
         let Some(d0) = dw(0) else {
             return Err(e(0, "truncated instruction"));
         };
@@ -364,10 +314,7 @@ impl Decoder {
                 return Err(e(d0, "form not decoded natively (image NSA)"));
             }
         }
-        let (size, mnemonic) = match enc
-            .variant
-            .and_then(|f| op.variants.iter().find(|v| v.0 as u32 == field(w, f)))
-        {
+        let (size, mnemonic) = match enc.variant.and_then(|f| op.variants.iter().find(|v| v.0 as u32 == field(w, f))) {
             Some(&(_, 0, _)) => return Err(e(d0, "form LLVM rejects")),
             Some(&(_, size, m)) => (size as usize, m),
             None => {
@@ -425,12 +372,7 @@ pub struct Insn<'a> {
 /// to the function (`STT_FUNC` symbol) they lie in: from its entry to the next function's
 /// entry, across local labels (Tensile kernels carry hundreds). `on_symbol` sees each owner
 /// at each label, `on_insn` every instruction. Stops at the first word the tables do not know.
-pub fn walk<'a>(
-    data: &'a [u8],
-    arch: &str,
-    mut on_symbol: impl FnMut(&'a str),
-    mut on_insn: impl FnMut(&Insn<'a>),
-) -> Result<(), String> {
+pub fn walk<'a>(data: &'a [u8], arch: &str, mut on_symbol: impl FnMut(&'a str), mut on_insn: impl FnMut(&Insn<'a>)) -> Result<(), String> {
     let dec = Decoder::for_arch(arch).ok_or_else(|| format!("no opcode table for {arch}"))?;
     let elf = Elf::parse(data, "AMDGPU code object").map_err(|e| e.to_string())?;
     let mut syms = symbols(&elf, "AMDGPU code object").map_err(|e| e.to_string())?;
@@ -441,9 +383,7 @@ pub fn walk<'a>(
     use object::read::elf::SectionHeader;
     for (idx, sh) in elf.iter_sections() {
         let flags = sh.sh_flags(elf.endian);
-        if flags & object::elf::SHF_EXECINSTR as u64 == 0
-            || sh.sh_type(elf.endian) == object::elf::SHT_NOBITS
-        {
+        if flags & object::elf::SHF_EXECINSTR as u64 == 0 || sh.sh_type(elf.endian) == object::elf::SHT_NOBITS {
             continue;
         }
         let Some(range) = elf.section_range(sh) else {
@@ -474,21 +414,11 @@ pub fn walk<'a>(
             }
             // the code belongs to the function that starts here (a local label at a kernel's
             // entry may hide the kernel's own label), else to the function it lies in
-            let func_here = here
-                .iter()
-                .rev()
-                .skip(here.len() - 1 - i)
-                .take_while(|s| s.0 == start)
-                .find(|s| s.2)
-                .map(|s| s.1);
+            let func_here = here.iter().rev().skip(here.len() - 1 - i).take_while(|s| s.0 == start).find(|s| s.2).map(|s| s.1);
             owner = func_here.or(owner).or(Some(name));
             let name = owner.unwrap_or(name);
             on_symbol(name);
-            let end = here[i + 1..]
-                .iter()
-                .find(|s| s.0 > start)
-                .map(|s| s.0)
-                .unwrap_or(bytes.len() as u64);
+            let end = here[i + 1..].iter().find(|s| s.0 > start).map(|s| s.0).unwrap_or(bytes.len() as u64);
             let code = &bytes[start as usize..end as usize];
             let mut pos = 0usize;
             while pos < code.len() {
@@ -498,16 +428,8 @@ pub fn walk<'a>(
                     continue;
                 }
                 let offset = range.start + start + pos as u64;
-                let (size, mnemonic) = dec
-                    .decode(&code[pos..], offset as usize)
-                    .map_err(|e| format!("{name}: {e}"))?;
-                on_insn(&Insn {
-                    symbol: name,
-                    offset,
-                    address: addr + start + pos as u64,
-                    size,
-                    mnemonic,
-                });
+                let (size, mnemonic) = dec.decode(&code[pos..], offset as usize).map_err(|e| format!("{name}: {e}"))?;
+                on_insn(&Insn { symbol: name, offset, address: addr + start + pos as u64, size, mnemonic });
                 pos += size;
             }
         }
@@ -517,20 +439,13 @@ pub fn walk<'a>(
 
 pub(crate) fn dynamic_symbols<'a>(elf: &Elf<'a>) -> Result<Vec<crate::elf::SymInfo<'a>>, String> {
     use object::read::elf::Sym;
-    let st = elf
-        .sections
-        .symbols(elf.endian, elf.data, object::elf::SHT_DYNSYM)
-        .map_err(|e| e.to_string())?;
+    let st = elf.sections.symbols(elf.endian, elf.data, object::elf::SHT_DYNSYM).map_err(|e| e.to_string())?;
     Ok(st
         .iter()
         .enumerate()
         .map(|(i, s)| crate::elf::SymInfo {
             index: i,
-            name: st
-                .symbol_name(elf.endian, s)
-                .ok()
-                .and_then(|n| std::str::from_utf8(n).ok())
-                .unwrap_or(""),
+            name: st.symbol_name(elf.endian, s).ok().and_then(|n| std::str::from_utf8(n).ok()).unwrap_or(""),
             value: s.st_value(elf.endian),
             size: s.st_size(elf.endian),
             shndx: s.st_shndx(elf.endian),
@@ -563,9 +478,7 @@ pub fn object_mix(data: &[u8], arch: &str) -> Result<HashMap<String, Instruction
             }
             if let Some((_, m)) = cur.as_mut() {
                 // mnemonics are interned: the address names one
-                m.entry(insn.mnemonic.as_ptr() as usize)
-                    .or_insert((insn.mnemonic, 0))
-                    .1 += 1;
+                m.entry(insn.mnemonic.as_ptr() as usize).or_insert((insn.mnemonic, 0)).1 += 1;
             }
         },
     )?;
@@ -578,9 +491,7 @@ pub fn object_mix(data: &[u8], arch: &str) -> Result<HashMap<String, Instruction
             let mut mix = InstructionMix::default();
             for (op, n) in ops.into_values() {
                 mix.total += n;
-                *mix.categories
-                    .entry(crate::mix::amd_category(op).into())
-                    .or_default() += n;
+                *mix.categories.entry(crate::mix::amd_category(op).into()).or_default() += n;
                 mix.opcodes.insert(op.into(), n);
             }
             (name.to_string(), mix)

@@ -9,11 +9,7 @@ use object::read::elf::SectionHeader;
 const W: &str = "kernel descriptor";
 
 fn gfx_major(arch: &str) -> u32 {
-    let digits: String = arch
-        .trim_start_matches("gfx")
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect();
+    let digits: String = arch.trim_start_matches("gfx").chars().take_while(|c| c.is_ascii_digit()).collect();
     // gfx906 -> 9, gfx1030 -> 10, gfx1201 -> 12; generic targets gfx9-generic -> 9
     match digits.len() {
         0 => 0,
@@ -26,10 +22,7 @@ fn gfx_major(arch: &str) -> u32 {
 
 /// True for targets with the unified VGPR/AGPR file (gfx90a, gfx942, gfx950).
 pub fn unified_agprs(arch: &str) -> bool {
-    matches!(
-        arch,
-        "gfx90a" | "gfx940" | "gfx941" | "gfx942" | "gfx950" | "gfx9-4-generic"
-    )
+    matches!(arch, "gfx90a" | "gfx940" | "gfx941" | "gfx942" | "gfx950" | "gfx9-4-generic")
 }
 
 /// VGPR encoding granule of `compute_pgm_rsrc1.GRANULATED_WORKITEM_VGPR_COUNT`.
@@ -93,35 +86,22 @@ pub fn attach(elf: &Elf<'_>, arch: &str, kernels: &mut [Kernel], warnings: &mut 
         }
     }
     for k in kernels.iter_mut() {
-        let kd_name = if k.symbol.ends_with(".kd") {
-            k.symbol.clone()
-        } else {
-            format!("{}.kd", k.name)
-        };
+        let kd_name = if k.symbol.ends_with(".kd") { k.symbol.clone() } else { format!("{}.kd", k.name) };
         let Some(sym) = by_name.get(kd_name.as_str()) else {
             warnings.push(format!("{}: descriptor symbol {kd_name} not found", k.name));
             continue;
         };
         let Some(sh) = elf.section(sym.shndx as usize) else {
-            warnings.push(format!(
-                "{}: descriptor symbol in section {} which does not exist",
-                k.name, sym.shndx
-            ));
+            warnings.push(format!("{}: descriptor symbol in section {} which does not exist", k.name, sym.shndx));
             continue;
         };
         let addr = sh.sh_addr(elf.endian);
         let off = sh.sh_offset(elf.endian);
         let Some(file_off) = sym.value.checked_sub(addr).and_then(|d| d.checked_add(off)) else {
-            warnings.push(format!(
-                "{}: descriptor address {:#x} outside its section",
-                k.name, sym.value
-            ));
+            warnings.push(format!("{}: descriptor address {:#x} outside its section", k.name, sym.value));
             continue;
         };
-        match decode(
-            &elf.data[file_off.min(elf.data.len() as u64) as usize..],
-            arch,
-        ) {
+        match decode(&elf.data[file_off.min(elf.data.len() as u64) as usize..], arch) {
             Ok(kd) => {
                 let mm = cross_check(k, &kd, arch);
                 if let Some(a) = k.amd.as_mut() {
@@ -144,26 +124,15 @@ fn cross_check(k: &Kernel, kd: &KernelDescriptor, arch: &str) -> Vec<String> {
             }
         }
     };
-    eq(
-        "group_segment_fixed_size",
-        r.lds_bytes,
-        kd.group_segment_fixed_size as u64,
-    );
-    eq(
-        "private_segment_fixed_size",
-        r.scratch_bytes,
-        kd.private_segment_fixed_size as u64,
-    );
+    eq("group_segment_fixed_size", r.lds_bytes, kd.group_segment_fixed_size as u64);
+    eq("private_segment_fixed_size", r.scratch_bytes, kd.private_segment_fixed_size as u64);
     // hand-written (Tensile) assembly leaves the descriptor's kernarg size at 0: "not recorded"
     if kd.kernarg_size != 0 {
         eq("kernarg_size", r.kernarg_bytes, kd.kernarg_size as u64);
     }
     if let Some(w) = r.wave_size {
         if (w == 32) != kd.wave32 {
-            out.push(format!(
-                "wavefront_size: metadata {w}, descriptor wave32={}",
-                kd.wave32
-            ));
+            out.push(format!("wavefront_size: metadata {w}, descriptor wave32={}", kd.wave32));
         }
     }
     if let Some(v) = r.vgpr {
@@ -178,10 +147,7 @@ fn cross_check(k: &Kernel, kd: &KernelDescriptor, arch: &str) -> Vec<String> {
         // is unknown, so only an allocation below the VGPR count is a disagreement
         let agprs_unknown = kd.accum_offset.is_some() && r.agpr.is_none();
         if kd.vgpr_alloc < need || (!agprs_unknown && kd.vgpr_alloc >= need + g) {
-            out.push(format!(
-                "vgprs: metadata needs {need}, descriptor allocates {} (granule {g})",
-                kd.vgpr_alloc
-            ));
+            out.push(format!("vgprs: metadata needs {need}, descriptor allocates {} (granule {g})", kd.vgpr_alloc));
         }
     }
     out

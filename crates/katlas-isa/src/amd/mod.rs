@@ -32,19 +32,10 @@ pub fn split_target(target: &str) -> (String, Vec<String>) {
 
 pub fn code_object_version(abi_version: u8) -> Result<u32> {
     match abi_version {
-        0 => Err(IsaError::unsupported(
-            W,
-            "code object v2 (EI_ABIVERSION 0); only v4, v5 and v6 are read",
-        )),
-        1 => Err(IsaError::unsupported(
-            W,
-            "code object v3 (EI_ABIVERSION 1); only v4, v5 and v6 are read",
-        )),
+        0 => Err(IsaError::unsupported(W, "code object v2 (EI_ABIVERSION 0); only v4, v5 and v6 are read")),
+        1 => Err(IsaError::unsupported(W, "code object v3 (EI_ABIVERSION 1); only v4, v5 and v6 are read")),
         2..=4 => Ok(abi_version as u32 + 2),
-        v => Err(IsaError::unsupported(
-            W,
-            format!("EI_ABIVERSION {v} (newer than code object v6)"),
-        )),
+        v => Err(IsaError::unsupported(W, format!("EI_ABIVERSION {v} (newer than code object v6)"))),
     }
 }
 
@@ -67,16 +58,10 @@ fn triple3(v: Option<&J>) -> Option<[u32; 3]> {
 pub fn parse(data: &[u8]) -> Result<AmdParsed> {
     let elf = Elf::parse(data, W)?;
     if elf.machine() != EM_AMDGPU {
-        return Err(IsaError::malformed(
-            W,
-            format!("e_machine {} is not EM_AMDGPU", elf.machine()),
-        ));
+        return Err(IsaError::malformed(W, format!("e_machine {} is not EM_AMDGPU", elf.machine())));
     }
     if elf.os_abi() != ELFOSABI_AMDGPU_HSA {
-        return Err(IsaError::unsupported(
-            W,
-            format!("EI_OSABI {} (only AMDGPU_HSA, 64, is read)", elf.os_abi()),
-        ));
+        return Err(IsaError::unsupported(W, format!("EI_OSABI {} (only AMDGPU_HSA, 64, is read)", elf.os_abi())));
     }
     let co = code_object_version(elf.abi_version())?;
     let mut warnings = Vec::new();
@@ -122,15 +107,8 @@ pub fn parse(data: &[u8]) -> Result<AmdParsed> {
     // Tensile's assembled objects carry no amdhsa.target: the ELF header says the same.
     let target = match target {
         Some(t) => t,
-        None => target_from_flags(elf.flags()).ok_or_else(|| {
-            IsaError::malformed(
-                W,
-                format!(
-                    "metadata has no amdhsa.target and e_flags {:#x} name no known processor",
-                    elf.flags()
-                ),
-            )
-        })?,
+        None => target_from_flags(elf.flags())
+            .ok_or_else(|| IsaError::malformed(W, format!("metadata has no amdhsa.target and e_flags {:#x} name no known processor", elf.flags())))?,
     };
     let (arch, features) = split_target(&target);
     descriptor::attach(&elf, &arch, &mut kernels, &mut warnings);
@@ -139,26 +117,13 @@ pub fn parse(data: &[u8]) -> Result<AmdParsed> {
         target,
         arch,
         features,
-        info: AmdObject {
-            code_object_version: co,
-            e_flags: elf.flags(),
-            metadata_version: version,
-            metadata_notes: notes,
-            generic_target,
-        },
+        info: AmdObject { code_object_version: co, e_flags: elf.flags(), metadata_version: version, metadata_notes: notes, generic_target },
         kernels,
         warnings,
     })
 }
 
-const TYPED_ARG_FIELDS: [&str; 6] = [
-    ".name",
-    ".type_name",
-    ".value_kind",
-    ".offset",
-    ".size",
-    ".address_space",
-];
+const TYPED_ARG_FIELDS: [&str; 6] = [".name", ".type_name", ".value_kind", ".offset", ".size", ".address_space"];
 
 /// What one metadata note gives (None from [`read_note`]: the document is not a map).
 struct Note {
@@ -175,11 +140,7 @@ fn read_note(desc: &[u8]) -> Result<Option<Note>> {
     let Item::Map(n) = r.item()? else {
         return Ok(None);
     };
-    let mut note = Note {
-        target: None,
-        version: None,
-        kernels: Vec::new(),
-    };
+    let mut note = Note { target: None, version: None, kernels: Vec::new() };
     let (mut seen_target, mut seen_version, mut seen_kernels) = (false, false, false);
     for _ in 0..n {
         let key = r.key()?;
@@ -263,11 +224,7 @@ fn kernel_from_metadata(r: &mut msgpack::Reader<'_>) -> Result<Result<Kernel>> {
     let Some(name) = meta.get(".name").and_then(J::as_str).map(str::to_string) else {
         return Ok(Err(IsaError::malformed(W, "kernel without .name")));
     };
-    let symbol = meta
-        .get(".symbol")
-        .and_then(J::as_str)
-        .unwrap_or(&name)
-        .to_string();
+    let symbol = meta.get(".symbol").and_then(J::as_str).unwrap_or(&name).to_string();
     let resources = Resources {
         vgpr: u32f(meta.get(".vgpr_count")),
         sgpr: u32f(meta.get(".sgpr_count")),
@@ -288,12 +245,7 @@ fn kernel_from_metadata(r: &mut msgpack::Reader<'_>) -> Result<Result<Kernel>> {
         name,
         symbol,
         resources,
-        amd: Some(AmdKernel {
-            metadata: meta,
-            args,
-            descriptor: None,
-            descriptor_mismatches: vec![],
-        }),
+        amd: Some(AmdKernel { metadata: meta, args, descriptor: None, descriptor_mismatches: vec![] }),
         nvidia: None,
         mix: None,
         occupancy: None,

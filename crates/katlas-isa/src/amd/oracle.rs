@@ -21,10 +21,7 @@ pub struct ObjectCheck {
 }
 
 pub fn check_object(tool: &Tool, arch: &str, data: &[u8], kernels: &[String]) -> ObjectCheck {
-    let mut out = ObjectCheck {
-        kernels: kernels.len(),
-        ..Default::default()
-    };
+    let mut out = ObjectCheck { kernels: kernels.len(), ..Default::default() };
     let native = match super::decode::object_mix(data, arch) {
         Ok(m) => m,
         Err(e) => {
@@ -53,24 +50,13 @@ pub fn check_object(tool: &Tool, arch: &str, data: &[u8], kernels: &[String]) ->
                 .into_iter()
                 .filter(|op| a.opcodes.get(*op) != b.opcodes.get(*op))
                 .take(6)
-                .map(|op| {
-                    format!(
-                        "{op} native {} objdump {}",
-                        a.opcodes.get(op).unwrap_or(&0),
-                        b.opcodes.get(op).unwrap_or(&0)
-                    )
-                })
+                .map(|op| format!("{op} native {} objdump {}", a.opcodes.get(op).unwrap_or(&0), b.opcodes.get(op).unwrap_or(&0)))
                 .collect();
             if first_divergence.is_none() {
                 first_divergence = Some(divergence(tool, arch, data));
                 diff.push(first_divergence.clone().unwrap_or_default());
             }
-            out.mismatches.push(format!(
-                "{k}: total native {} objdump {}; {}",
-                a.total,
-                b.total,
-                diff.join("; ")
-            ));
+            out.mismatches.push(format!("{k}: total native {} objdump {}; {}", a.total, b.total, diff.join("; ")));
         }
     }
     out
@@ -80,12 +66,7 @@ pub fn check_object(tool: &Tool, arch: &str, data: &[u8], kernels: &[String]) ->
 /// offset, word, native mnemonic and size, and objdump's line.
 pub fn divergence(tool: &Tool, arch: &str, data: &[u8]) -> String {
     let mut native: Vec<(u64, usize, &'static str, u64)> = Vec::new();
-    let walked = super::decode::walk(
-        data,
-        arch,
-        |_| {},
-        |i| native.push((i.address, i.size, i.mnemonic, i.offset)),
-    );
+    let walked = super::decode::walk(data, arch, |_| {}, |i| native.push((i.address, i.size, i.mnemonic, i.offset)));
     let Ok(f) = tempfile::NamedTempFile::new() else {
         return "temp file".into();
     };
@@ -115,22 +96,10 @@ pub fn divergence(tool: &Tool, arch: &str, data: &[u8]) -> String {
         match native.get(i) {
             Some(n) if n.0 == t.0 && n.2 == t.1 => continue,
             Some(n) => {
-                let w = data
-                    .get(n.3 as usize..n.3 as usize + 4)
-                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                    .unwrap_or(0);
-                return format!(
-                    "first divergence: native {:#x} size {} {} (word {w:#010x}) vs objdump `{}`",
-                    n.0, n.1, n.2, t.2
-                );
+                let w = data.get(n.3 as usize..n.3 as usize + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).unwrap_or(0);
+                return format!("first divergence: native {:#x} size {} {} (word {w:#010x}) vs objdump `{}`", n.0, n.1, n.2, t.2);
             }
-            None => {
-                return format!(
-                    "native walk ended ({:?}) before objdump `{}`",
-                    walked.err(),
-                    t.2
-                )
-            }
+            None => return format!("native walk ended ({:?}) before objdump `{}`", walked.err(), t.2),
         }
     }
     if native.len() > theirs.len() {

@@ -53,29 +53,14 @@ pub fn attributes(d: &[u8]) -> Result<Vec<Attr<'_>>> {
         match format {
             EIFMT_SVAL => {
                 let data = crate::blob::sub(d, p + 4, value as u64, "nv.info")?;
-                out.push(Attr {
-                    format,
-                    attr,
-                    value,
-                    data,
-                });
+                out.push(Attr { format, attr, value, data });
                 p += 4 + value as u64;
             }
             EIFMT_NVAL | EIFMT_BVAL | EIFMT_HVAL => {
-                out.push(Attr {
-                    format,
-                    attr,
-                    value,
-                    data: &[],
-                });
+                out.push(Attr { format, attr, value, data: &[] });
                 p += 4;
             }
-            f => {
-                return Err(IsaError::malformed(
-                    "nv.info",
-                    format!("unknown record format {f} at offset {p}"),
-                ))
-            }
+            f => return Err(IsaError::malformed("nv.info", format!("unknown record format {f} at offset {p}"))),
         }
     }
     Ok(out)
@@ -100,20 +85,13 @@ fn cstr_at(d: &[u8], off: usize) -> Option<String> {
 fn tkinfo(desc: &[u8]) -> Option<(String, String, String)> {
     let strings = desc.get(24..)?;
     let off = |i: u64| u32le(desc, i * 4, W).ok().map(|x| x as usize);
-    Some((
-        cstr_at(strings, off(2)?)?,
-        cstr_at(strings, off(3)?)?,
-        cstr_at(strings, off(5)?)?,
-    ))
+    Some((cstr_at(strings, off(2)?)?, cstr_at(strings, off(3)?)?, cstr_at(strings, off(5)?)?))
 }
 
 pub fn parse(data: &[u8]) -> Result<NvParsed> {
     let elf = Elf::parse(data, W)?;
     if elf.machine() != EM_CUDA {
-        return Err(IsaError::malformed(
-            W,
-            format!("e_machine {} is not EM_CUDA", elf.machine()),
-        ));
+        return Err(IsaError::malformed(W, format!("e_machine {} is not EM_CUDA", elf.machine())));
     }
     let flags = elf.flags();
     let abi = elf.abi_version();
@@ -154,20 +132,10 @@ pub fn parse(data: &[u8]) -> Result<NvParsed> {
         let i = *by_name.get(name)?;
         elf.section(i).and_then(|sh| elf.section_data(sh, W).ok())
     };
-    let sec_size = |name: &[u8]| -> u64 {
-        by_name
-            .get(name)
-            .and_then(|i| elf.section(*i))
-            .map(|sh| sh.sh_size(elf.endian))
-            .unwrap_or(0)
-    };
+    let sec_size = |name: &[u8]| -> u64 { by_name.get(name).and_then(|i| elf.section(*i)).map(|sh| sh.sh_size(elf.endian)).unwrap_or(0) };
     if let Some(c) = sec_data(b".nv.compat") {
         match attributes(c) {
-            Ok(attrs) => {
-                info.accelerator = attrs
-                    .iter()
-                    .any(|a| a.attr == EICOMPAT_ATTR_CUDA_ACCELERATOR_TARGET && a.value & 0xff != 0)
-            }
+            Ok(attrs) => info.accelerator = attrs.iter().any(|a| a.attr == EICOMPAT_ATTR_CUDA_ACCELERATOR_TARGET && a.value & 0xff != 0),
             Err(e) => warnings.push(format!(".nv.compat: {e}")),
         }
     }
@@ -196,10 +164,7 @@ pub fn parse(data: &[u8]) -> Result<NvParsed> {
             Err(e) => warnings.push(format!(".nv.info: {e}")),
         }
     }
-    let has_reserved = by_name
-        .keys()
-        .any(|n| n.starts_with(b".nv.shared.reserved"))
-        || syms.iter().any(|s| s.name.starts_with(".nv.reservedSmem"));
+    let has_reserved = by_name.keys().any(|n| n.starts_with(b".nv.shared.reserved")) || syms.iter().any(|s| s.name.starts_with(".nv.reservedSmem"));
     let mut kernels = Vec::new();
     for s in syms.iter().filter(|s| s.st_type == object::elf::STT_FUNC) {
         if s.other & STO_CUDA_ENTRY == 0 {
@@ -217,11 +182,7 @@ pub fn parse(data: &[u8]) -> Result<NvParsed> {
         nk.shared_static_bytes = sec_size(&key(".nv.shared."));
         nk.constant0_bytes = sec_size(&key(".nv.constant0."));
         nk.local_bytes = sec_size(&key(".nv.local."));
-        if nk.shared_reserved_bytes == 0
-            && has_reserved
-            && sm >= 90
-            && nk.shared_static_bytes >= 1024
-        {
+        if nk.shared_reserved_bytes == 0 && has_reserved && sm >= 90 && nk.shared_static_bytes >= 1024 {
             // sm_90+ toolchains place a 1 KiB system reserve at the start of the kernel's shared window
             nk.shared_reserved_bytes = 1024;
         }
@@ -231,9 +192,7 @@ pub fn parse(data: &[u8]) -> Result<NvParsed> {
             scratch_bytes: nk.frame_size.map(u64::from),
             kernarg_bytes: nk.param_cbank_size.or(nk.cbank_param_size).map(u64::from),
             wave_size: Some(32),
-            max_workgroup_size: nk
-                .max_threads
-                .map(|t| t[0].saturating_mul(t[1]).saturating_mul(t[2])),
+            max_workgroup_size: nk.max_threads.map(|t| t[0].saturating_mul(t[1]).saturating_mul(t[2])),
             reqd_workgroup_size: nk.reqntid,
             barriers: nk.num_barriers,
             ..Default::default()
@@ -251,21 +210,11 @@ pub fn parse(data: &[u8]) -> Result<NvParsed> {
         });
     }
     let arch = format!("sm_{sm}{}", if info.accelerator { "a" } else { "" });
-    Ok(NvParsed {
-        target: arch.clone(),
-        arch,
-        info,
-        kernels,
-        warnings,
-    })
+    Ok(NvParsed { target: arch.clone(), arch, info, kernels, warnings })
 }
 
 fn xyz(d: &[u8]) -> Option<[u32; 3]> {
-    Some([
-        u32le(d, 0, W).ok()?,
-        u32le(d, 4, W).ok()?,
-        u32le(d, 8, W).ok()?,
-    ])
+    Some([u32le(d, 0, W).ok()?, u32le(d, 4, W).ok()?, u32le(d, 8, W).ok()?])
 }
 
 fn fill_function_attrs(k: &mut NvKernel, attrs: &[Attr<'_>], info: &mut NvObject) {
@@ -283,11 +232,7 @@ fn fill_function_attrs(k: &mut NvKernel, attrs: &[Attr<'_>], info: &mut NvObject
             EIATTR_KPARAM_INFO => k.params += 1,
             EIATTR_CUDA_API_VERSION => info.cuda_api_version = u32le(a.data, 0, W).ok(),
             EIATTR_RESERVED_SMEM_0_SIZE => {
-                k.shared_reserved_bytes = if a.format == EIFMT_SVAL {
-                    u32le(a.data, 0, W).unwrap_or(0) as u64
-                } else {
-                    a.value as u64
-                }
+                k.shared_reserved_bytes = if a.format == EIFMT_SVAL { u32le(a.data, 0, W).unwrap_or(0) as u64 } else { a.value as u64 }
             }
             _ => {
                 let s = format!("{:#04x}", a.attr);

@@ -69,15 +69,12 @@ pub fn parse(d: &[u8]) -> Result<Fatbin> {
     if hsize < 16 {
         return Err(IsaError::malformed(W, format!("header size {hsize}")));
     }
-    let end = hsize
-        .checked_add(fat_size)
-        .filter(|e| *e <= d.len() as u64)
-        .ok_or(IsaError::Truncated {
-            what: W,
-            offset: hsize,
-            need: fat_size,
-            have: (d.len() as u64).saturating_sub(hsize),
-        })?;
+    let end = hsize.checked_add(fat_size).filter(|e| *e <= d.len() as u64).ok_or(IsaError::Truncated {
+        what: W,
+        offset: hsize,
+        need: fat_size,
+        have: (d.len() as u64).saturating_sub(hsize),
+    })?;
     let mut off = hsize;
     let mut entries = Vec::new();
     while off + 16 <= end {
@@ -85,15 +82,13 @@ pub fn parse(d: &[u8]) -> Result<Fatbin> {
         let eh = u32le(d, off + 4, W)? as u64;
         let psize = u64le(d, off + 8, W)?;
         if eh < 16 {
-            return Err(IsaError::malformed(
-                W,
-                format!("entry at {off}: header size {eh}"),
-            ));
+            return Err(IsaError::malformed(W, format!("entry at {off}: header size {eh}")));
         }
         let pstart = off + eh;
-        let pend = pstart.checked_add(psize).filter(|e| *e <= end).ok_or_else(|| {
-            IsaError::malformed(W, format!("entry at {off}: payload {pstart}+{psize} runs past the container end {end}"))
-        })?;
+        let pend = pstart
+            .checked_add(psize)
+            .filter(|e| *e <= end)
+            .ok_or_else(|| IsaError::malformed(W, format!("entry at {off}: payload {pstart}+{psize} runs past the container end {end}")))?;
         // Fields beyond the first 16 bytes are read only when the entry header holds them.
         let field32 = |rel: u64| {
             if rel + 4 <= eh {
@@ -125,11 +120,7 @@ pub fn parse(d: &[u8]) -> Result<Fatbin> {
         let flags = field64(40).unwrap_or(0);
         let uncompressed_size = field64(56).unwrap_or(0);
         let name = if name_len > 0 && name_len < 4096 {
-            sub(d, off + name_off, name_len, W).ok().map(|b| {
-                String::from_utf8_lossy(b)
-                    .trim_end_matches('\0')
-                    .to_string()
-            })
+            sub(d, off + name_off, name_len, W).ok().map(|b| String::from_utf8_lossy(b).trim_end_matches('\0').to_string())
         } else {
             None
         };
@@ -147,10 +138,7 @@ pub fn parse(d: &[u8]) -> Result<Fatbin> {
         });
         off = pend;
     }
-    Ok(Fatbin {
-        entries,
-        extent: end,
-    })
+    Ok(Fatbin { entries, extent: end })
 }
 
 /// The entry's payload, decompressed when flagged.
@@ -160,26 +148,11 @@ pub fn entry_payload(d: &[u8], e: &FatbinEntry) -> Result<Vec<u8>> {
         "raw" => Ok(raw.to_vec()),
         c => {
             // the padded payload is longer than the compressed stream
-            let clen = if e.compressed_size > 0 && e.compressed_size <= e.payload_size {
-                e.compressed_size
-            } else {
-                e.payload_size
-            };
+            let clen = if e.compressed_size > 0 && e.compressed_size <= e.payload_size { e.compressed_size } else { e.payload_size };
             let data = &raw[..clen as usize];
-            let out = if c == "lz4" {
-                decompress::lz4_block(data, e.uncompressed_size, W)?
-            } else {
-                decompress::zstd(data, e.uncompressed_size, W)?
-            };
+            let out = if c == "lz4" { decompress::lz4_block(data, e.uncompressed_size, W)? } else { decompress::zstd(data, e.uncompressed_size, W)? };
             if out.len() as u64 != e.uncompressed_size {
-                return Err(IsaError::malformed(
-                    W,
-                    format!(
-                        "{c} entry decompressed to {} bytes, header says {}",
-                        out.len(),
-                        e.uncompressed_size
-                    ),
-                ));
+                return Err(IsaError::malformed(W, format!("{c} entry decompressed to {} bytes, header says {}", out.len(), e.uncompressed_size)));
             }
             Ok(out)
         }

@@ -13,11 +13,7 @@ pub fn entries(text: &str) -> Vec<String> {
         } else {
             continue;
         };
-        let name: String = rest
-            .trim_start()
-            .chars()
-            .take_while(|c| !c.is_whitespace() && *c != '(')
-            .collect();
+        let name: String = rest.trim_start().chars().take_while(|c| !c.is_whitespace() && *c != '(').collect();
         if !name.is_empty() {
             out.push(name);
         }
@@ -29,7 +25,5 @@ pub fn entries(text: &str) -> Vec<String> {
 pub fn looks_like_ptx(d: &[u8]) -> bool {
     let head = &d[..d.len().min(4096)];
     let t = String::from_utf8_lossy(head);
-    t.contains(".version")
-        && t.contains(".target")
-        && (t.trim_start().starts_with("//") || t.trim_start().starts_with(".version"))
+    t.contains(".version") && t.contains(".target") && (t.trim_start().starts_with("//") || t.trim_start().starts_with(".version"))
 }

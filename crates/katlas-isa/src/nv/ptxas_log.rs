@@ -51,10 +51,7 @@ pub fn parse(log: &str) -> HashMap<(String, String), PtxasFunction> {
             }
         }
     }
-    let latest: Vec<_> = out
-        .iter()
-        .map(|((f, _), v)| ((f.clone(), String::new()), v.clone()))
-        .collect();
+    let latest: Vec<_> = out.iter().map(|((f, _), v)| ((f.clone(), String::new()), v.clone())).collect();
     for (k, v) in latest {
         out.entry(k).or_insert(v);
     }

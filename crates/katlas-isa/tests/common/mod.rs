@@ -4,10 +4,7 @@
 use std::path::{Path, PathBuf};
 
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repo root")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
 }
 
 pub fn own_fixtures() -> PathBuf {
@@ -16,36 +13,22 @@ pub fn own_fixtures() -> PathBuf {
 
 /// The third-party fixture cache; a missing cache fails the test (it is not a skip).
 pub fn fetched() -> PathBuf {
-    let p = std::env::var_os("KATLAS_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".cache/fixtures"));
-    assert!(
-        p.join("deb").is_dir() && p.join("pypi").is_dir(),
-        "third-party fixtures missing under {}: run scripts/fetch-fixtures first",
-        p.display()
-    );
+    let p = std::env::var_os("KATLAS_FIXTURES").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".cache/fixtures"));
+    assert!(p.join("deb").is_dir() && p.join("pypi").is_dir(), "third-party fixtures missing under {}: run scripts/fetch-fixtures first", p.display());
     p
 }
 
 pub fn fetched_file(rel: &str) -> PathBuf {
     let p = fetched().join(rel);
-    assert!(
-        p.exists(),
-        "fixture {} missing: run scripts/fetch-fixtures",
-        p.display()
-    );
+    assert!(p.exists(), "fixture {} missing: run scripts/fetch-fixtures", p.display());
     p
 }
 
 /// A tool from PATH, /usr/lib/llvm-22/bin or the fixture cache; missing fails the test.
 pub fn tool(name: &str) -> PathBuf {
-    let mut dirs: Vec<PathBuf> =
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect();
+    let mut dirs: Vec<PathBuf> = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect();
     dirs.push(PathBuf::from("/usr/lib/llvm-22/bin"));
-    if let Some(f) = std::env::var_os("KATLAS_FIXTURES")
-        .map(PathBuf::from)
-        .or_else(|| Some(repo_root().join(".cache/fixtures")))
-    {
+    if let Some(f) = std::env::var_os("KATLAS_FIXTURES").map(PathBuf::from).or_else(|| Some(repo_root().join(".cache/fixtures"))) {
         dirs.push(f.join("pypi/cuobjdump/nvidia/cu13/bin"));
         dirs.push(f.join("pypi/nvdisasm/nvidia/cu13/bin"));
     }

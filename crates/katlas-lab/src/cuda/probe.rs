@@ -28,23 +28,15 @@ pub fn nvrtc() -> Result<Option<PathBuf>, Exit> {
     let mut chosen = None;
     if let Some(p) = std::env::var_os("KATLAS_NVRTC") {
         let p = PathBuf::from(p);
-        let (dir, file) = if p.is_dir() {
-            (p.clone(), p.join("libnvrtc.so.13"))
-        } else {
-            (
-                p.parent().map(Path::to_path_buf).unwrap_or_default(),
-                p.clone(),
-            )
-        };
+        let (dir, file) = if p.is_dir() { (p.clone(), p.join("libnvrtc.so.13")) } else { (p.parent().map(Path::to_path_buf).unwrap_or_default(), p.clone()) };
         if !file.is_file() {
-            return Err(Exit::env(format!("no NVRTC: KATLAS_NVRTC points at {}, which holds no libnvrtc.so.13 (scripts/fetch-nvrtc fetches one)", p.display())));
+            return Err(Exit::env(format!(
+                "no NVRTC: KATLAS_NVRTC points at {}, which holds no libnvrtc.so.13 (scripts/fetch-nvrtc fetches one)",
+                p.display()
+            )));
         }
         // NVRTC dlopens its builtins by soname; load them from the same folder first when present.
-        for b in [
-            "libnvrtc-builtins.so.13.0",
-            "libnvrtc-builtins.so.13.1",
-            "libnvrtc-builtins.so.13.2",
-        ] {
+        for b in ["libnvrtc-builtins.so.13.0", "libnvrtc-builtins.so.13.1", "libnvrtc-builtins.so.13.2"] {
             let bp = dir.join(b);
             if bp.is_file() {
                 // SAFETY: NVIDIA's NVRTC builtins library, a plain shared object.
@@ -54,19 +46,15 @@ pub fn nvrtc() -> Result<Option<PathBuf>, Exit> {
             }
         }
         // SAFETY: as above, NVIDIA's NVRTC library.
-        let lib = unsafe { libloading::Library::new(&file) }.map_err(|e| {
-            Exit::env(format!(
-                "no NVRTC: {} could not be loaded: {e}",
-                file.display()
-            ))
-        })?;
+        let lib = unsafe { libloading::Library::new(&file) }.map_err(|e| Exit::env(format!("no NVRTC: {} could not be loaded: {e}", file.display())))?;
         std::mem::forget(lib);
         chosen = Some(file);
     }
     // SAFETY: only probes whether cudarc's candidate names load.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Err(Exit::env(
-            "no NVRTC: libnvrtc.so.13 is not on the loader path; set KATLAS_NVRTC to its folder (scripts/fetch-nvrtc) or LD_LIBRARY_PATH=/usr/local/cuda/lib64".to_string(),
+            "no NVRTC: libnvrtc.so.13 is not on the loader path; set KATLAS_NVRTC to its folder (scripts/fetch-nvrtc) or LD_LIBRARY_PATH=/usr/local/cuda/lib64"
+                .to_string(),
         ));
     }
     Ok(chosen)

@@ -19,13 +19,8 @@ use std::path::Path;
 
 /// Compile every source for `arch` (arch-tagged files only for their arch) and write cubins,
 /// ptxas logs and a resource summary under `out_dir`. Needs NVRTC, not a driver.
-pub fn compile_all(
-    arch: &str,
-    out_dir: &Path,
-    only: Option<&BTreeSet<&str>>,
-) -> Result<Vec<Compiled>, Exit> {
-    std::fs::create_dir_all(out_dir)
-        .map_err(|e| Exit::input(format!("cannot create {}: {e}", out_dir.display())))?;
+pub fn compile_all(arch: &str, out_dir: &Path, only: Option<&BTreeSet<&str>>) -> Result<Vec<Compiled>, Exit> {
+    std::fs::create_dir_all(out_dir).map_err(|e| Exit::input(format!("cannot create {}: {e}", out_dir.display())))?;
     let mut out = Vec::new();
     for (file, src) in SOURCES {
         if crate::kernels::file_arch(file).is_some_and(|a| a != arch) {
@@ -36,31 +31,18 @@ pub fn compile_all(
         }
         let t = std::time::Instant::now();
         let c = nvrtc::compile(file, src, arch)?;
-        eprintln!(
-            "katlas-lab: compiled {file} for {arch} in {:.1}s ({} bytes)",
-            t.elapsed().as_secs_f64(),
-            c.cubin.len()
-        );
+        eprintln!("katlas-lab: compiled {file} for {arch} in {:.1}s ({} bytes)", t.elapsed().as_secs_f64(), c.cubin.len());
         let w = |name: String, data: &[u8]| {
-            std::fs::write(out_dir.join(&name), data).map_err(|e| {
-                Exit::input(format!(
-                    "cannot write {}: {e}",
-                    out_dir.join(&name).display()
-                ))
-            })
+            std::fs::write(out_dir.join(&name), data).map_err(|e| Exit::input(format!("cannot write {}: {e}", out_dir.join(&name).display())))
         };
         w(format!("{file}.{arch}.cubin"), &c.cubin)?;
         w(format!("{file}.{arch}.ptxas.log"), c.log.as_bytes())?;
         out.push(c);
     }
-    let res: BTreeMap<String, &Vec<Resource>> =
-        out.iter().map(|c| (c.file.clone(), &c.resources)).collect();
+    let res: BTreeMap<String, &Vec<Resource>> = out.iter().map(|c| (c.file.clone(), &c.resources)).collect();
     let doc = serde_json::json!({"schema": "katlas.lab.resources.v1", "arch": arch, "files": res});
-    std::fs::write(
-        out_dir.join(format!("resources.{arch}.json")),
-        serde_json::to_string_pretty(&doc).unwrap(),
-    )
-    .map_err(|e| Exit::input(format!("cannot write resources: {e}")))?;
+    std::fs::write(out_dir.join(format!("resources.{arch}.json")), serde_json::to_string_pretty(&doc).unwrap())
+        .map_err(|e| Exit::input(format!("cannot write resources: {e}")))?;
     Ok(out)
 }
 
@@ -73,22 +55,14 @@ struct Timer<'a> {
 impl Timer<'_> {
     /// Time `samples` calls of `launch(i)` (after `warmup` untimed ones); microseconds each,
     /// plus the whole stream's time per call.
-    fn time(
-        &self,
-        warmup: u32,
-        samples: u32,
-        batch: u32,
-        mut launch: impl FnMut(usize) -> Result<(), Exit>,
-    ) -> Result<(Vec<f64>, f64), Exit> {
+    fn time(&self, warmup: u32, samples: u32, batch: u32, mut launch: impl FnMut(usize) -> Result<(), Exit>) -> Result<(Vec<f64>, f64), Exit> {
         let batch = batch.max(1) as usize;
         let d = self.dev;
         for i in 0..warmup as usize {
             launch(i)?;
         }
         d.sync()?;
-        let evs: Vec<_> = (0..samples * 2)
-            .map(|_| d.event())
-            .collect::<Result<_, _>>()?;
+        let evs: Vec<_> = (0..samples * 2).map(|_| d.event()).collect::<Result<_, _>>()?;
         let spin_ns = 2_000_000u64 + 30_000 * (samples as u64) * batch as u64;
         d.launch(self.spin, (1, 1), 32, &Args::default().u64(spin_ns))?;
         for i in 0..samples as usize {
@@ -106,8 +80,7 @@ impl Timer<'_> {
         for i in 0..samples as usize {
             v.push(d.elapsed_us(&evs[2 * i], &evs[2 * i + 1])? / batch as f64);
         }
-        let whole = d.elapsed_us(&evs[0], &evs[2 * samples as usize - 1])?
-            / (samples as usize * batch) as f64;
+        let whole = d.elapsed_us(&evs[0], &evs[2 * samples as usize - 1])? / (samples as usize * batch) as f64;
         Ok((v, whole))
     }
 }
@@ -117,15 +90,9 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
     probe::nvrtc()?;
     let dev = Device::open(0)?;
     let arch = dev.arch();
-    let sel: Vec<&Variant> = VARIANTS
-        .iter()
-        .filter(|v| opts.selects(v.family.name(), v.name))
-        .filter(|v| v.arch().is_none_or(|a| a == arch))
-        .collect();
+    let sel: Vec<&Variant> = VARIANTS.iter().filter(|v| opts.selects(v.family.name(), v.name)).filter(|v| v.arch().is_none_or(|a| a == arch)).collect();
     if sel.is_empty() {
-        return Err(Exit::input(format!(
-            "no kernel variant for {arch} matches --kernel/--variant (see `katlas-lab list`)"
-        )));
+        return Err(Exit::input(format!("no kernel variant for {arch} matches --kernel/--variant (see `katlas-lab list`)")));
     }
     let mut files: BTreeSet<&str> = sel.iter().map(|v| v.file).collect();
     files.insert("util.cu");
@@ -141,16 +108,8 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
     let util = modules["util.cu"];
     let spin = dev.function(util, "lab_spin")?;
     let l2 = dev.l2_bytes.max(1 << 20) as usize;
-    let flush = if opts.l2_flush {
-        Some(dev.alloc(2 * l2)?)
-    } else {
-        None
-    };
-    let timer = Timer {
-        dev: &dev,
-        spin,
-        flush,
-    };
+    let flush = if opts.l2_flush { Some(dev.alloc(2 * l2)?) } else { None };
+    let timer = Timer { dev: &dev, spin, flush };
 
     // The copy ceiling: device-to-device copies of 1 GiB, counting bytes read plus written.
     let mut copy_detail = BTreeMap::new();
@@ -159,35 +118,14 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
         let a = dev.alloc(n)?;
         let b = dev.alloc(n)?;
         dev.memset(&a, 0x5A)?;
-        let plain = Timer {
-            dev: &dev,
-            spin,
-            flush: None,
-        };
+        let plain = Timer { dev: &dev, spin, flush: None };
         let (s, _) = plain.time(3, 20, 1, |_| dev.copy(&b, &a, n))?;
-        copy_detail.insert(
-            "memcpy_dtod_gbps".to_string(),
-            2.0 * n as f64 / (stats(&s).median * 1e3),
-        );
+        copy_detail.insert("memcpy_dtod_gbps".to_string(), 2.0 * n as f64 / (stats(&s).median * 1e3));
         let cp = dev.function(util, "lab_copy_u4")?;
         let n4 = (n / 16) as i64;
         let grid = dev.sms as u32 * 16;
-        let (s, _) = plain.time(3, 20, 1, |_| {
-            dev.launch(
-                cp,
-                (grid, 1),
-                256,
-                &Args::default()
-                    .ptr(&a)
-                    .ptr(&b)
-                    .i64(n4)
-                    .i64(grid as i64 * 256),
-            )
-        })?;
-        copy_detail.insert(
-            "copy_kernel_gbps".to_string(),
-            2.0 * n as f64 / (stats(&s).median * 1e3),
-        );
+        let (s, _) = plain.time(3, 20, 1, |_| dev.launch(cp, (grid, 1), 256, &Args::default().ptr(&a).ptr(&b).i64(n4).i64(grid as i64 * 256)))?;
+        copy_detail.insert("copy_kernel_gbps".to_string(), 2.0 * n as f64 / (stats(&s).median * 1e3));
         copy_detail.insert("copy_bytes".to_string(), 2.0 * n as f64);
     }
     let copy_gbps = copy_detail["memcpy_dtod_gbps"].max(copy_detail["copy_kernel_gbps"]);
@@ -195,9 +133,7 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
         read_ceilings(&dev, util, spin, l2, opts.batch, copy_gbps, &mut copy_detail)?;
     }
     let noop = dev.function(util, "lab_noop")?;
-    let (s, _) = timer.time(10, 100, 1, |_| {
-        dev.launch(noop, (1, 1), 32, &Args::default().i32(0))
-    })?;
+    let (s, _) = timer.time(10, 100, 1, |_| dev.launch(noop, (1, 1), 32, &Args::default().i32(0)))?;
     let floor_us = stats(&s).median;
     eprintln!(
         "katlas-lab: {} {arch}, {} SMs, L2 {} MB; copy {:.0} GB/s (memcpy {:.0}, kernel {:.0}); empty-kernel floor {floor_us:.2} us",
@@ -213,11 +149,7 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
         backend: "cuda".into(),
         arch: arch.clone(),
         device: dev.name.clone(),
-        driver: Some(format!(
-            "{}.{}",
-            dev.driver_version / 1000,
-            (dev.driver_version % 1000) / 10
-        )),
+        driver: Some(format!("{}.{}", dev.driver_version / 1000, (dev.driver_version % 1000) / 10)),
         toolkit: nvrtc::version().map(|(a, b)| format!("{a}.{b}")),
         copy_gbps: Some(copy_gbps),
         copy_detail,
@@ -225,11 +157,7 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
         warmup: opts.warmup,
         samples: opts.samples,
         batch: opts.batch,
-        l2: if opts.l2_flush {
-            format!("flush {} MB per sample", (2 * l2) >> 20)
-        } else {
-            "rotate".into()
-        },
+        l2: if opts.l2_flush { format!("flush {} MB per sample", (2 * l2) >> 20) } else { "rotate".into() },
         command: opts.command.clone(),
     };
 
@@ -240,21 +168,14 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
         if vars.is_empty() {
             continue;
         }
-        let shapes = opts
-            .shapes
-            .clone()
-            .unwrap_or_else(|| fam.default_shapes(true));
+        let shapes = opts.shapes.clone().unwrap_or_else(|| fam.default_shapes(true));
         for sh in shapes {
             fam.validate(sh).map_err(|e| Exit::input(format!("{e}")))?;
             let t = std::time::Instant::now();
             let case = Case::new(fam, sh, opts.seed);
             let want = case.oracle();
             let set_bytes = case.input_bytes();
-            let nsets = if opts.l2_flush {
-                1
-            } else {
-                rotate.div_ceil(set_bytes).clamp(2, 256)
-            };
+            let nsets = if opts.l2_flush { 1 } else { rotate.div_ceil(set_bytes).clamp(2, 256) };
             let mut sets: Vec<Vec<Buf>> = Vec::with_capacity(nsets);
             let first: Vec<Buf> = case
                 .inputs
@@ -275,17 +196,16 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
                 sets.push(s);
             }
             sets.insert(0, first);
-            let outs: Vec<Buf> = (0..nsets)
-                .map(|_| dev.alloc(case.out_len * 4))
-                .collect::<Result<_, _>>()?;
+            let outs: Vec<Buf> = (0..nsets).map(|_| dev.alloc(case.out_len * 4)).collect::<Result<_, _>>()?;
             let nsplit = attn_splits(&case, dev.sms as usize);
-            let scratch = if fam == Family::AttnDecode {
-                Some(dev.alloc(sh.b * nsplit * 130 * 4)?)
-            } else {
-                None
-            };
+            let scratch = if fam == Family::AttnDecode { Some(dev.alloc(sh.b * nsplit * 130 * 4)?) } else { None };
             dev.sync()?;
-            eprintln!("katlas-lab: {} {sh}: inputs and oracle ready in {:.1}s, {nsets} rotating sets of {:.1} MB", fam.name(), t.elapsed().as_secs_f64(), set_bytes as f64 / 1e6);
+            eprintln!(
+                "katlas-lab: {} {sh}: inputs and oracle ready in {:.1}s, {nsets} rotating sets of {:.1} MB",
+                fam.name(),
+                t.elapsed().as_secs_f64(),
+                set_bytes as f64 / 1e6
+            );
             for v in vars.iter().copied() {
                 let m = modules[v.file];
                 let (fname, wpb, rt) = v.resolve(sh).map_err(|e| Exit::input(format!("{e}")))?;
@@ -294,8 +214,7 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
                     Some(rt) if v.takes_nblk() => {
                         let tiles = sh.a.div_ceil(rt as usize) as u32;
                         if v.persistent() {
-                            let per_sm =
-                                dev.max_blocks_per_sm(f, wpb * 32).unwrap_or(1).max(1) as u32;
+                            let per_sm = dev.max_blocks_per_sm(f, wpb * 32).unwrap_or(1).max(1) as u32;
                             let resident = per_sm * dev.sms as u32;
                             if v.balanced() {
                                 Some(tiles.div_ceil(tiles.div_ceil(resident)))
@@ -308,29 +227,14 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
                     }
                     _ => None,
                 };
-                let lc = Launch {
-                    f,
-                    comb: None,
-                    wpb,
-                    rt,
-                    nblk,
-                    nsplit,
-                };
-                let lc = Launch {
-                    comb: if fam == Family::AttnDecode {
-                        Some(dev.function(m, "attn_decode_combine")?)
-                    } else {
-                        None
-                    },
-                    ..lc
-                };
+                let lc = Launch { f, comb: None, wpb, rt, nblk, nsplit };
+                let lc = Launch { comb: if fam == Family::AttnDecode { Some(dev.function(m, "attn_decode_combine")?) } else { None }, ..lc };
                 // Check: poison the output (NaN bytes), run on set 0, compare with the oracle.
                 dev.memset(&outs[0], 0xFF)?;
                 if let Some(s) = &scratch {
                     dev.memset(s, 0xFF)?;
                 }
-                let (grid, block) =
-                    launch(&dev, v, &lc, &case, &sets[0], &outs[0], scratch.as_ref())?;
+                let (grid, block) = launch(&dev, v, &lc, &case, &sets[0], &outs[0], scratch.as_ref())?;
                 let got = dev.download_f32(&outs[0], case.out_len)?;
                 let check = compare(&got, &want, case.row_len, v.tolerance());
                 let (samples, whole) = timer.time(opts.warmup, opts.samples, opts.batch, |i| {
@@ -356,12 +260,7 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
                 };
                 eprintln!("{}", crate::report::metric_line(&env, &r));
                 if !r.check.pass {
-                    eprintln!(
-                        "katlas-lab: {}.{} {sh}: {}",
-                        fam.name(),
-                        v.name,
-                        r.check.summary()
-                    );
+                    eprintln!("katlas-lab: {}.{} {sh}: {}", fam.name(), v.name, r.check.summary());
                 }
                 results.push(r);
             }
@@ -417,19 +316,11 @@ fn read_ceilings(
             let (tag, f, u) = (tag.as_str(), *f, *u);
             let sum = dev.upload(&[0u32; 4])?;
             let grid = if u == 0 { dev.sms as u32 * per_sm } else { (n4 as u64).div_ceil(256 * u as u64) as u32 };
-            let args = |r: usize| {
-                Args::default()
-                    .raw_ptr(buf.ptr + (r % regions * bytes) as u64)
-                    .i64(n4)
-                    .i64(grid as i64 * 256)
-                    .ptr(&sum)
-            };
+            let args = |r: usize| Args::default().raw_ptr(buf.ptr + (r % regions * bytes) as u64).i64(n4).i64(grid as i64 * 256).ptr(&sum);
             dev.launch(f, (grid, 1), 256, &args(0))?;
             let got = dev.download_f32(&sum, 1)?[0].to_bits();
             if got != want {
-                return Err(Exit::input(format!(
-                    "read ceiling {sh} ({tag}): checksum {got:#x} != host {want:#x}"
-                )));
+                return Err(Exit::input(format!("read ceiling {sh} ({tag}): checksum {got:#x} != host {want:#x}")));
             }
             let (v, _) = timer.time(5, 100, batch, |i| dev.launch(f, (grid, 1), 256, &args(i)))?;
             let us = stats(&v).median;
@@ -476,15 +367,7 @@ struct Launch {
     nsplit: usize,
 }
 
-fn launch(
-    dev: &Device,
-    v: &Variant,
-    lc: &Launch,
-    case: &Case,
-    ins: &[Buf],
-    out: &Buf,
-    scratch: Option<&Buf>,
-) -> Result<((u32, u32), u32), Exit> {
+fn launch(dev: &Device, v: &Variant, lc: &Launch, case: &Case, ins: &[Buf], out: &Buf, scratch: Option<&Buf>) -> Result<((u32, u32), u32), Exit> {
     let (a, b) = (case.shape.a as i32, case.shape.b as i32);
     let (f, comb, nsplit) = (lc.f, lc.comb, lc.nsplit);
     let rows_grid = |rows_per_block: u32| (case.shape.a as u32).div_ceil(rows_per_block);
@@ -492,22 +375,9 @@ fn launch(
         let g = (lc.nblk.unwrap_or_else(|| rows_grid(rt)), 1);
         let blk = lc.wpb * 32;
         let mut args = if v.family == Family::GemvHfq4Res {
-            Args::default()
-                .ptr(&ins[0])
-                .ptr(&ins[1])
-                .ptr(&ins[2])
-                .ptr(out)
-                .i32(a)
-                .i32(b)
-                .i32(rt as i32)
+            Args::default().ptr(&ins[0]).ptr(&ins[1]).ptr(&ins[2]).ptr(out).i32(a).i32(b).i32(rt as i32)
         } else {
-            Args::default()
-                .ptr(&ins[0])
-                .ptr(&ins[1])
-                .ptr(out)
-                .i32(a)
-                .i32(b)
-                .i32(rt as i32)
+            Args::default().ptr(&ins[0]).ptr(&ins[1]).ptr(out).i32(a).i32(b).i32(rt as i32)
         };
         if let Some(n) = lc.nblk {
             args = args.i32(n as i32);
@@ -519,86 +389,31 @@ fn launch(
         Family::GemvHfq4 | Family::GemvBf16 => {
             let g = (rows_grid(v.rows_per_block()), 1);
             let blk = v.wpb * 32;
-            dev.launch(
-                f,
-                g,
-                blk,
-                &Args::default()
-                    .ptr(&ins[0])
-                    .ptr(&ins[1])
-                    .ptr(out)
-                    .i32(a)
-                    .i32(b),
-            )?;
+            dev.launch(f, g, blk, &Args::default().ptr(&ins[0]).ptr(&ins[1]).ptr(out).i32(a).i32(b))?;
             Ok((g, blk))
         }
         Family::GemvHfq4Res => {
             let g = (rows_grid(v.rows_per_block()), 1);
             let blk = v.wpb * 32;
-            dev.launch(
-                f,
-                g,
-                blk,
-                &Args::default()
-                    .ptr(&ins[0])
-                    .ptr(&ins[1])
-                    .ptr(&ins[2])
-                    .ptr(out)
-                    .i32(a)
-                    .i32(b),
-            )?;
+            dev.launch(f, g, blk, &Args::default().ptr(&ins[0]).ptr(&ins[1]).ptr(&ins[2]).ptr(out).i32(a).i32(b))?;
             Ok((g, blk))
         }
         Family::SwigluHfq4 => {
             let g = (rows_grid(4 * v.r), 1);
-            dev.launch(
-                f,
-                g,
-                128,
-                &Args::default()
-                    .ptr(&ins[0])
-                    .ptr(&ins[1])
-                    .ptr(&ins[2])
-                    .ptr(out)
-                    .i32(a)
-                    .i32(b),
-            )?;
+            dev.launch(f, g, 128, &Args::default().ptr(&ins[0]).ptr(&ins[1]).ptr(&ins[2]).ptr(out).i32(a).i32(b))?;
             Ok((g, 128))
         }
         Family::Rmsnorm => {
             let g = (a as u32, 1);
-            dev.launch(
-                f,
-                g,
-                256,
-                &Args::default()
-                    .ptr(&ins[0])
-                    .ptr(&ins[1])
-                    .ptr(out)
-                    .i32(b)
-                    .f32(RMS_EPS),
-            )?;
+            dev.launch(f, g, 256, &Args::default().ptr(&ins[0]).ptr(&ins[1]).ptr(out).i32(b).f32(RMS_EPS))?;
             Ok((g, 256))
         }
         Family::Rope => {
             let g = (a as u32, 1);
             let args = if v.name == "cache" {
-                Args::default()
-                    .ptr(&ins[0])
-                    .ptr(out)
-                    .ptr(&ins[1])
-                    .i32(a)
-                    .i32(b)
-                    .i32(case.pos as i32)
-                    .f32(0.0)
+                Args::default().ptr(&ins[0]).ptr(out).ptr(&ins[1]).i32(a).i32(b).i32(case.pos as i32).f32(0.0)
             } else {
-                Args::default()
-                    .ptr(&ins[0])
-                    .ptr(out)
-                    .i32(a)
-                    .i32(b)
-                    .i32(case.pos as i32)
-                    .f32(ROPE_THETA.log2())
+                Args::default().ptr(&ins[0]).ptr(out).i32(a).i32(b).i32(case.pos as i32).f32(ROPE_THETA.log2())
             };
             dev.launch(f, g, 128, &args)?;
             Ok((g, 128))
@@ -613,24 +428,9 @@ fn launch(
                 f,
                 g,
                 128,
-                &Args::default()
-                    .ptr(&ins[0])
-                    .ptr(&ins[1])
-                    .ptr(&ins[2])
-                    .ptr(part)
-                    .i32(h)
-                    .i32(h / 4)
-                    .i32(s)
-                    .i32(chunk)
-                    .i32(nsplit as i32)
-                    .f32(scale),
+                &Args::default().ptr(&ins[0]).ptr(&ins[1]).ptr(&ins[2]).ptr(part).i32(h).i32(h / 4).i32(s).i32(chunk).i32(nsplit as i32).f32(scale),
             )?;
-            dev.launch(
-                comb.expect("combine kernel"),
-                (h as u32, 1),
-                128,
-                &Args::default().ptr(part).ptr(out).i32(nsplit as i32),
-            )?;
+            dev.launch(comb.expect("combine kernel"), (h as u32, 1), 128, &Args::default().ptr(part).ptr(out).i32(nsplit as i32))?;
             Ok((g, 128))
         }
     }

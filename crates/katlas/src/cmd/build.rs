@@ -10,12 +10,7 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Args)]
 pub struct BuildArgs {
     /// Atoms to build instead of the matrix (comma separated: gfx1100,sm_90).
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        conflicts_with = "touched"
-    )]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', conflicts_with = "touched")]
     pub arch: Option<Vec<String>>,
     /// Build every matrix atom that can reach a file changed since REV (git diff --name-only REV, plus untracked files).
     #[arg(long, value_name = "REV")]
@@ -33,10 +28,7 @@ pub struct BuildArgs {
 }
 
 pub fn cli_err(e: BuildError) -> CliError {
-    CliError {
-        code: e.exit_code(),
-        message: e.to_string(),
-    }
+    CliError { code: e.exit_code(), message: e.to_string() }
 }
 
 pub fn settings(ctx: &Ctx, arch: Option<&[String]>) -> Result<Settings, CliError> {
@@ -73,12 +65,7 @@ pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
     }
     let s = settings(ctx, a.arch.as_deref())?;
     crate::trust::authorize(ctx, &[build_commands(ctx)?])?;
-    let opts = BuildOptions {
-        touched: a.touched.clone(),
-        paths: a.paths.iter().map(|p| ctx.resolve(p)).collect(),
-        jobs: a.jobs,
-        mix: !a.no_mix,
-    };
+    let opts = BuildOptions { touched: a.touched.clone(), paths: a.paths.iter().map(|p| ctx.resolve(p)).collect(), jobs: a.jobs, mix: !a.no_mix };
     let color = ctx.color;
     let progress = move |r: &JobResult, n: usize, total: usize| {
         let st = match r.status {
@@ -86,46 +73,22 @@ pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
             JobStatus::Cached => paint(color, "2", "cached"),
             JobStatus::Failed => paint(color, "31", "FAILED"),
         };
-        eprintln!(
-            "[{n:>3}/{total}] {st} {:<8} {} ({:.1}s)",
-            r.atom,
-            r.file,
-            r.duration_ms as f64 / 1000.0
-        );
+        eprintln!("[{n:>3}/{total}] {st} {:<8} {} ({:.1}s)", r.atom, r.file, r.duration_ms as f64 / 1000.0);
     };
     let report = run_build(&s, &opts, Some(&progress)).map_err(cli_err)?;
-    let code = if report.summary.failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    };
+    let code = if report.summary.failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS };
     if a.format.format == Format::Json {
         print_json(&report);
         return Ok(code);
     }
     if let Some(t) = &report.touched {
-        println!(
-            "touched since {}: {} changed file(s); atoms: {}",
-            t.rev,
-            t.changed.len(),
-            if t.atoms.is_empty() {
-                "none".into()
-            } else {
-                t.atoms.join(" ")
-            }
-        );
+        println!("touched since {}: {} changed file(s); atoms: {}", t.rev, t.changed.len(), if t.atoms.is_empty() { "none".into() } else { t.atoms.join(" ") });
         for (atom, files) in &t.reasons {
             println!("  {atom}: {}", files.join(", "));
         }
     }
     for c in &report.compilers {
-        println!(
-            "{} compiler: {} {} ({})",
-            c.lang,
-            c.kind,
-            c.path.as_deref().unwrap_or("-"),
-            c.version
-        );
+        println!("{} compiler: {} {} ({})", c.lang, c.kind, c.path.as_deref().unwrap_or("-"), c.version);
     }
     // Every failure with everything its compiler said, per atom.
     for j in report.jobs.iter().filter(|j| j.status == JobStatus::Failed) {
@@ -135,13 +98,7 @@ pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
             paint(
                 color,
                 "31",
-                &format!(
-                    "error: {} failed for {} (exit {}; log {})",
-                    j.file,
-                    j.atom,
-                    j.exit_code.map(|c| c.to_string()).unwrap_or("-".into()),
-                    j.log
-                )
+                &format!("error: {} failed for {} (exit {}; log {})", j.file, j.atom, j.exit_code.map(|c| c.to_string()).unwrap_or("-".into()), j.log)
             )
         );
         for l in j.message.as_deref().unwrap_or("").lines() {
@@ -160,12 +117,7 @@ pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
     let mut t = table(a.format.format, &["atom", "compiled", "cached", "failed"]);
     for atom in &report.atoms {
         let c = per_atom.get(atom.as_str()).copied().unwrap_or_default();
-        t.add_row(vec![
-            atom.clone(),
-            c[0].to_string(),
-            c[1].to_string(),
-            c[2].to_string(),
-        ]);
+        t.add_row(vec![atom.clone(), c[0].to_string(), c[1].to_string(), c[2].to_string()]);
     }
     println!();
     println!("{t}");
@@ -175,21 +127,9 @@ pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
         } else {
             println!("ISA changes against the previous build:");
             for k in &d.kernels {
-                let res: Vec<String> = k
-                    .resources
-                    .iter()
-                    .map(|x| format!("{} {}→{} ({:+})", x.field, opt(x.a), opt(x.b), x.delta))
-                    .collect();
-                let mix: Vec<String> = k
-                    .mix
-                    .iter()
-                    .map(|x| format!("{} {:+}", x.field, x.delta))
-                    .collect();
-                let flags = if k.flags.is_empty() {
-                    String::new()
-                } else {
-                    format!("  [{}]", k.flags.join(", "))
-                };
+                let res: Vec<String> = k.resources.iter().map(|x| format!("{} {}→{} ({:+})", x.field, opt(x.a), opt(x.b), x.delta)).collect();
+                let mix: Vec<String> = k.mix.iter().map(|x| format!("{} {:+}", x.field, x.delta)).collect();
+                let flags = if k.flags.is_empty() { String::new() } else { format!("  [{}]", k.flags.join(", ")) };
                 let mut parts = Vec::new();
                 if !res.is_empty() {
                     parts.push(res.join(", "));
@@ -220,11 +160,7 @@ pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
         s.compiled,
         s.cached,
         s.failed,
-        if s.failed_atoms.is_empty() {
-            String::new()
-        } else {
-            format!(" (atoms: {})", s.failed_atoms.join(" "))
-        },
+        if s.failed_atoms.is_empty() { String::new() } else { format!(" (atoms: {})", s.failed_atoms.join(" ")) },
         s.elapsed_ms as f64 / 1000.0
     );
     Ok(code)

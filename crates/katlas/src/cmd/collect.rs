@@ -76,11 +76,7 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
             cmds.push((format!("workload {} profile.command", ls.name), show(pc)));
         }
         let file = std::path::Path::new(&ls.source);
-        let src = if project.config_path.as_deref() == Some(file) {
-            project.config_commands(cmds)
-        } else {
-            crate::trust::source_of(file, cmds)?
-        };
+        let src = if project.config_path.as_deref() == Some(file) { project.config_commands(cmds) } else { crate::trust::source_of(file, cmds)? };
         crate::trust::authorize(ctx, &[src])?;
     }
     let mut set = BTreeMap::new();

@@ -100,7 +100,11 @@ pub fn load_rows(source: &Source, ctx: &Ctx) -> Result<ReadReport<Row>, CliError
     let paths = if source.files.is_empty() {
         // A project that has collected nothing yet has an empty corpus, not an error.
         let dir = ctx.layout()?.corpus_dir();
-        if dir.exists() { vec![dir] } else { Vec::new() }
+        if dir.exists() {
+            vec![dir]
+        } else {
+            Vec::new()
+        }
     } else {
         source.files.iter().map(|p| ctx.resolve(p)).collect()
     };
@@ -200,7 +204,11 @@ fn ls(a: &LsArgs, ctx: &Ctx) -> CmdResult {
                 ]);
             }
             println!("{t}");
-            println!("{} row(s){}", rows.len(), if report.errors.is_empty() { String::new() } else { format!(", {} bad line(s) skipped", report.errors.len()) });
+            println!(
+                "{} row(s){}",
+                rows.len(),
+                if report.errors.is_empty() { String::new() } else { format!(", {} bad line(s) skipped", report.errors.len()) }
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -244,7 +252,14 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
 fn print_row(row: &Row, file: &Path, line: u64, f: Format) {
     println!("row {}  ({}:{})", row.id, file.display(), line);
     let status = serde_json::to_value(row.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-    println!("workload {}  phase {}  shape {}  run {}  arch {}  status {status}", row.workload, row.phase, fmt_opt(&row.shape_bucket), row.run_index, fmt_opt(&row.arch));
+    println!(
+        "workload {}  phase {}  shape {}  run {}  arch {}  status {status}",
+        row.workload,
+        row.phase,
+        fmt_opt(&row.shape_bucket),
+        row.run_index,
+        fmt_opt(&row.arch)
+    );
     println!("captured {}", row.captured_at);
     if !row.command.is_empty() {
         println!("command  {}", row.command.join(" "));
@@ -332,12 +347,7 @@ fn documents(path: &Path) -> Result<(Vec<(u64, String)>, Vec<LineError>), CliErr
             }
         }
     }
-    let docs = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| (i as u64 + 1, l.trim().to_string()))
-        .collect();
+    let docs = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| (i as u64 + 1, l.trim().to_string())).collect();
     Ok((docs, errors))
 }
 
@@ -443,7 +453,12 @@ fn import(a: &ImportArgs, ctx: &Ctx) -> CmdResult {
             }
             println!("{t}");
             let verb = if a.dry_run { "converted (dry run)" } else { "imported" };
-            println!("{} row(s) {verb}, {} already present, {} bad document(s)", if a.dry_run { rows.len() } else { written.values().sum() }, skipped, errors.len());
+            println!(
+                "{} row(s) {verb}, {} already present, {} bad document(s)",
+                if a.dry_run { rows.len() } else { written.values().sum() },
+                skipped,
+                errors.len()
+            );
             for (dest, n) in &written {
                 println!("  {n} → {}", dest.display());
             }

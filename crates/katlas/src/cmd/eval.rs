@@ -193,8 +193,7 @@ fn goal(g: Option<GoalArg>, metric: &str) -> Goal {
         // `_s` suffix is ambiguous (`tok_s` is a rate), so it is not a time here.
         None => {
             let m = metric.to_ascii_lowercase();
-            let time = ["_ms", "_us", "_ns"].iter().any(|s| m.ends_with(s))
-                || ["latency", "elapsed", "time", "duration"].iter().any(|w| m.contains(w));
+            let time = ["_ms", "_us", "_ns"].iter().any(|s| m.ends_with(s)) || ["latency", "elapsed", "time", "duration"].iter().any(|w| m.contains(w));
             if time {
                 Goal::Minimize
             } else {
@@ -277,12 +276,7 @@ fn fingerprint(parts: &[&str]) -> String {
 fn cx(ctx: &Ctx) -> Result<CaptureContext, CliError> {
     let project = ctx.project()?;
     let env_prefixes = project.config.identity.env_prefixes.clone().unwrap_or_default();
-    Ok(CaptureContext {
-        cache_dir: Some(ctx.layout()?.cache_dir()),
-        env_prefixes,
-        hash_model: project.config.identity.hash_model,
-        ..Default::default()
-    })
+    Ok(CaptureContext { cache_dir: Some(ctx.layout()?.cache_dir()), env_prefixes, hash_model: project.config.identity.hash_model, ..Default::default() })
 }
 
 /// A missing program is a missing environment (exit 3). Only simple commands
@@ -294,11 +288,7 @@ fn check_programs(sides: &[SideInput]) -> Result<(), CliError> {
             _ => true,
         };
         if simple && katlas_eval::eval::resolve_binary(&s.side).is_none() {
-            return Err(CliError::missing_env(format!(
-                "{}: program `{}` not found",
-                s.side.name,
-                s.side.argv.first().map(String::as_str).unwrap_or("")
-            )));
+            return Err(CliError::missing_env(format!("{}: program `{}` not found", s.side.name, s.side.argv.first().map(String::as_str).unwrap_or(""))));
         }
     }
     Ok(())
@@ -559,7 +549,8 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     }
     print_report(&report, a.format.format, ctx.color);
     let v = report.result.verdict;
-    let ok = if a.aa { !matches!(v, Verdict::Improved | Verdict::Regressed | Verdict::Invalid | Verdict::Incorrect) } else { katlas_eval::eval::meets(v, expect) };
+    let ok =
+        if a.aa { !matches!(v, Verdict::Improved | Verdict::Regressed | Verdict::Invalid | Verdict::Incorrect) } else { katlas_eval::eval::meets(v, expect) };
     Ok(ExitCode::from(if ok { exit::OK } else { exit::NEGATIVE }))
 }
 
@@ -596,9 +587,7 @@ fn sol_spec(a: &EvalArgs, metric: &str) -> Result<Option<SolSpec>, CliError> {
     }
     let time_key = a.time_key.clone().unwrap_or_else(|| metric.to_string());
     if katlas_eval::guard::seconds_of(&time_key, 1.0).is_none() {
-        return Err(CliError::bad_input(format!(
-            "speed-of-light check: `{time_key}` is not a time metric (suffix _ms, _us, _ns or _s); give --time-key"
-        )));
+        return Err(CliError::bad_input(format!("speed-of-light check: `{time_key}` is not a time metric (suffix _ms, _us, _ns or _s); give --time-key")));
     }
     let (peak, source) = match (a.peak_gbps, &a.product) {
         (Some(p), _) => (p, "--peak-gbps".to_string()),
@@ -671,8 +660,7 @@ fn record_aa(ctx: &Ctx, key: &str, r: &EvalReport) -> Result<(), CliError> {
     // The A/A interval's half-width is the smallest effect this fixture can resolve.
     let noise = e.ci[0].abs().max(e.ci[1].abs());
     let path = noise_file(ctx)?;
-    let mut map: BTreeMap<String, f64> =
-        std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let mut map: BTreeMap<String, f64> = std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
     map.insert(key.into(), (noise * 1e4).ceil() / 1e4);
     katlas_fs::write_atomic(&path, (serde_json::to_string_pretty(&map).expect("map serialises") + "\n").as_bytes())?;
     eprintln!("A/A noise threshold calibrated: {:.2}% (stored in {})", noise * 100.0, path.display());

@@ -193,7 +193,14 @@ fn row_from_parse(parser: &str, path: &Path, a: &EvidenceArgs, ctx: &Ctx) -> Res
             Some(_) => "nvidia",
             None => "unknown",
         };
-        row.identity.devices.push(Device { index: 0, vendor: vendor.into(), product, arch, arch_source: Some(format!("{parser} output")), ..Default::default() });
+        row.identity.devices.push(Device {
+            index: 0,
+            vendor: vendor.into(),
+            product,
+            arch,
+            arch_source: Some(format!("{parser} output")),
+            ..Default::default()
+        });
     }
     Ok((format!("{parser} {}", path.display()), row))
 }

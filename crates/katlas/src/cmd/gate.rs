@@ -63,10 +63,7 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
     let command = a.command.clone().or(gcfg.command.clone());
     let arch = match &a.arch {
         Some(x) => x.clone(),
-        None => katlas_identity::gpu::devices()
-            .into_iter()
-            .find_map(|d| d.arch)
-            .ok_or_else(|| CliError::missing_env("no GPU detected; give --arch"))?,
+        None => katlas_identity::gpu::devices().into_iter().find_map(|d| d.arch).ok_or_else(|| CliError::missing_env("no GPU detected; give --arch"))?,
     };
     let dir = match (&a.baselines, &gcfg.baselines) {
         (Some(d), _) => ctx.resolve(d),
@@ -98,8 +95,7 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
         }
         for i in 0..runs {
             let argv = vec!["sh".to_string(), "-c".to_string(), cmd.clone()];
-            let r = run_process(&argv, &BTreeMap::new(), &[], &project.root, Duration::from_secs_f64(a.timeout))
-                .map_err(CliError::missing_env)?;
+            let r = run_process(&argv, &BTreeMap::new(), &[], &project.root, Duration::from_secs_f64(a.timeout)).map_err(CliError::missing_env)?;
             if r.code != Some(0) {
                 return Err(CliError::negative(format!(
                     "gate run {} of `{cmd}` failed (exit {:?}): {}",

@@ -26,10 +26,7 @@ pub struct IdentityArgs {
 pub fn options_for(ctx: &Ctx) -> Result<CaptureOptions, crate::ctx::CliError> {
     let project = ctx.project()?;
     let cfg = &project.config.identity;
-    let mut env_prefixes: Vec<String> = cfg
-        .env_prefixes
-        .clone()
-        .unwrap_or_else(|| DEFAULT_ENV_PREFIXES.iter().map(|s| s.to_string()).collect());
+    let mut env_prefixes: Vec<String> = cfg.env_prefixes.clone().unwrap_or_else(|| DEFAULT_ENV_PREFIXES.iter().map(|s| s.to_string()).collect());
     // Exact names are prefixes that match themselves (and nothing shorter).
     env_prefixes.extend(cfg.env_names.iter().cloned());
     Ok(CaptureOptions {
@@ -80,14 +77,7 @@ fn print_text(id: &Identity, md: bool) {
     for d in &id.devices {
         lines.push((
             format!("gpu{}", d.index),
-            format!(
-                "{} {} arch={} ({}) driver={}",
-                d.vendor,
-                fmt_opt(&d.product),
-                fmt_opt(&d.arch),
-                fmt_opt(&d.arch_source),
-                fmt_opt(&d.driver)
-            ),
+            format!("{} {} arch={} ({}) driver={}", d.vendor, fmt_opt(&d.product), fmt_opt(&d.arch), fmt_opt(&d.arch_source), fmt_opt(&d.driver)),
         ));
     }
     for (k, v) in &id.toolkits {

@@ -120,24 +120,16 @@ fn scan_failure(e: ScanFailure) -> CliError {
 
 /// Creates `path` (and its directory) and streams `body` into it, then a newline: manifests
 /// run to hundreds of megabytes (rocSPARSE's), so they are never built as one string.
-fn write_streamed(
-    path: &Path,
-    body: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
-) -> Result<(), CliError> {
+fn write_streamed(path: &Path, body: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>) -> Result<(), CliError> {
     use std::io::Write;
     let err = |e: std::io::Error| CliError::bad_input(format!("{}: {e}", path.display()));
     let file = katlas_fs::create_file(path).map_err(err)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-    body(&mut w)
-        .and_then(|()| w.write_all(b"\n"))
-        .and_then(|()| w.flush())
-        .map_err(err)
+    body(&mut w).and_then(|()| w.write_all(b"\n")).and_then(|()| w.flush()).map_err(err)
 }
 
 fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<(), CliError> {
-    write_streamed(path, |w| {
-        serde_json::to_writer_pretty(w, v).map_err(std::io::Error::other)
-    })
+    write_streamed(path, |w| serde_json::to_writer_pretty(w, v).map_err(std::io::Error::other))
 }
 
 /// The manifest as compact JSON, objects serialised in parallel (rocSPARSE's is 274 MB
@@ -148,19 +140,10 @@ fn write_manifest(path: &Path, m: &mut katlas_isa::IsaManifest) -> Result<(), Cl
 
 fn scan(a: &ScanArgs, ctx: &Ctx) -> CmdResult {
     let filter = match &a.filter {
-        Some(f) => {
-            Some(regex::Regex::new(f).map_err(|e| CliError::bad_input(format!("--filter: {e}")))?)
-        }
+        Some(f) => Some(regex::Regex::new(f).map_err(|e| CliError::bad_input(format!("--filter: {e}")))?),
         None => None,
     };
-    let cache_dir = if a.no_cache {
-        None
-    } else {
-        a.cache_dir
-            .as_ref()
-            .map(|d| ctx.resolve(d))
-            .or_else(|| project_dir(ctx, "cache/isa"))
-    };
+    let cache_dir = if a.no_cache { None } else { a.cache_dir.as_ref().map(|d| ctx.resolve(d)).or_else(|| project_dir(ctx, "cache/isa")) };
     let opts = ScanOptions {
         filter,
         arch: a.arch.clone(),
@@ -216,9 +199,7 @@ fn scan(a: &ScanArgs, ctx: &Ctx) -> CmdResult {
     // only delay the exit
     std::mem::forget(m);
     if unreadable {
-        return Err(CliError::bad_input(format!(
-            "no code object could be read ({n_errors} errors)"
-        )));
+        return Err(CliError::bad_input(format!("no code object could be read ({n_errors} errors)")));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -235,13 +216,7 @@ fn spills(k: &Kernel) -> String {
 
 fn occ(k: &Kernel) -> String {
     match &k.occupancy {
-        Some(o) => format!(
-            "{}/{} {} ({})",
-            o.achieved,
-            o.max,
-            o.unit,
-            o.limiter.name()
-        ),
+        Some(o) => format!("{}/{} {} ({})", o.achieved, o.max, o.unit, o.limiter.name()),
         None => "-".into(),
     }
 }
@@ -270,38 +245,17 @@ fn print_scan_text(m: &IsaManifest, fmt: Format, manifest: Option<&Path>, export
         t.add_row(vec![
             short(&o.chain_text, 90),
             o.target.clone(),
-            if o.format == "ptx" {
-                format!("{} entries (ptx)", o.ptx_entries.len())
-            } else {
-                o.kernels.len().to_string()
-            },
+            if o.format == "ptx" { format!("{} entries (ptx)", o.ptx_entries.len()) } else { o.kernels.len().to_string() },
             fmt_opt(&o.mix_status),
             o.md5[..12.min(o.md5.len())].to_string(),
         ]);
     }
     println!("{t}");
     if m.objects.len() > 200 {
-        println!(
-            "… {} more objects (--format json for all)",
-            m.objects.len() - 200
-        );
+        println!("… {} more objects (--format json for all)", m.objects.len() - 200);
     }
     if s.kernels <= 100 {
-        let mut t = table(
-            fmt,
-            &[
-                "kernel",
-                "arch",
-                "vgpr",
-                "sgpr",
-                "agpr",
-                "spill v/s",
-                "lds",
-                "scratch",
-                "wave",
-                "occupancy",
-            ],
-        );
+        let mut t = table(fmt, &["kernel", "arch", "vgpr", "sgpr", "agpr", "spill v/s", "lds", "scratch", "wave", "occupancy"]);
         for o in &m.objects {
             for k in &o.kernels {
                 let r = &k.resources;
@@ -329,10 +283,7 @@ fn print_scan_text(m: &IsaManifest, fmt: Format, manifest: Option<&Path>, export
     }
     for t in &m.disassemblers {
         if t.status == "absent" {
-            eprintln!(
-                "note: {} ({}) not found: no instruction mix for {} objects",
-                t.name, t.vendor, t.vendor
-            );
+            eprintln!("note: {} ({}) not found: no instruction mix for {} objects", t.name, t.vendor, t.vendor);
         }
     }
     if let Some(p) = manifest {
@@ -344,48 +295,24 @@ fn print_scan_text(m: &IsaManifest, fmt: Format, manifest: Option<&Path>, export
 }
 
 fn read_manifest(p: &Path) -> Result<IsaManifest, CliError> {
-    let text = std::fs::read_to_string(p)
-        .map_err(|e| CliError::bad_input(format!("{}: {e}", p.display())))?;
-    let m: IsaManifest = serde_json::from_str(&text).map_err(|e| {
-        CliError::bad_input(format!(
-            "{}: line {}, column {}: not a katlas.isa.v1 manifest: {e}",
-            p.display(),
-            e.line(),
-            e.column()
-        ))
-    })?;
+    let text = std::fs::read_to_string(p).map_err(|e| CliError::bad_input(format!("{}: {e}", p.display())))?;
+    let m: IsaManifest = serde_json::from_str(&text)
+        .map_err(|e| CliError::bad_input(format!("{}: line {}, column {}: not a katlas.isa.v1 manifest: {e}", p.display(), e.line(), e.column())))?;
     if m.schema != katlas_isa::SCHEMA {
-        return Err(CliError::bad_input(format!(
-            "{}: schema `{}`, expected `{}`",
-            p.display(),
-            m.schema,
-            katlas_isa::SCHEMA
-        )));
+        return Err(CliError::bad_input(format!("{}: schema `{}`, expected `{}`", p.display(), m.schema, katlas_isa::SCHEMA)));
     }
     Ok(m)
 }
 
 fn latest_manifest(ctx: &Ctx) -> Result<PathBuf, CliError> {
-    let dir = project_dir(ctx, "isa").ok_or_else(|| {
-        CliError::bad_input(
-            "no --manifest and no .katlas/isa/ in this project (run `katlas isa scan` first)",
-        )
-    })?;
+    let dir = project_dir(ctx, "isa").ok_or_else(|| CliError::bad_input("no --manifest and no .katlas/isa/ in this project (run `katlas isa scan` first)"))?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map_err(|e| CliError::bad_input(format!("{}: {e}", dir.display())))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "json")
-                && !p.to_string_lossy().ends_with(".hipfire.json")
-        })
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.to_string_lossy().ends_with(".hipfire.json"))
         .collect();
     files.sort();
-    files.pop().ok_or_else(|| {
-        CliError::bad_input(format!(
-            "no manifest in {} (run `katlas isa scan` first)",
-            dir.display()
-        ))
-    })
+    files.pop().ok_or_else(|| CliError::bad_input(format!("no manifest in {} (run `katlas isa scan` first)", dir.display())))
 }
 
 fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
@@ -394,40 +321,23 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         None => latest_manifest(ctx)?,
     };
     let m = read_manifest(&path)?;
-    let exact =
-        |k: &Kernel| k.name == a.kernel || k.demangled.as_deref() == Some(a.kernel.as_str());
+    let exact = |k: &Kernel| k.name == a.kernel || k.demangled.as_deref() == Some(a.kernel.as_str());
     let re = regex::Regex::new(&a.kernel).ok();
     let arch_ok = |o: &CodeObject| a.arch.as_deref().is_none_or(|x| o.arch == x);
-    let mut hits: Vec<(&CodeObject, &Kernel)> = m
-        .objects
-        .iter()
-        .filter(|o| arch_ok(o))
-        .flat_map(|o| o.kernels.iter().filter(|k| exact(k)).map(move |k| (o, k)))
-        .collect();
+    let mut hits: Vec<(&CodeObject, &Kernel)> =
+        m.objects.iter().filter(|o| arch_ok(o)).flat_map(|o| o.kernels.iter().filter(|k| exact(k)).map(move |k| (o, k))).collect();
     if hits.is_empty() {
         if let Some(re) = &re {
             hits = m
                 .objects
                 .iter()
                 .filter(|o| arch_ok(o))
-                .flat_map(|o| {
-                    o.kernels
-                        .iter()
-                        .filter(|k| {
-                            re.is_match(&k.name)
-                                || k.demangled.as_deref().is_some_and(|d| re.is_match(d))
-                        })
-                        .map(move |k| (o, k))
-                })
+                .flat_map(|o| o.kernels.iter().filter(|k| re.is_match(&k.name) || k.demangled.as_deref().is_some_and(|d| re.is_match(d))).map(move |k| (o, k)))
                 .collect();
         }
     }
     if hits.is_empty() {
-        return Err(CliError::bad_input(format!(
-            "no kernel `{}` in {}",
-            a.kernel,
-            path.display()
-        )));
+        return Err(CliError::bad_input(format!("no kernel `{}` in {}", a.kernel, path.display())));
     }
     if a.format.format == Format::Json {
         let v: Vec<_> = hits
@@ -438,11 +348,7 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     for (o, k) in hits.iter().take(50) {
-        println!(
-            "{}  [{}]",
-            k.demangled.as_deref().unwrap_or(&k.name),
-            o.target
-        );
+        println!("{}  [{}]", k.demangled.as_deref().unwrap_or(&k.name), o.target);
         println!("  object: {}", o.chain_text);
         println!("  symbol: {}", k.symbol);
         let r = serde_json::to_value(&k.resources).unwrap_or_default();
@@ -456,20 +362,11 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
             t.add_row(vec!["kd.vgpr_alloc".into(), kd.vgpr_alloc.to_string()]);
             t.add_row(vec!["kd.sgpr_alloc".into(), fmt_opt(&kd.sgpr_alloc)]);
             t.add_row(vec!["kd.wave32".into(), kd.wave32.to_string()]);
-            t.add_row(vec![
-                "kd.enable_private_segment".into(),
-                kd.enable_private_segment.to_string(),
-            ]);
+            t.add_row(vec!["kd.enable_private_segment".into(), kd.enable_private_segment.to_string()]);
         }
         if let Some(n) = &k.nvidia {
-            t.add_row(vec![
-                "shared_reserved_bytes".into(),
-                n.shared_reserved_bytes.to_string(),
-            ]);
-            t.add_row(vec![
-                "constant0_bytes".into(),
-                n.constant0_bytes.to_string(),
-            ]);
+            t.add_row(vec!["shared_reserved_bytes".into(), n.shared_reserved_bytes.to_string()]);
+            t.add_row(vec!["constant0_bytes".into(), n.constant0_bytes.to_string()]);
         }
         t.add_row(vec!["occupancy".into(), occ(k)]);
         println!("{t}");
@@ -479,11 +376,7 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
             }
         }
         if let Some(mix) = &k.mix {
-            let cats: Vec<String> = mix
-                .categories
-                .iter()
-                .map(|(c, n)| format!("{c}={n}"))
-                .collect();
+            let cats: Vec<String> = mix.categories.iter().map(|(c, n)| format!("{c}={n}")).collect();
             println!("  mix ({} instructions): {}", mix.total, cats.join(" "));
         }
         if let Some(n) = &k.occupancy_note {
@@ -494,76 +387,33 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
 }
 
 fn load_or_scan(p: &Path) -> Result<IsaManifest, CliError> {
-    let is_manifest = std::fs::read(p)
-        .ok()
-        .is_some_and(|b| b.trim_ascii_start().starts_with(b"{"));
+    let is_manifest = std::fs::read(p).ok().is_some_and(|b| b.trim_ascii_start().starts_with(b"{"));
     if is_manifest {
         return read_manifest(p);
     }
-    let opts = ScanOptions {
-        disasm: DisasmMode::Auto,
-        ..Default::default()
-    };
+    let opts = ScanOptions { disasm: DisasmMode::Auto, ..Default::default() };
     let m = katlas_isa::scan(&[p.to_path_buf()], opts).map_err(scan_failure)?;
     if m.objects.is_empty() {
-        return Err(CliError::bad_input(format!(
-            "{}: neither a manifest nor a file with code objects",
-            p.display()
-        )));
+        return Err(CliError::bad_input(format!("{}: neither a manifest nor a file with code objects", p.display())));
     }
     Ok(m)
 }
 
 fn diff(a: &DiffArgs, ctx: &Ctx) -> CmdResult {
     let (pa, pb) = (ctx.resolve(&a.a), ctx.resolve(&a.b));
-    let d = katlas_isa::diff::diff(
-        &load_or_scan(&pa)?,
-        &load_or_scan(&pb)?,
-        &pa.display().to_string(),
-        &pb.display().to_string(),
-    );
+    let d = katlas_isa::diff::diff(&load_or_scan(&pa)?, &load_or_scan(&pb)?, &pa.display().to_string(), &pb.display().to_string());
     if a.format.format == Format::Json {
         print_json(&d);
     } else {
-        let mut t = table(
-            a.format.format,
-            &["kernel", "arch", "resource deltas", "mix deltas", "flags"],
-        );
+        let mut t = table(a.format.format, &["kernel", "arch", "resource deltas", "mix deltas", "flags"]);
         for k in &d.kernels {
             let fmt = |v: &Vec<katlas_isa::diff::Delta>| {
-                v.iter()
-                    .map(|x| {
-                        format!(
-                            "{} {}→{} ({:+})",
-                            x.field,
-                            fmt_opt(&x.a),
-                            fmt_opt(&x.b),
-                            x.delta
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                v.iter().map(|x| format!("{} {}→{} ({:+})", x.field, fmt_opt(&x.a), fmt_opt(&x.b), x.delta)).collect::<Vec<_>>().join(", ")
             };
-            t.add_row(vec![
-                short(&k.name, 50),
-                k.arch.clone(),
-                fmt(&k.resources),
-                fmt(&k.mix),
-                k.flags.join(", "),
-            ]);
+            t.add_row(vec![short(&k.name, 50), k.arch.clone(), fmt(&k.resources), fmt(&k.mix), k.flags.join(", ")]);
         }
         println!("{t}");
-        println!(
-            "{} kernels changed, {} flagged, {} only in A, {} only in B",
-            d.kernels.len(),
-            d.regressions,
-            d.removed.len(),
-            d.added.len()
-        );
+        println!("{} kernels changed, {} flagged, {} only in A, {} only in B", d.kernels.len(), d.regressions, d.removed.len(), d.added.len());
     }
-    Ok(if d.regressions > 0 {
-        ExitCode::from(crate::ctx::exit::NEGATIVE)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if d.regressions > 0 { ExitCode::from(crate::ctx::exit::NEGATIVE) } else { ExitCode::SUCCESS })
 }

@@ -36,11 +36,7 @@ fn dispatch(a: &DispatchArgs, ctx: &Ctx) -> CmdResult {
     let s = settings(ctx, a.arch.as_deref())?;
     let ledger = a.ledger.as_ref().map(|p| ctx.resolve(p));
     let r = katlas_build::lint_dispatch(ctx.project()?, &s, ledger.as_deref()).map_err(cli_err)?;
-    let code = if r.has_errors() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    };
+    let code = if r.has_errors() { ExitCode::from(1) } else { ExitCode::SUCCESS };
     if a.format.format == Format::Json {
         print_json(&r);
         return Ok(code);
@@ -51,22 +47,13 @@ fn dispatch(a: &DispatchArgs, ctx: &Ctx) -> CmdResult {
             Severity::Warning => paint(ctx.color, "33", "warning"),
             Severity::Info => "info".into(),
         };
-        println!(
-            "{}: {sev}[{}]: {}",
-            f.at.as_deref().unwrap_or(&r.ledger),
-            f.code,
-            f.message
-        );
+        println!("{}: {sev}[{}]: {}", f.at.as_deref().unwrap_or(&r.ledger), f.code, f.message);
     }
     if !r.effective.is_empty() {
         let mut by_kernel: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for e in &r.effective {
             let cell = match e.row {
-                Some(i) => format!(
-                    "{}{} (row {i})",
-                    e.variant,
-                    if e.measured { "" } else { " [unmeasured]" }
-                ),
+                Some(i) => format!("{}{} (row {i})", e.variant, if e.measured { "" } else { " [unmeasured]" }),
                 None => "default".to_string(),
             };
             by_kernel.entry(e.kernel.as_str()).or_default().push(cell);
@@ -82,9 +69,6 @@ fn dispatch(a: &DispatchArgs, ctx: &Ctx) -> CmdResult {
         println!("\nvariant each atom runs (first matching row; no row = portable default):\n{t}");
     }
     let s = &r.summary;
-    println!(
-        "{} row(s), {} ledger entr(ies), {} annotation(s): {} error(s), {} warning(s)",
-        s.rows, s.ledger_entries, s.annotations, s.errors, s.warnings
-    );
+    println!("{} row(s), {} ledger entr(ies), {} annotation(s): {} error(s), {} warning(s)", s.rows, s.ledger_entries, s.annotations, s.errors, s.warnings);
     Ok(code)
 }

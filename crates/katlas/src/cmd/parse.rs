@@ -130,7 +130,18 @@ pub fn run(args: &ParseArgs, ctx: &Ctx) -> CmdResult {
                     let short: String = if name.chars().count() > 70 { format!("{}…", name.chars().take(69).collect::<String>()) } else { name.to_string() };
                     let op = k.op.as_ref().map(|o| format!("{}.{}", o.family, o.role)).unwrap_or_default();
                     let o = |v: Option<f64>| v.map(fmt_num).unwrap_or_else(|| "-".into());
-                    t.add_row(vec![short, op, k.calls.to_string(), fmt_num(k.total_us), o(k.avg_us), o(k.median_us), o(k.min_us), o(k.max_us), o(k.share_pct), o(k.achieved_gbps)]);
+                    t.add_row(vec![
+                        short,
+                        op,
+                        k.calls.to_string(),
+                        fmt_num(k.total_us),
+                        o(k.avg_us),
+                        o(k.median_us),
+                        o(k.min_us),
+                        o(k.max_us),
+                        o(k.share_pct),
+                        o(k.achieved_gbps),
+                    ]);
                 }
                 println!("{t}");
                 if p.kernels.len() > args.top {

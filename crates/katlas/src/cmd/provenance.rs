@@ -77,7 +77,14 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
         Format::Json => print_json(&found),
         f => {
             for p in &found {
-                println!("{} (base `{}`, variants {}; arch {}, families {})", p.kernel, p.base_name, p.variants.join(", "), p.arch.as_deref().unwrap_or("-"), if p.families.is_empty() { "-".into() } else { p.families.join(", ") });
+                println!(
+                    "{} (base `{}`, variants {}; arch {}, families {})",
+                    p.kernel,
+                    p.base_name,
+                    p.variants.join(", "),
+                    p.arch.as_deref().unwrap_or("-"),
+                    if p.families.is_empty() { "-".into() } else { p.families.join(", ") }
+                );
                 let mut t = table(f, &["score", "source", "tag", "reasons"]);
                 for s in &p.sources {
                     t.add_row(vec![format!("{:.0}", s.score), s.path.clone(), s.tag_kind.clone(), s.reasons.join("; ")]);

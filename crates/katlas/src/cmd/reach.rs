@@ -18,11 +18,7 @@ pub struct ReachArgs {
 pub fn run(a: &ReachArgs, ctx: &Ctx) -> CmdResult {
     let s = settings(ctx, a.arch.as_deref())?;
     let r = katlas_build::reach(&s).map_err(cli_err)?;
-    let code = if r.has_problems() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    };
+    let code = if r.has_problems() { ExitCode::from(1) } else { ExitCode::SUCCESS };
     if a.format.format == Format::Json {
         print_json(&r);
         return Ok(code);
@@ -31,11 +27,7 @@ pub fn run(a: &ReachArgs, ctx: &Ctx) -> CmdResult {
     let mut grid: BTreeMap<&str, BTreeMap<&str, Vec<String>>> = BTreeMap::new();
     for x in &r.resolutions {
         let name = x.file.rsplit('/').next().unwrap_or(&x.file).to_string();
-        grid.entry(x.kernel.as_str())
-            .or_default()
-            .entry(x.atom.as_str())
-            .or_default()
-            .push(name);
+        grid.entry(x.kernel.as_str()).or_default().entry(x.atom.as_str()).or_default().push(name);
     }
     let mut header = vec!["kernel"];
     header.extend(r.matrix.iter().map(String::as_str));
@@ -43,12 +35,7 @@ pub fn run(a: &ReachArgs, ctx: &Ctx) -> CmdResult {
     for (k, by_atom) in &grid {
         let mut row = vec![k.to_string()];
         for atom in &r.matrix {
-            row.push(
-                by_atom
-                    .get(atom.as_str())
-                    .map(|v| v.join(" + "))
-                    .unwrap_or_else(|| "-".into()),
-            );
+            row.push(by_atom.get(atom.as_str()).map(|v| v.join(" + ")).unwrap_or_else(|| "-".into()));
         }
         t.add_row(row);
     }
@@ -60,40 +47,22 @@ pub fn run(a: &ReachArgs, ctx: &Ctx) -> CmdResult {
         }
     }
     if !r.undispatched.is_empty() {
-        println!(
-            "\ncompiled but never dispatched (no reference in {}):",
-            r.dispatch_roots.join(", ")
-        );
+        println!("\ncompiled but never dispatched (no reference in {}):", r.dispatch_roots.join(", "));
         for u in &r.undispatched {
-            println!(
-                "  {} (for {}): none of {} appears in host code",
-                u.file,
-                u.atoms.join(" "),
-                u.names.join(", ")
-            );
+            println!("  {} (for {}): none of {} appears in host code", u.file, u.atoms.join(" "), u.names.join(", "));
         }
     }
     if !r.divergent_families.is_empty() {
         println!("\nfamilies whose members compile different files:");
         for d in &r.divergent_families {
             let files: BTreeSet<String> = d.files.iter().map(|(a, f)| format!("{a}={f}")).collect();
-            println!(
-                "  {} {}: {}",
-                d.family,
-                d.kernel,
-                files.into_iter().collect::<Vec<_>>().join(", ")
-            );
+            println!("  {} {}: {}", d.family, d.kernel, files.into_iter().collect::<Vec<_>>().join(", "));
         }
     }
     if !r.prefix_traps.is_empty() {
         println!("\nfamily tags a name-prefix rule would misroute (the arch table keeps these atoms out):");
         for p in &r.prefix_traps {
-            println!(
-                "  {} (tag {}): not compiled for {}",
-                p.file,
-                p.tag,
-                p.atoms.join(" ")
-            );
+            println!("  {} (tag {}): not compiled for {}", p.file, p.tag, p.atoms.join(" "));
         }
     }
     for n in &r.notes {

@@ -23,10 +23,7 @@ pub fn all() -> Vec<katlas_model::SchemaDoc> {
     docs.push(doc(katlas_isa::SCHEMA, katlas_isa::manifest::json_schema()));
     docs.push(doc(katlas_isa::diff::SCHEMA, to_value(schemars::schema_for!(katlas_isa::diff::IsaDiff))));
     docs.push(doc(katlas_collect::parse::PARSE_SCHEMA, to_value(schemars::schema_for!(katlas_collect::parse::ParseOutput))));
-    docs.push(doc(
-        katlas_collect::provenance::PROVENANCE_SCHEMA,
-        to_value(schemars::schema_for!(katlas_collect::provenance::KernelProvenance)),
-    ));
+    docs.push(doc(katlas_collect::provenance::PROVENANCE_SCHEMA, to_value(schemars::schema_for!(katlas_collect::provenance::KernelProvenance))));
     docs.sort_by_key(|d| d.name);
     docs
 }
@@ -61,17 +58,11 @@ pub fn run(args: &SchemaArgs, ctx: &Ctx) -> CmdResult {
             println!("{} schemas match {}", docs.len(), dir.display());
             return Ok(ExitCode::SUCCESS);
         }
-        return Err(CliError::negative(format!(
-            "schemas drifted from code: {} (run `katlas schema --write docs/schema`)",
-            drift.join(", ")
-        )));
+        return Err(CliError::negative(format!("schemas drifted from code: {} (run `katlas schema --write docs/schema`)", drift.join(", "))));
     }
     match &args.name {
         Some(n) => {
-            let d = docs
-                .iter()
-                .find(|d| d.name == n)
-                .ok_or_else(|| CliError::bad_input(format!("unknown schema `{n}`; known: {}", names(&docs))))?;
+            let d = docs.iter().find(|d| d.name == n).ok_or_else(|| CliError::bad_input(format!("unknown schema `{n}`; known: {}", names(&docs))))?;
             print!("{}", katlas_model::schema::render(&d.schema));
         }
         None => println!("{}", names(&docs).replace(", ", "\n")),

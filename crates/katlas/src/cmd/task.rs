@@ -142,21 +142,18 @@ pub fn run(args: &TaskArgs, ctx: &Ctx) -> CmdResult {
         let metric = args.metric.clone().unwrap_or_else(|| "time_us".into());
         from_op(op, sh(&cmd), metric, &extra)
     } else if args.rank.is_some() || args.id.is_some() {
-        let last = if args.evidence.row.is_some() || args.evidence.isa.is_some() {
-            build(&args.evidence, args.ledger.as_ref(), None, ctx)?
-        } else {
-            read_last(ctx)?
-        };
+        let last =
+            if args.evidence.row.is_some() || args.evidence.isa.is_some() { build(&args.evidence, args.ledger.as_ref(), None, ctx)? } else { read_last(ctx)? };
         let s = match (args.rank, &args.id) {
-            (Some(r), _) => last.queue.suggestions.iter().find(|s| s.rank == r).ok_or_else(|| {
-                CliError::bad_input(format!("--rank {r}: the queue has {} suggestions", last.queue.suggestions.len()))
-            })?,
-            (None, Some(id)) => last
+            (Some(r), _) => last
                 .queue
                 .suggestions
                 .iter()
-                .find(|s| &s.id == id)
-                .ok_or_else(|| CliError::bad_input(format!("--id {id}: not in the queue")))?,
+                .find(|s| s.rank == r)
+                .ok_or_else(|| CliError::bad_input(format!("--rank {r}: the queue has {} suggestions", last.queue.suggestions.len())))?,
+            (None, Some(id)) => {
+                last.queue.suggestions.iter().find(|s| &s.id == id).ok_or_else(|| CliError::bad_input(format!("--id {id}: not in the queue")))?
+            }
             _ => unreachable!(),
         };
         let rules = katlas_advise::Rules::load(ctx.layout().ok().map(|l| l.rules_dir()).as_deref()).map_err(CliError::bad_input)?;
