@@ -136,8 +136,8 @@ fn nominal(looks: &[u32], cum: &[f64]) -> Vec<f64> {
     let paths = 200_000;
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let n_max = *looks.last().unwrap() as usize;
-    let mut z: Vec<Vec<f64>> = vec![Vec::with_capacity(looks.len()); paths];
-    for p in 0..paths {
+    let mut z: Vec<Vec<f64>> = (0..paths).map(|_| Vec::with_capacity(looks.len())).collect();
+    for zp in z.iter_mut() {
         let mut s = 0.0;
         let mut i = 0;
         for &n in looks {
@@ -147,7 +147,7 @@ fn nominal(looks: &[u32], cum: &[f64]) -> Vec<f64> {
                 s += (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
                 i += 1;
             }
-            z[p].push((s / (n as f64).sqrt()).abs());
+            zp.push((s / (n as f64).sqrt()).abs());
         }
         let _ = n_max;
     }
@@ -187,6 +187,7 @@ fn draw(rng: &mut ChaCha8Rng, med: f64, cv: f64, tail: f64) -> f64 {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // an exploration script: one knob per design axis
 fn run(m: Method, looks: &[u32], alphas: &[f64], effect: f64, cv: f64, trials: u32, thr: f64, tail: f64) -> (u32, u32, u32, u32, f64) {
     let (mut imp, mut reg, mut nc, mut inc) = (0, 0, 0, 0);
     let mut runs = 0u64;

@@ -42,7 +42,8 @@ pub fn nominal_alphas(looks: &[u32], alpha: f64) -> Vec<f64> {
     if looks.len() <= 1 {
         return vec![alpha; looks.len()];
     }
-    static MEMO: OnceLock<Mutex<HashMap<(Vec<u32>, u64), Vec<f64>>>> = OnceLock::new();
+    type Memo = Mutex<HashMap<(Vec<u32>, u64), Vec<f64>>>;
+    static MEMO: OnceLock<Memo> = OnceLock::new();
     let memo = MEMO.get_or_init(Default::default);
     let key = (looks.to_vec(), alpha.to_bits());
     if let Some(v) = memo.lock().expect("memo").get(&key) {

@@ -55,7 +55,7 @@ enum Command {
     /// Ranked one-lever experiments for a row, remembering the ledger.
     Suggest(cmd::suggest::SuggestArgs),
     /// Write a task packet (task.json + TASK.md) for one experiment.
-    Task(cmd::task::TaskArgs),
+    Task(Box<cmd::task::TaskArgs>),
     /// Run a workload in fresh processes; one row per (run, phase) into the corpus.
     Collect(cmd::collect::CollectArgs),
     /// Print what a parser extracts from a saved output or profiler file.

@@ -333,7 +333,9 @@ fn validate(a: &ValidateArgs, ctx: &Ctx) -> CmdResult {
 
 /// Documents in a file: one JSON document (object or array) or JSON lines.
 /// Each comes with its line number (1 for a whole-file document's items).
-fn documents(path: &Path) -> Result<(Vec<(u64, String)>, Vec<LineError>), CliError> {
+type Documents = (Vec<(u64, String)>, Vec<LineError>);
+
+fn documents(path: &Path) -> Result<Documents, CliError> {
     let text = std::fs::read_to_string(path).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
     let trimmed = text.trim_start();
     let mut errors = Vec::new();
