@@ -24,6 +24,7 @@
 //! runs = 5
 //! parser = "kv"
 //! threshold = 0.01
+//! goals = { pp_parity_50_decode_tokens_identical = "maximize" }   # keys whose name gives no direction
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -57,4 +58,7 @@ pub struct GateConfig {
     pub runs: Option<u32>,
     pub parser: Option<String>,
     pub threshold: Option<f64>,
+    /// Direction of keys whose name does not say it (`tokens_identical = "maximize"`).
+    #[serde(default)]
+    pub goals: std::collections::BTreeMap<String, katlas_model::ledger::Goal>,
 }

@@ -128,6 +128,16 @@ pub fn resolve_binary(side: &Side) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(&prog)).find(|f| f.is_file()))
 }
 
+/// Whether a program lies inside the side's source tree (or its directory): what the
+/// side built. An interpreter or tool from the system (`/usr/bin/python3 bench.py`,
+/// `echo`) is the same on both sides by nature, so hashing it would call every real
+/// change a stale binary; name the built file with `--binary` when it lives elsewhere.
+fn built_here(p: &Path, input: &SideInput) -> bool {
+    let canon = |q: &Path| std::fs::canonicalize(q).unwrap_or_else(|_| q.to_path_buf());
+    let p = canon(p);
+    [input.source_root.as_deref(), Some(input.side.cwd.as_path())].into_iter().flatten().any(|root| p.starts_with(canon(root)))
+}
+
 /// ELF executables are binaries; scripts (`#!`) and anything else are not.
 fn is_compiled(path: &Path) -> bool {
     use std::io::Read;
@@ -140,7 +150,7 @@ pub fn capture_identity(input: &SideInput, strip: &[String], cx: &CaptureContext
         project_root: input.source_root.clone(),
         binary: match &input.binary {
             Some(b) => Some(if b.is_absolute() { b.clone() } else { input.side.cwd.join(b) }),
-            None => resolve_binary(&input.side).filter(|p| is_compiled(p)),
+            None => resolve_binary(&input.side).filter(|p| is_compiled(p) && built_here(p, input)),
         },
         model: cx.model.clone(),
         hash_model: cx.hash_model,

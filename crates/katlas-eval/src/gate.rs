@@ -8,9 +8,16 @@
 //!   `tolerance`, identity `pins`, `date`, `commit`.
 //!
 //! The gate fails closed: no baseline file, or nothing checked, is a failure.
-//! `--update` only raises floors; lowering one needs an explicit reason, which
+//! `--update` only tightens floors; loosening one needs an explicit reason, which
 //! is written into the file beside the new value.
+//!
+//! Every floor has a direction. A larger-is-better key (tok/s) fails when its median
+//! falls below the floor by more than the tolerance; a smaller-is-better key (a time)
+//! fails when it rises above it. The direction is the floor's own `goal` (TOML), else
+//! `[gate] goals` in katlas.toml, else what the name implies (`Goal::infer`); a key
+//! with none of these is refused, never guessed.
 
+use katlas_model::ledger::Goal;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,6 +34,9 @@ pub struct Floor {
     pub line: usize,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub pins: BTreeMap<String, String>,
+    /// Direction given in the file (TOML `goal`); `None` = from config or the name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goal: Option<Goal>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -65,6 +75,8 @@ struct TomlFloor {
     #[serde(default)]
     pins: BTreeMap<String, String>,
     #[serde(default)]
+    goal: Option<Goal>,
+    #[serde(default)]
     #[allow(dead_code)]
     date: Option<String>,
     #[serde(default)]
@@ -88,7 +100,7 @@ pub fn parse(path: &Path, text: &str) -> Result<BaselineFile, String> {
             .into_iter()
             .map(|t| {
                 let line = text.lines().position(|l| l.contains(&format!("\"{}\"", t.metric))).map(|i| i + 1).unwrap_or(0);
-                Floor { metric: t.metric, value: t.value, tolerance: t.tolerance, deprecated: false, line, pins: t.pins }
+                Floor { metric: t.metric, value: t.value, tolerance: t.tolerance, deprecated: false, line, pins: t.pins, goal: t.goal }
             })
             .collect();
         return Ok(BaselineFile { path: path.into(), format: Format::Toml, text: text.into(), floors, tolerance: f.tolerance });
@@ -103,11 +115,22 @@ pub fn parse(path: &Path, text: &str) -> Result<BaselineFile, String> {
         if let Some(c) = line.strip_prefix('#') {
             let c = c.trim();
             if let Some(t) = c.strip_prefix("Tolerance:").or_else(|| c.strip_prefix("tolerance:")) {
-                tolerance = Some(t.trim().parse::<f64>().map_err(|_| format!("{}:{}: Tolerance: not a number: {:?}", path.display(), i + 1, t.trim()))?);
+                // hipfire's real headers explain the number after it:
+                // `# Tolerance: 0.05 (fail if any metric drops below baseline × (1 - tolerance))`.
+                let num = t.split_whitespace().next().unwrap_or("");
+                tolerance = Some(num.parse::<f64>().map_err(|_| format!("{}:{}: Tolerance: not a number: {:?}", path.display(), i + 1, t.trim()))?);
             } else if let Some((k, v)) = c.split_once('=') {
                 if is_key(k.trim()) {
                     if let Ok(v) = v.trim().parse::<f64>() {
-                        floors.push(Floor { metric: k.trim().into(), value: v, tolerance: None, deprecated: true, line: i + 1, pins: BTreeMap::new() });
+                        floors.push(Floor {
+                            metric: k.trim().into(),
+                            value: v,
+                            tolerance: None,
+                            deprecated: true,
+                            line: i + 1,
+                            pins: BTreeMap::new(),
+                            goal: None,
+                        });
                     }
                 }
             }
@@ -122,7 +145,7 @@ pub fn parse(path: &Path, text: &str) -> Result<BaselineFile, String> {
         if floors.iter().any(|f: &Floor| f.metric == k && !f.deprecated) {
             return Err(format!("{}:{}: {k}: duplicate floor", path.display(), i + 1));
         }
-        floors.push(Floor { metric: k.into(), value, tolerance: None, deprecated: false, line: i + 1, pins: BTreeMap::new() });
+        floors.push(Floor { metric: k.into(), value, tolerance: None, deprecated: false, line: i + 1, pins: BTreeMap::new(), goal: None });
     }
     Ok(BaselineFile { path: path.into(), format: Format::Hipfire, text: text.into(), floors, tolerance })
 }
@@ -144,6 +167,8 @@ pub enum Status {
     /// The floor's identity pins do not match (or cannot be verified against) this run.
     PinMismatch,
     Deprecated,
+    /// Nothing says whether larger or smaller is better for this key (fail closed).
+    NoDirection,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -152,8 +177,10 @@ pub struct Check {
     pub floor: f64,
     pub median: Option<f64>,
     pub n: usize,
-    /// `median / floor - 1`.
+    /// `median / floor - 1` (signed: negative is below the floor).
     pub shortfall: Option<f64>,
+    /// Which way is better for this key.
+    pub goal: Goal,
     pub tolerance: f64,
     pub status: Status,
 }
@@ -179,7 +206,23 @@ pub const GATE_SCHEMA: &str = "katlas.gate.v1";
 pub fn check(file: &BaselineFile, arch: &str, measured: &BTreeMap<String, Vec<f64>>, threshold: f64, only: &[String]) -> GateReport {
     let mut facts = BTreeMap::new();
     facts.insert("arch".to_string(), arch.to_string());
-    check_with_facts(file, arch, measured, threshold, only, &facts)
+    check_with_facts(file, arch, measured, threshold, only, &facts, &BTreeMap::new())
+}
+
+/// A floor's direction: its own `goal`, else `goals` (katlas.toml `[gate] goals`), else
+/// what the metric's name implies.
+pub fn direction(f: &Floor, goals: &BTreeMap<String, Goal>) -> Option<Goal> {
+    f.goal.or_else(|| goals.get(&f.metric).copied()).or_else(|| Goal::infer(&f.metric))
+}
+
+/// Active floors (of `only`, when given) whose direction nothing gives: the gate refuses
+/// these as bad input before measuring anything.
+pub fn unknown_directions(file: &BaselineFile, goals: &BTreeMap<String, Goal>, only: &[String]) -> Vec<String> {
+    file.floors
+        .iter()
+        .filter(|f| !f.deprecated && (only.is_empty() || only.contains(&f.metric)) && direction(f, goals).is_none())
+        .map(|f| format!("{} (line {})", f.metric, f.line))
+        .collect()
 }
 
 pub fn check_with_facts(
@@ -189,6 +232,7 @@ pub fn check_with_facts(
     threshold: f64,
     only: &[String],
     facts: &BTreeMap<String, String>,
+    goals: &BTreeMap<String, Goal>,
 ) -> GateReport {
     let mut checks = Vec::new();
     let mut reasons = Vec::new();
@@ -197,10 +241,26 @@ pub fn check_with_facts(
             continue;
         }
         let tol = f.tolerance.or(file.tolerance).unwrap_or(threshold);
+        let goal = direction(f, goals);
+        let blank = |status| Check {
+            metric: f.metric.clone(),
+            floor: f.value,
+            median: None,
+            n: 0,
+            shortfall: None,
+            goal: goal.unwrap_or_default(),
+            tolerance: tol,
+            status,
+        };
         if f.deprecated {
-            checks.push(Check { metric: f.metric.clone(), floor: f.value, median: None, n: 0, shortfall: None, tolerance: tol, status: Status::Deprecated });
+            checks.push(blank(Status::Deprecated));
             continue;
         }
+        let Some(goal) = goal else {
+            reasons.push(format!("{}: no direction (give `goal` in the floor or `[gate] goals` in katlas.toml)", f.metric));
+            checks.push(blank(Status::NoDirection));
+            continue;
+        };
         let pin_errors: Vec<String> = f
             .pins
             .iter()
@@ -212,7 +272,7 @@ pub fn check_with_facts(
             .collect();
         if !pin_errors.is_empty() {
             reasons.push(format!("{}: {}", f.metric, pin_errors.join("; ")));
-            checks.push(Check { metric: f.metric.clone(), floor: f.value, median: None, n: 0, shortfall: None, tolerance: tol, status: Status::PinMismatch });
+            checks.push(blank(Status::PinMismatch));
             continue;
         }
         let vals = measured.get(&f.metric).map(|v| v.as_slice()).unwrap_or(&[]);
@@ -221,9 +281,14 @@ pub fn check_with_facts(
         } else {
             let m = crate::stats::median(vals);
             let s = m / f.value - 1.0;
-            let st = if m >= f.value {
+            // How much worse than the floor, in the key's own direction.
+            let worse = match goal {
+                Goal::Maximize => -s,
+                Goal::Minimize => s,
+            };
+            let st = if worse <= 0.0 {
                 Status::Pass
-            } else if -s <= tol {
+            } else if worse <= tol {
                 Status::PassWithinNoise
             } else {
                 Status::Fail
@@ -232,17 +297,20 @@ pub fn check_with_facts(
         };
         match status {
             Status::Fail => reasons.push(format!(
-                "{}: median {:.4} is {:.2}% below the floor {} (tolerance {:.2}%)",
+                "{}: median {:.4} is {:.2}% {} the {} {} ({} is better; tolerance {:.2}%)",
                 f.metric,
                 median.unwrap_or(f64::NAN),
-                -shortfall.unwrap_or(0.0) * 100.0,
+                shortfall.unwrap_or(0.0).abs() * 100.0,
+                if goal == Goal::Maximize { "below" } else { "above" },
+                if goal == Goal::Maximize { "floor" } else { "ceiling" },
                 f.value,
+                if goal == Goal::Maximize { "higher" } else { "lower" },
                 tol * 100.0
             )),
             Status::NotMeasured => reasons.push(format!("{}: floor {} (line {}) was not measured", f.metric, f.value, f.line)),
             _ => {}
         }
-        checks.push(Check { metric: f.metric.clone(), floor: f.value, median, n: vals.len(), shortfall, tolerance: tol, status });
+        checks.push(Check { metric: f.metric.clone(), floor: f.value, median, n: vals.len(), shortfall, goal, tolerance: tol, status });
     }
     for k in only {
         if !file.floors.iter().any(|f| &f.metric == k && !f.deprecated) {
@@ -264,19 +332,27 @@ pub fn check_with_facts(
 /// Returns (text, list of changes).
 pub fn update(file: &BaselineFile, report: &GateReport, lower_reason: Option<&str>, date: &str) -> (String, Vec<String>) {
     let mut new_values: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut loosened: std::collections::BTreeSet<&str> = Default::default();
     let mut changes = Vec::new();
     for c in &report.checks {
         let Some(m) = c.median else { continue };
         if c.status == Status::Deprecated {
             continue;
         }
-        if m > c.floor {
+        // Tighter is higher for a larger-is-better key, lower for a time.
+        let better = match c.goal {
+            Goal::Maximize => m > c.floor,
+            Goal::Minimize => m < c.floor,
+        };
+        if better {
             new_values.insert(&c.metric, m);
-            changes.push(format!("{}: raised {} -> {}", c.metric, c.floor, fmt_value(m)));
-        } else if m < c.floor {
+            let verb = if m > c.floor { "raised" } else { "lowered" };
+            changes.push(format!("{}: {verb} {} -> {} (tightened)", c.metric, c.floor, fmt_value(m)));
+        } else if m != c.floor {
             if let Some(r) = lower_reason {
                 new_values.insert(&c.metric, m);
-                changes.push(format!("{}: lowered {} -> {} ({r})", c.metric, c.floor, fmt_value(m)));
+                loosened.insert(&c.metric);
+                changes.push(format!("{}: loosened {} -> {} ({r})", c.metric, c.floor, fmt_value(m)));
             }
         }
     }
@@ -297,8 +373,8 @@ pub fn update(file: &BaselineFile, report: &GateReport, lower_reason: Option<&st
                         new_values.get(k).map(|v| {
                             let old = file.floors.iter().find(|f| f.metric == k).map(|f| f.value).unwrap_or(f64::NAN);
                             let mut s = String::new();
-                            if *v < old {
-                                s.push_str(&format!("# {date}: lowered {k} from {old}: {}\n", lower_reason.unwrap_or("")));
+                            if loosened.contains(k) {
+                                s.push_str(&format!("# {date}: loosened {k} from {old}: {}\n", lower_reason.unwrap_or("")));
                             }
                             s.push_str(&format!("{k}={}", fmt_value(*v)));
                             s
@@ -320,12 +396,12 @@ pub fn update(file: &BaselineFile, report: &GateReport, lower_reason: Option<&st
         }
     }
     if file.format == Format::Toml && !new_values.is_empty() {
-        out = update_toml(&file.text, &new_values, lower_reason, date);
+        out = update_toml(&file.text, &new_values, &loosened, lower_reason, date);
     }
     (out, changes)
 }
 
-fn update_toml(text: &str, values: &BTreeMap<&str, f64>, reason: Option<&str>, date: &str) -> String {
+fn update_toml(text: &str, values: &BTreeMap<&str, f64>, loosened: &std::collections::BTreeSet<&str>, reason: Option<&str>, date: &str) -> String {
     // Edited in place (toml_edit) so comments, key order and unknown keys survive the update.
     let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
         return text.to_string();
@@ -334,10 +410,9 @@ fn update_toml(text: &str, values: &BTreeMap<&str, f64>, reason: Option<&str>, d
         for t in floors.iter_mut() {
             let Some(m) = t.get("metric").and_then(|v| v.as_str()).map(str::to_string) else { continue };
             if let Some(v) = values.get(m.as_str()) {
-                let old = t.get("value").and_then(|x| x.as_float().or_else(|| x.as_integer().map(|i| i as f64))).unwrap_or(f64::NAN);
                 t["value"] = toml_edit::value(*v);
                 t["date"] = toml_edit::value(date);
-                if *v < old {
+                if loosened.contains(m.as_str()) {
                     t["reason"] = toml_edit::value(reason.unwrap_or(""));
                 }
             }
@@ -426,11 +501,69 @@ mod tests {
         assert_eq!(changes.len(), 1);
         let (text, changes) = update(&f, &r, Some("new KV default"), "2026-11-30");
         assert!(text.contains("0.8b_mq4_gen_tok_s=300.0"));
-        assert!(text.contains("# 2026-11-30: lowered 0.8b_mq4_gen_tok_s from 331: new KV default"));
+        assert!(text.contains("# 2026-11-30: loosened 0.8b_mq4_gen_tok_s from 331: new KV default"));
         assert_eq!(changes.len(), 2);
         // Unknown keys and comments survive a round trip.
         let again = parse(Path::new("g.txt"), &text).unwrap();
         assert_eq!(again.floors.len(), f.floors.len());
+    }
+
+    #[test]
+    fn lower_is_better_keys_fail_when_they_rise() {
+        // The trap: a floor `time_ms = 10` and a measured 72 ms used to pass (+622%).
+        let f = parse(Path::new("g.txt"), "time_ms=10\ngen_tok_s=100\n").unwrap();
+        let mut m = BTreeMap::new();
+        m.insert("time_ms".to_string(), vec![72.0, 72.0, 72.0]);
+        m.insert("gen_tok_s".to_string(), vec![100.0; 3]);
+        let r = check(&f, "gfx1100", &m, 0.01, &[]);
+        assert!(!r.passed, "{:?}", r.reasons);
+        let c = r.checks.iter().find(|c| c.metric == "time_ms").unwrap();
+        assert_eq!((c.status, c.goal), (Status::Fail, Goal::Minimize));
+        assert!(r.reasons[0].contains("above the ceiling"), "{:?}", r.reasons);
+        // A time that fell passes, and a rate that fell fails.
+        m.insert("time_ms".to_string(), vec![5.0; 3]);
+        assert!(check(&f, "gfx1100", &m, 0.01, &[]).passed);
+        m.insert("gen_tok_s".to_string(), vec![50.0; 3]);
+        assert!(!check(&f, "gfx1100", &m, 0.01, &[]).passed);
+        // --update tightens a time by lowering it.
+        m.insert("gen_tok_s".to_string(), vec![100.0; 3]);
+        let r = check(&f, "gfx1100", &m, 0.01, &[]);
+        let (text, _) = update(&f, &r, None, "2026-12-01");
+        assert!(text.contains("time_ms=5.0"), "{text}");
+    }
+
+    #[test]
+    fn keys_without_direction_are_refused_and_config_or_file_can_give_it() {
+        let f = parse(Path::new("g.txt"), "tokens_identical=1\ngen_tok_s=100\n").unwrap();
+        assert_eq!(unknown_directions(&f, &BTreeMap::new(), &[]), vec!["tokens_identical (line 1)".to_string()]);
+        let mut m = BTreeMap::new();
+        m.insert("tokens_identical".to_string(), vec![1.0]);
+        m.insert("gen_tok_s".to_string(), vec![100.0]);
+        let r = check(&f, "gfx1100", &m, 0.01, &[]);
+        assert!(!r.passed, "fail closed without a direction");
+        let goals: BTreeMap<String, Goal> = [("tokens_identical".to_string(), Goal::Maximize)].into();
+        assert!(unknown_directions(&f, &goals, &[]).is_empty());
+        let facts: BTreeMap<String, String> = [("arch".to_string(), "gfx1100".to_string())].into();
+        assert!(check_with_facts(&f, "gfx1100", &m, 0.01, &[], &facts, &goals).passed);
+        let t = parse(Path::new("g.toml"), "[[floor]]\nmetric = \"score\"\nvalue = 1.0\ngoal = \"minimize\"\n").unwrap();
+        assert!(unknown_directions(&t, &BTreeMap::new(), &[]).is_empty());
+    }
+
+    #[test]
+    fn every_real_hipfire_baseline_key_has_a_direction_but_one() {
+        // hipfire's own speed-baselines (fixtures/hipfire-tree, MIT): 118 tok_s, tau and
+        // ttft_ms keys, and one boolean parity check that needs `[gate] goals`.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hipfire-tree/tests/speed-baselines");
+        let mut unknown = Vec::new();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let f = parse(&p, &std::fs::read_to_string(&p).unwrap()).unwrap();
+            unknown.extend(unknown_directions(&f, &BTreeMap::new(), &[]));
+            for fl in f.floors.iter().filter(|f| f.metric.ends_with("ttft_ms")) {
+                assert_eq!(direction(fl, &BTreeMap::new()), Some(Goal::Minimize), "{}", fl.metric);
+            }
+        }
+        assert_eq!(unknown, vec!["pp_parity_50_decode_tokens_identical (line 50)".to_string()]);
     }
 
     #[test]
@@ -445,12 +578,12 @@ mod tests {
         let r = check(&f, "gfx1100", &m, 0.01, &[]);
         assert!(!r.passed && r.checks[0].status == Status::PinMismatch, "{:?}", r.reasons);
         let mut facts: BTreeMap<String, String> = [("model_md5".to_string(), "y".to_string())].into();
-        assert!(!check_with_facts(&f, "gfx1100", &m, 0.01, &[], &facts).passed);
+        assert!(!check_with_facts(&f, "gfx1100", &m, 0.01, &[], &facts, &BTreeMap::new()).passed);
         facts.insert("model_md5".into(), "x".into());
-        let r = check_with_facts(&f, "gfx1100", &m, 0.01, &[], &facts);
+        let r = check_with_facts(&f, "gfx1100", &m, 0.01, &[], &facts, &BTreeMap::new());
         assert!(r.passed, "{:?}", r.reasons);
         m.insert("gen_tok_s".to_string(), vec![120.0; 3]);
-        let r = check_with_facts(&f, "gfx1100", &m, 0.01, &[], &facts);
+        let r = check_with_facts(&f, "gfx1100", &m, 0.01, &[], &facts, &BTreeMap::new());
         let (text, _) = update(&f, &r, None, "2026-11-30");
         let f2 = parse(Path::new("gfx1100.toml"), &text).unwrap();
         assert_eq!(f2.floors[0].value, 120.0);

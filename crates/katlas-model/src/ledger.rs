@@ -160,6 +160,46 @@ pub enum Goal {
     Minimize,
 }
 
+impl Goal {
+    /// The direction a metric's name implies, or `None` when the name does not say.
+    /// Rates (`tok_s`, `_per_s`, GB/s, FLOP/s, τ, accepted tokens) are better larger;
+    /// times (`_ms`, `_us`, `_ns`, latency, TTFT, duration) better smaller. A bare `_s`
+    /// suffix is a rate when it follows `tok`/`tokens`/`per` and a time otherwise.
+    pub fn infer(metric: &str) -> Option<Goal> {
+        let m = metric.to_ascii_lowercase();
+        let rate_suffix =
+            ["tok_s", "tokens_s", "_per_s", "_per_sec", "gbps", "gb_s", "gbs", "tflops", "gflops", "tops", "_tau", "tau", "accepted", "speedup", "hit_rate"];
+        let rate_word = ["throughput", "bandwidth", "tok_per", "tokens_per", "per_second"];
+        if rate_suffix.iter().any(|s| m.ends_with(s)) || rate_word.iter().any(|w| m.contains(w)) {
+            return Some(Goal::Maximize);
+        }
+        let time_suffix = ["_ms", "_us", "_ns", "_s", "_sec", "_seconds"];
+        let time_word = ["latency", "elapsed", "duration", "ttft", "time"];
+        if time_suffix.iter().any(|s| m.ends_with(s)) || time_word.iter().any(|w| m.contains(w)) || m == "ms" || m == "us" {
+            return Some(Goal::Minimize);
+        }
+        None
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Goal::Maximize => "maximize",
+            Goal::Minimize => "minimize",
+        }
+    }
+}
+
+impl std::str::FromStr for Goal {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "maximize" | "higher" => Ok(Goal::Maximize),
+            "minimize" | "lower" => Ok(Goal::Minimize),
+            other => Err(format!("goal `{other}`: expected maximize or minimize")),
+        }
+    }
+}
+
 /// Outcome of one correctness route command. SKIP and BLOCKED never count as PASS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]

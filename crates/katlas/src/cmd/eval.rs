@@ -189,17 +189,9 @@ fn goal(g: Option<GoalArg>, metric: &str) -> Goal {
     match g {
         Some(GoalArg::Maximize) => Goal::Maximize,
         Some(GoalArg::Minimize) => Goal::Minimize,
-        // Times are better smaller, everything else (rates) larger. A bare
-        // `_s` suffix is ambiguous (`tok_s` is a rate), so it is not a time here.
-        None => {
-            let m = metric.to_ascii_lowercase();
-            let time = ["_ms", "_us", "_ns"].iter().any(|s| m.ends_with(s)) || ["latency", "elapsed", "time", "duration"].iter().any(|w| m.contains(w));
-            if time {
-                Goal::Minimize
-            } else {
-                Goal::Maximize
-            }
-        }
+        // What the name says (`Goal::infer`, shared with gates); a name that says nothing is
+        // taken as a rate, and the report prints the goal it used.
+        None => Goal::infer(metric).unwrap_or(Goal::Maximize),
     }
 }
 
@@ -816,5 +808,8 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
             println!("{} vs {}: {}", report.result.sides[i + 1].label, report.result.sides[0].label, e.verdict);
         }
     }
-    Ok(ExitCode::from(exit::OK))
+    // A probe is positive when every comparison reached a verdict (a regression found is
+    // a result); unstable, inconclusive, invalid and the like mean "we could not tell".
+    let decided = report.ledger.iter().all(|e| matches!(e.verdict, Verdict::Improved | Verdict::Regressed | Verdict::NoChange));
+    Ok(ExitCode::from(if decided && !report.ledger.is_empty() { exit::OK } else { exit::NEGATIVE }))
 }

@@ -3,7 +3,7 @@
 use crate::ctx::{exit, CliError, CmdResult, Ctx};
 use crate::output::{print_json, table, Format, FormatArg};
 use katlas_eval::config::GateConfig;
-use katlas_eval::gate::{check_with_facts, find, parse, update, Status};
+use katlas_eval::gate::{check_with_facts, find, parse, unknown_directions, update, Status};
 use katlas_eval::protocol::run_process;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -76,6 +76,15 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
     };
     let text = std::fs::read_to_string(&path).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
     let file = parse(&path, &text).map_err(CliError::bad_input)?;
+    // A key whose direction is unknown cannot be judged: refuse before measuring anything.
+    let unknown = unknown_directions(&file, &gcfg.goals, &a.keys);
+    if !unknown.is_empty() {
+        return Err(CliError::bad_input(format!(
+            "{}: no direction for {}: say whether larger or smaller is better with `goal = \"maximize\"|\"minimize\"` in the floor (TOML) or `[gate] goals` in katlas.toml",
+            path.display(),
+            unknown.join(", ")
+        )));
+    }
     let mut measured: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut add = |text: &str, source: &str| -> Result<(), CliError> {
         let p = katlas_eval::metric::read_metrics(&parser, text, source).map_err(CliError::bad_input)?;
@@ -118,14 +127,15 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
         let (k, v) = f.split_once('=').ok_or_else(|| CliError::bad_input(format!("--fact {f}: expected KEY=VALUE")))?;
         facts.insert(k.trim().into(), v.trim().into());
     }
-    let report = check_with_facts(&file, &arch, &measured, threshold, &a.keys, &facts);
+    let report = check_with_facts(&file, &arch, &measured, threshold, &a.keys, &facts, &gcfg.goals);
     if a.format.format == Format::Json {
         print_json(&report);
     } else {
-        let mut t = table(a.format.format, &["metric", "floor", "median", "n", "vs floor", "tolerance", "status"]);
+        let mut t = table(a.format.format, &["metric", "better", "floor", "median", "n", "vs floor", "tolerance", "status"]);
         for c in &report.checks {
             t.add_row(vec![
                 c.metric.clone(),
+                if c.goal == katlas_model::ledger::Goal::Maximize { "higher" } else { "lower" }.into(),
                 c.floor.to_string(),
                 c.median.map(|m| format!("{m:.4}")).unwrap_or_else(|| "-".into()),
                 c.n.to_string(),

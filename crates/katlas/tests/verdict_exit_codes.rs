@@ -1,0 +1,152 @@
+//! The README's exit-code contract for every verdict of `eval`, `ab` and `gate`
+//! (0 positive, 1 negative or failed gate, 2 bad input, 3 missing environment), and
+//! gates that know which way is better (issue 14, items 2 and 3).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const KATLAS: &str = env!("CARGO_BIN_EXE_katlas");
+
+fn katlas(dir: &Path, args: &[&str]) -> Output {
+    // Trust prompts are tested in untrusted_repo.rs.
+    Command::new(KATLAS)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("KATLAS_YES", "1")
+        .env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config")
+        .output()
+        .unwrap()
+}
+
+fn verdict_and_code(dir: &Path, args: &[&str]) -> (String, i32) {
+    let mut a = vec!["eval"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["--telemetry", "false", "--no-ledger", "--fresh", "--format", "json"]);
+    let o = katlas(dir, &a);
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)));
+    (v["verdict"].as_str().unwrap().to_string(), o.status.code().unwrap_or(-1))
+}
+
+/// A command whose `tok_s` follows `expr` of a per-command counter `n` (0, 1, 2 …).
+fn counted(file: &str, expr: &str) -> String {
+    format!("n=$(cat {file} 2>/dev/null || echo 0); echo $((n+1)) > {file}; echo tok_s=$(({expr}))")
+}
+
+#[test]
+fn every_eval_verdict_has_its_exit_code() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::create_dir_all(p.join(".katlas")).unwrap();
+    std::fs::write(p.join("katlas.toml"), "[route.numeric]\ncommands = [\"false\"]\n").unwrap();
+    let wobble_a = counted("a", "100 + (n % 2) * 20");
+    let wobble_b = counted("b", "101 + (n % 2) * 20");
+    let drift_a = counted("c", "100 + n * 10");
+    let drift_b = counted("e", "100 + n * 10");
+    let cases: Vec<(&str, Vec<&str>, i32)> = vec![
+        ("improved", vec!["--baseline", "echo tok_s=100", "--candidate", "echo tok_s=130", "--metric", "tok_s", "-n", "4"], 0),
+        ("regressed", vec!["--baseline", "echo tok_s=100", "--candidate", "echo tok_s=70", "--metric", "tok_s", "-n", "4"], 1),
+        ("no_change", vec!["--baseline", "echo tok_s=100", "--candidate", "echo tok_s=100 ", "--metric", "tok_s", "-n", "4"], 1),
+        ("inconclusive", vec!["--baseline", &wobble_a, "--candidate", &wobble_b, "--metric", "tok_s", "-n", "4", "--cv-limit", "0.5"], 1),
+        ("unstable", vec!["--baseline", &drift_a, "--candidate", &drift_b, "--metric", "tok_s", "-n", "6"], 1),
+        ("incorrect", vec!["--baseline", "echo tok_s=100", "--candidate", "echo tok_s=130", "--metric", "tok_s", "-n", "3", "--claim", "numeric"], 1),
+        ("needs_baseline", vec!["--baseline", "false", "--candidate", "echo tok_s=1", "--metric", "tok_s", "-n", "3"], 1),
+        (
+            "invalid",
+            vec!["--baseline", "echo time_ms=10", "--candidate", "echo time_ms=1", "--metric", "time_ms", "-n", "3", "--bytes", "1e12", "--peak-gbps", "100"],
+            1,
+        ),
+    ];
+    for (want, args, code) in cases {
+        let (v, c) = verdict_and_code(p, &args);
+        assert_eq!(v, want, "{args:?}");
+        assert_eq!(c, code, "{want}: exit {c}");
+    }
+    // --expect makes another verdict the positive one.
+    let (v, c) =
+        verdict_and_code(p, &["--baseline", "echo tok_s=100", "--candidate", "echo tok_s=70", "--metric", "tok_s", "-n", "4", "--expect", "regressed"]);
+    assert_eq!((v.as_str(), c), ("regressed", 0));
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git").args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]).args(args).current_dir(dir).output().unwrap();
+    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+#[test]
+fn ab_exits_1_when_a_comparison_is_not_decided() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join(".gitignore"), ".katlas/\ncount\n").unwrap();
+    std::fs::write(p.join("speed"), "100\n").unwrap();
+    git(p, &["init", "-q"]);
+    git(p, &["add", "."]);
+    git(p, &["commit", "-qm", "a"]);
+    let a = git(p, &["rev-parse", "HEAD"]);
+    std::fs::write(p.join("speed"), "130\n").unwrap();
+    git(p, &["commit", "-qam", "b"]);
+    let b = git(p, &["rev-parse", "HEAD"]);
+    let steady = "echo tok_s=$(cat speed)";
+    let o = katlas(p, &["ab", &a, &b, "--command", steady, "--metric", "tok_s", "-n", "4", "--telemetry", "false", "--no-ledger"]);
+    assert_eq!(o.status.code(), Some(0), "decided: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    // Each run drifts upwards: the sides are unstable, so ab cannot tell (it used to exit 0).
+    let drifting = "n=$(cat count 2>/dev/null || echo 0); echo $((n+1)) > count; echo tok_s=$(( $(cat speed) + n * 15 ))";
+    let o = katlas(p, &["ab", &a, &b, "--command", drifting, "--metric", "tok_s", "-n", "6", "--telemetry", "false", "--no-ledger", "--fresh"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("unstable"), "{out}");
+    assert_eq!(o.status.code(), Some(1), "{out}");
+}
+
+#[test]
+fn gate_fails_a_time_that_rose_passes_one_that_fell_and_refuses_unknown_keys() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::create_dir_all(p.join("tests/speed-baselines")).unwrap();
+    std::fs::write(p.join("tests/speed-baselines/gfx1100.txt"), "time_ms=10\n").unwrap();
+    let gate = |cmd: &str| katlas(p, &["gate", "--arch", "gfx1100", "--command", cmd, "-n", "3"]);
+    let o = gate("echo time_ms=72");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "a 7x slower time fails: {out}");
+    assert!(out.contains("above the ceiling") && out.contains("FAIL"), "{out}");
+    let o = gate("echo time_ms=5");
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+    // A key whose name gives no direction is refused before anything runs.
+    std::fs::write(p.join("tests/speed-baselines/gfx1100.txt"), "score=10\n").unwrap();
+    let o = katlas(p, &["gate", "--arch", "gfx1100", "--command", "touch ran; echo score=11", "-n", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no direction for score"));
+    assert!(!p.join("ran").exists(), "nothing measured for an ungateable file");
+    // ... and accepted once katlas.toml says which way is better.
+    std::fs::write(p.join("katlas.toml"), "[gate]\ngoals = { score = \"minimize\" }\n").unwrap();
+    let o = katlas(p, &["gate", "--arch", "gfx1100", "--command", "echo score=11", "-n", "1"]);
+    assert_eq!(o.status.code(), Some(1), "a minimized score that rose 10% fails: {}", String::from_utf8_lossy(&o.stdout));
+}
+
+#[test]
+fn a_python_bench_with_a_real_speedup_is_improved_not_a_stale_binary() {
+    // The stale-binary check hashed /usr/bin/python3 (the same on both sides) and
+    // rejected a real 3x speedup as `invalid: stale binary` (issue 15).
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join(".gitignore"), ".katlas/\n").unwrap();
+    let bench = |work: u32| {
+        format!("import time\nt = time.perf_counter()\ns = 0\nfor i in range({work}):\n    s += i * i\nprint(f'time_ms={{(time.perf_counter() - t) * 1000:.3f}}')\n")
+    };
+    std::fs::write(p.join("bench.py"), bench(600_000)).unwrap();
+    git(p, &["init", "-q"]);
+    git(p, &["add", "."]);
+    git(p, &["commit", "-qm", "slow"]);
+    let base = git(p, &["rev-parse", "HEAD"]);
+    std::fs::write(p.join("bench.py"), bench(200_000)).unwrap();
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3"].into_iter().find(|p| Path::new(p).exists()).expect("python3");
+    let cmd = format!("{python} bench.py");
+    let o = katlas(
+        p,
+        &["eval", "--baseline", &base, "--command", &cmd, "--metric", "time_ms", "-n", "5", "--telemetry", "false", "--no-ledger", "--format", "json"],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    assert_eq!(v["verdict"], "improved", "{v}");
+    assert_eq!(o.status.code(), Some(0));
+}
