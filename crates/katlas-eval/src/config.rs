@@ -17,6 +17,8 @@
 //! timeout_s = 900
 //! telemetry = true
 //! keep_worktrees = 8      # git-ref worktrees kept under .katlas/worktrees
+//! min_effect = 0.05       # smallest change that matters: no_change needs a band inside it
+//! max_band = 0.10         # widest band an A/A calibration may store
 //!
 //! [gate]
 //! baselines = "tests/speed-baselines"
@@ -48,6 +50,11 @@ pub struct EvalConfig {
     pub telemetry: Option<bool>,
     /// Worktrees of earlier evals kept (least recently used removed first) [default: 8].
     pub keep_worktrees: Option<usize>,
+    /// The smallest change you care about (fraction): `no_change` judged against a wider band
+    /// is `inconclusive` [default: 0.05].
+    pub min_effect: Option<f64>,
+    /// The widest noise band an `eval --aa` may store [default: 0.10].
+    pub max_band: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -88,6 +88,9 @@ pub struct EvalSpec {
     pub ledger_path: Option<PathBuf>,
     /// Project root, to store sample paths relative to it.
     pub project_root: PathBuf,
+    /// Where the noise band came from (`--threshold`, an `eval --aa` calibration, katlas.toml,
+    /// the default): every verdict judged against it says so.
+    pub threshold_source: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -287,6 +290,9 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
             };
             verdicts[k] = j.verdict;
             reasons[k] = j.reasons.clone();
+            if let Some(src) = &spec.threshold_source {
+                reasons[k].push(format!("noise band ±{:.2}% from {src}", spec.settings.judge.threshold * 100.0));
+            }
             if let Some(e) = &j.effect {
                 effects.push(e.clone());
             }
@@ -407,7 +413,8 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
         correctness: correctness.into_iter().flatten().collect(),
         cross_host,
         route_changes,
-        ledger_id: entries.first().map(|e| e.id.clone()),
+        // Only an entry that was written has an id to cite.
+        ledger_id: spec.ledger_path.as_ref().and(entries.first().map(|e| e.id.clone())),
     };
     let rp = spec.dir.join("result.json");
     katlas_fs::write_atomic(&rp, (serde_json::to_string_pretty(&result).expect("result serialises") + "\n").as_bytes())

@@ -8,6 +8,7 @@ pub mod gate;
 pub mod guard;
 pub mod ledger;
 pub mod metric;
+pub mod noise;
 pub mod numeric;
 pub mod protocol;
 pub mod routes;

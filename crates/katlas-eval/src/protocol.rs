@@ -130,6 +130,10 @@ pub enum ProtocolError {
     PlanMismatch { path: PathBuf, why: String },
     #[error("{0}")]
     Bad(String),
+    /// The first run of a side exited cleanly but printed no value for the metric: a
+    /// setup error (a typo in `--metric`, the wrong parser), not a measurement.
+    #[error("{side}: its first run printed no `{metric}` ({parser} parser), so nothing more was run; it printed: {}. Check --metric and --parser (output: {output})", if printed.is_empty() { "no metrics at all".to_string() } else { printed.join(", ") })]
+    MissingMetric { side: String, metric: String, parser: String, printed: Vec<String>, output: String },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ProtocolError + '_ {
@@ -263,6 +267,7 @@ impl Runner<'_> {
         let mut looks_taken = 0u32;
         let mut settled_block = None;
         let mut crashed = vec![0u32; n];
+        let mut checked_setup = vec![false; n];
         for (i, p) in plan.iter().enumerate() {
             let sample = match stored.remove(&p.seq) {
                 Some(x) => x,
@@ -281,6 +286,18 @@ impl Runner<'_> {
                     x
                 }
             };
+            if !checked_setup[p.side] {
+                checked_setup[p.side] = true;
+                if sample.exit_code == Some(0) && sample.value.is_none() && !sample.metrics.contains_key(&s.metric) {
+                    return Err(ProtocolError::MissingMetric {
+                        side: self.sides[p.side].name.clone(),
+                        metric: s.metric.clone(),
+                        parser: s.parser.clone(),
+                        printed: sample.metrics.keys().cloned().collect(),
+                        output: format!("{}/out/{}.stdout", self.dir.display(), sample.seq),
+                    });
+                }
+            }
             if !p.warmup {
                 sequence.push(self.sides[p.side].label.clone());
                 measured[p.side] += 1;

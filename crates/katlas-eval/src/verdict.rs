@@ -38,6 +38,9 @@ pub struct JudgeConfig {
     /// hull contains it, so the verdict is the same; the report lacks the
     /// bootstrap CI). For simulations and interim looks.
     pub lazy_bootstrap: bool,
+    /// The smallest change the user cares about. A band wider than it cannot show
+    /// that such a change is absent, so `no_change` against it is `inconclusive`.
+    pub min_effect: Option<f64>,
 }
 
 impl Default for JudgeConfig {
@@ -52,6 +55,7 @@ impl Default for JudgeConfig {
             drift_p: 0.01,
             cv_limit: 0.10,
             lazy_bootstrap: false,
+            min_effect: None,
         }
     }
 }
@@ -120,7 +124,7 @@ pub fn judge(a: &[f64], b: &[f64], level: f64, cfg: &JudgeConfig) -> Judgement {
         let ci = hull.expect("checked");
         let (glo, ghi) = if sign > 0.0 { (ci[0], ci[1]) } else { (-ci[1], -ci[0]) };
         let t = cfg.threshold;
-        let v = classify(ci, sign, t);
+        let mut v = classify(ci, sign, t);
         reasons.push(format!(
             "gain {:+.2}%, {:.1}% interval [{:+.2}%, {:+.2}%] against noise threshold ±{:.2}%",
             sign * rel * 100.0,
@@ -129,6 +133,14 @@ pub fn judge(a: &[f64], b: &[f64], level: f64, cfg: &JudgeConfig) -> Judgement {
             ghi * 100.0,
             t * 100.0
         ));
+        if let Some(m) = cfg.min_effect.filter(|m| v == Verdict::NoChange && t > *m) {
+            v = Verdict::Inconclusive;
+            reasons.push(format!(
+                "the noise band ±{:.2}% is wider than the {:.2}% effect asked about (--min-effect): an effect that size could hide inside it, so this is not `no_change`",
+                t * 100.0,
+                m * 100.0
+            ));
+        }
         v
     };
     Judgement { verdict, effect, reasons, drift: drift_out }
@@ -213,6 +225,22 @@ pub fn is_final(v: Verdict) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_band_wider_than_the_effect_asked_about_is_never_no_change() {
+        // The trap: an implausible ±30.97% band turned a true 10% slowdown into no_change.
+        let a: Vec<f64> = (0..10).map(|i| 100.0 + (i % 3) as f64).collect();
+        let b: Vec<f64> = a.iter().map(|x| x * 0.90).collect();
+        let wide = JudgeConfig { threshold: 0.3097, ..JudgeConfig::default() };
+        assert_eq!(judge(&a, &b, 0.95, &wide).verdict, Verdict::NoChange, "the old behaviour");
+        let asked = JudgeConfig { min_effect: Some(0.05), ..wide };
+        let j = judge(&a, &b, 0.95, &asked);
+        assert_eq!(j.verdict, Verdict::Inconclusive, "{:?}", j.reasons);
+        assert!(j.reasons.iter().any(|r| r.contains("wider than the 5.00% effect")));
+        // A band inside the effect asked about still gives the statistical verdict.
+        let tight = JudgeConfig { threshold: 0.02, min_effect: Some(0.05), ..JudgeConfig::default() };
+        assert_eq!(judge(&a, &b, 0.95, &tight).verdict, Verdict::Regressed);
+    }
 
     fn series(center: f64, n: usize, spread: f64) -> Vec<f64> {
         // Deterministic zig-zag around the centre.

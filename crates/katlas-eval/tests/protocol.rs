@@ -62,6 +62,7 @@ fn spec(dir: &Path, sides: Vec<SideInput>, plan: Plan) -> EvalSpec {
         meta: Meta::default(),
         ledger_path: Some(dir.join("ledger.jsonl")),
         project_root: dir.to_path_buf(),
+        threshold_source: None,
     }
 }
 

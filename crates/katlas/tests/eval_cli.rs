@@ -78,7 +78,9 @@ fn aa_calibrates_the_noise_threshold() {
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     assert_ne!(json(&o)["verdict"], "improved");
     let noise: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join(".katlas/noise.json")).unwrap()).unwrap();
-    let t = noise.as_object().unwrap().values().next().unwrap().as_f64().unwrap();
+    let entry = noise.as_object().unwrap().values().next().unwrap();
+    let t = entry["band"].as_f64().unwrap();
+    assert_eq!(entry["runs_per_side"], 6, "{entry}");
     assert!(t > 0.0 && t < 0.05, "{t}");
     // The next eval of the same command uses the calibrated threshold.
     let o =
@@ -234,7 +236,7 @@ fn eval_and_gate_sections_of_katlas_toml() {
     let p = d.path();
     std::fs::write(
         p.join("katlas.toml"),
-        "[eval]\nthreshold = 0.3\nwarmups = 0\norder = \"shuffle\"\n\n[gate]\nbaselines = \"floors\"\ncommand = \"echo gen_tok_s=101\"\nruns = 2\n",
+        "[eval]\nthreshold = 0.3\nmin_effect = 0.4\nwarmups = 0\norder = \"shuffle\"\n\n[gate]\nbaselines = \"floors\"\ncommand = \"echo gen_tok_s=101\"\nruns = 2\n",
     )
     .unwrap();
     let o = katlas(

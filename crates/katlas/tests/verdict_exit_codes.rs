@@ -131,8 +131,9 @@ fn a_python_bench_with_a_real_speedup_is_improved_not_a_stale_binary() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
     std::fs::write(p.join(".gitignore"), ".katlas/\n").unwrap();
+    // CPU time of the work, so a busy machine's waiting for a core is not noise.
     let bench = |work: u32| {
-        format!("import time\nt = time.perf_counter()\ns = 0\nfor i in range({work}):\n    s += i * i\nprint(f'time_ms={{(time.perf_counter() - t) * 1000:.3f}}')\n")
+        format!("import time\nt = time.process_time()\ns = 0\nfor i in range({work}):\n    s += i * i\nprint(f'time_ms={{(time.process_time() - t) * 1000:.3f}}')\n")
     };
     std::fs::write(p.join("bench.py"), bench(600_000)).unwrap();
     git(p, &["init", "-q"]);
@@ -144,9 +145,96 @@ fn a_python_bench_with_a_real_speedup_is_improved_not_a_stale_binary() {
     let cmd = format!("{python} bench.py");
     let o = katlas(
         p,
-        &["eval", "--baseline", &base, "--command", &cmd, "--metric", "time_ms", "-n", "5", "--telemetry", "false", "--no-ledger", "--format", "json"],
+        &[
+            "eval",
+            "--baseline",
+            &base,
+            "--command",
+            &cmd,
+            "--metric",
+            "time_ms",
+            "-n",
+            "6",
+            "--cv-limit",
+            "0.5",
+            "--telemetry",
+            "false",
+            "--no-ledger",
+            "--format",
+            "json",
+        ],
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
     assert_eq!(v["verdict"], "improved", "{v}");
     assert_eq!(o.status.code(), Some(0));
+}
+
+#[test]
+fn a_noisy_aa_stores_no_band_and_a_true_slowdown_is_never_no_change() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::create_dir_all(p.join(".katlas")).unwrap();
+    // A deliberately noisy command: runs swing between 70 and 130 (robust CV ~30%).
+    let noisy = counted("n1", "100 + ((n * 7) % 5 - 2) * 15");
+    let o = katlas(p, &["eval", "--aa", "--command", &noisy, "--metric", "tok_s", "-n", "8", "--telemetry", "false", "--format", "json"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "a refused calibration is negative: {err}");
+    assert!(err.contains("A/A calibration refused") && err.contains("measured robust CV"), "{err}");
+    assert!(!p.join(".katlas/noise.json").exists(), "no band stored");
+    // The same command 10% slower: whatever the band, never `no_change`, never a reject.
+    let slower = counted("n2", "(100 + ((n * 7) % 5 - 2) * 15) * 9 / 10");
+    let o = katlas(p, &["eval", "--baseline", &noisy, "--candidate", &slower, "--metric", "tok_s", "-n", "8", "--telemetry", "false", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_ne!(v["verdict"], "no_change", "{v}");
+    assert!(v["reasons"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().contains("noise band ±1.00% from the default")), "{v}");
+    // Even against an explicitly wide band, a no_change becomes inconclusive.
+    let o = katlas(
+        p,
+        &[
+            "eval",
+            "--baseline",
+            &noisy,
+            "--candidate",
+            &slower,
+            "--metric",
+            "tok_s",
+            "-n",
+            "8",
+            "--threshold",
+            "0.31",
+            "--cv-limit",
+            "0.9",
+            "--telemetry",
+            "false",
+            "--fresh",
+            "--format",
+            "json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["verdict"], "inconclusive", "{v}");
+    let ledger = std::fs::read_to_string(p.join(".katlas/ledger.jsonl")).unwrap();
+    assert!(!ledger.contains("\"reject\""), "no reject reached the ledger: {ledger}");
+}
+
+#[test]
+fn a_metric_typo_stops_after_the_first_run_and_writes_no_ledger_entry() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::create_dir_all(p.join(".katlas")).unwrap();
+    let bench = "echo run >> runs.log; echo cpu_ms=12.5; echo wall_ms=13";
+    let o = katlas(p, &["eval", "--baseline", bench, "--candidate", bench, "--metric", "cpu_msx", "-n", "5", "--telemetry", "false"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("printed no `cpu_msx`") && err.contains("cpu_ms, wall_ms"), "{err}");
+    let runs = std::fs::read_to_string(p.join("runs.log")).unwrap().lines().count();
+    assert!(runs <= 2, "stopped at the first run ({runs} runs)");
+    assert!(!p.join(".katlas/ledger.jsonl").exists(), "no ledger entry for a failed setup");
+    // --no-ledger prints no ledger id.
+    let o = katlas(
+        p,
+        &["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=130", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--no-ledger"],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("ledger:"), "{out}");
 }

@@ -73,6 +73,10 @@ pub struct ProtocolArgs {
     /// Relative noise threshold (0.01 = 1%); default: the --aa calibration, else 1%.
     #[arg(long)]
     pub threshold: Option<f64>,
+    /// The smallest change you care about (0.05 = 5%); `no_change` against a wider noise
+    /// band is `inconclusive` [default: 0.05].
+    #[arg(long)]
+    pub min_effect: Option<f64>,
     /// Family-wise error rate over all looks [default: 0.05].
     #[arg(long)]
     pub alpha: Option<f64>,
@@ -209,10 +213,30 @@ fn eval_config(ctx: &Ctx) -> Result<EvalConfig, CliError> {
     Ok(ctx.project()?.section::<EvalConfig>(&["eval"]).map_err(CliError::bad_input)?.unwrap_or_default())
 }
 
+/// The noise band of an eval and where it came from.
+struct Band {
+    value: f64,
+    source: String,
+}
+
+fn band(p: &ProtocolArgs, cfg: &EvalConfig, calibrated: Option<katlas_eval::noise::Calibration>) -> Result<Band, CliError> {
+    let (value, source) = match (p.threshold, calibrated, cfg.threshold) {
+        (Some(t), _, _) => (t, "--threshold".to_string()),
+        (None, Some(c), _) => (c.band, c.describe()),
+        (None, None, Some(t)) => (t, "katlas.toml [eval] threshold".to_string()),
+        (None, None, None) => (0.01, "the default (no --threshold, no eval --aa calibration)".to_string()),
+    };
+    if !(0.0..1.0).contains(&value) {
+        return Err(CliError::bad_input(format!("noise threshold {value} from {source}: expected a fraction in [0, 1)")));
+    }
+    Ok(Band { value, source })
+}
+
 fn settings(p: &ProtocolArgs, cfg: &EvalConfig, metric: String, g: Goal, parser: String, threshold: f64, mut strip: Vec<String>) -> Result<Settings, CliError> {
     let order: Order = p.order.clone().or(cfg.order.clone()).unwrap_or_else(|| "abba".into()).parse().map_err(CliError::bad_input)?;
-    if !(0.0..1.0).contains(&threshold) {
-        return Err(CliError::bad_input(format!("--threshold {threshold}: expected a fraction in [0, 1)")));
+    let min_effect = p.min_effect.or(cfg.min_effect).unwrap_or(0.05);
+    if !(min_effect > 0.0 && min_effect < 1.0) {
+        return Err(CliError::bad_input(format!("--min-effect {min_effect}: expected a fraction in (0, 1)")));
     }
     let alpha = p.alpha.or(cfg.alpha).unwrap_or(0.05);
     if !(0.0 < alpha && alpha < 1.0) {
@@ -244,7 +268,7 @@ fn settings(p: &ProtocolArgs, cfg: &EvalConfig, metric: String, g: Goal, parser:
         seed: p.seed,
         settle: p.settle.clone().or(cfg.settle.clone()),
         timeout: Duration::from_secs_f64(p.timeout.or(cfg.timeout_s).unwrap_or(600.0).max(0.001)),
-        judge: JudgeConfig { threshold, alpha, seed: p.seed, goal: g, cv_limit, drift_limit, ..d },
+        judge: JudgeConfig { threshold, alpha, seed: p.seed, goal: g, cv_limit, drift_limit, min_effect: Some(min_effect), ..d },
         telemetry: p.telemetry.or(cfg.telemetry).unwrap_or(true),
         strip_env: strip,
     })
@@ -255,10 +279,9 @@ fn noise_file(ctx: &Ctx) -> Result<PathBuf, CliError> {
     Ok(ctx.layout()?.root.join("noise.json"))
 }
 
-fn calibrated_threshold(ctx: &Ctx, key: &str) -> Option<f64> {
-    let text = std::fs::read_to_string(noise_file(ctx).ok()?).ok()?;
-    let v: BTreeMap<String, f64> = serde_json::from_str(&text).ok()?;
-    v.get(key).copied()
+fn calibration(ctx: &Ctx, key: &str) -> Result<Option<katlas_eval::noise::Calibration>, CliError> {
+    let map = katlas_eval::noise::read(&noise_file(ctx)?).map_err(CliError::bad_input)?;
+    Ok(map.get(key).cloned())
 }
 
 fn fingerprint(parts: &[&str]) -> String {
@@ -512,8 +535,9 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         correctness.push((c.clone(), route));
     }
     let noise_key = fingerprint(&[&format!("{:?}", sides[0].side.argv), &metric]);
-    let threshold = p.threshold.or_else(|| calibrated_threshold(ctx, &noise_key)).or(ecfg.threshold).unwrap_or(0.01);
-    let st = settings(p, &ecfg, metric.clone(), g, parser, threshold, strip)?;
+    // An A/A calibrates its own band; it is never judged against an older one.
+    let band = band(p, &ecfg, if a.aa { None } else { calibration(ctx, &noise_key)? })?;
+    let st = settings(p, &ecfg, metric.clone(), g, parser, band.value, strip)?;
     check_programs(&sides)?;
     let sol = sol_spec(a, &metric)?;
     let spec = EvalSpec {
@@ -530,19 +554,20 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         meta,
         ledger_path: (!p.no_ledger).then(|| layout.ledger()),
         project_root: root,
+        threshold_source: Some(band.source),
     };
     let pf = progress_fn();
     let report = run_eval(&spec, &cx(ctx)?, pf.as_deref()).map_err(map_err)?;
     if pf.is_some() {
         eprintln!();
     }
-    if a.aa {
-        record_aa(ctx, &noise_key, &report)?;
-    }
     print_report(&report, a.format.format, ctx.color);
-    let v = report.result.verdict;
-    let ok =
-        if a.aa { !matches!(v, Verdict::Improved | Verdict::Regressed | Verdict::Invalid | Verdict::Incorrect) } else { katlas_eval::eval::meets(v, expect) };
+    if a.aa {
+        // Exit 0 only when a band was stored: a refused calibration is a negative result.
+        let stored = record_aa(ctx, &noise_key, &report, ecfg.max_band.unwrap_or(katlas_eval::noise::DEFAULT_MAX_BAND))?;
+        return Ok(ExitCode::from(if stored { exit::OK } else { exit::NEGATIVE }));
+    }
+    let ok = katlas_eval::eval::meets(report.result.verdict, expect);
     Ok(ExitCode::from(if ok { exit::OK } else { exit::NEGATIVE }))
 }
 
@@ -647,16 +672,29 @@ fn needs_baseline(a: &EvalArgs, ctx: &Ctx, meta: &Meta, metric: &str, g: Goal, d
     Ok(ExitCode::from(exit::NEGATIVE))
 }
 
-fn record_aa(ctx: &Ctx, key: &str, r: &EvalReport) -> Result<(), CliError> {
-    let Some(e) = r.result.effects.first() else { return Ok(()) };
-    // The A/A interval's half-width is the smallest effect this fixture can resolve.
-    let noise = e.ci[0].abs().max(e.ci[1].abs());
+/// Store the A/A's band when it may set one (`katlas_eval::noise::admit`); whether it did.
+fn record_aa(ctx: &Ctx, key: &str, r: &EvalReport, max_band: f64) -> Result<bool, CliError> {
+    let res = &r.result;
+    let band = res.effects.first().map(|e| e.ci[0].abs().max(e.ci[1].abs())).unwrap_or(f64::NAN);
+    let cv = res.sides.iter().filter_map(|s| s.summary.cv).fold(0.0f64, f64::max);
+    let runs = res.protocol.n_per_side.iter().copied().min().unwrap_or(0);
     let path = noise_file(ctx)?;
-    let mut map: BTreeMap<String, f64> = std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
-    map.insert(key.into(), (noise * 1e4).ceil() / 1e4);
-    katlas_fs::write_atomic(&path, (serde_json::to_string_pretty(&map).expect("map serialises") + "\n").as_bytes())?;
-    eprintln!("A/A noise threshold calibrated: {:.2}% (stored in {})", noise * 100.0, path.display());
-    Ok(())
+    if let Err(why) = katlas_eval::noise::admit(res.verdict, band, cv, runs, max_band) {
+        eprintln!("katlas: A/A calibration refused: {why}");
+        return Ok(false);
+    }
+    let mut map = katlas_eval::noise::read(&path).map_err(CliError::bad_input)?;
+    let c = katlas_eval::noise::Calibration {
+        band: (band * 1e4).ceil() / 1e4,
+        cv: Some(cv),
+        runs_per_side: Some(runs),
+        eval_id: Some(res.eval_id.clone()),
+        calibrated_at: Some(katlas_model::row::now_rfc3339()),
+    };
+    map.insert(key.into(), c);
+    katlas_eval::noise::write(&path, &map).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
+    eprintln!("A/A noise band calibrated: ±{:.2}% at robust CV {:.2}% over {runs} runs/side (stored in {})", band * 100.0, cv * 100.0, path.display());
+    Ok(true)
 }
 
 fn pct(x: f64) -> String {
@@ -766,7 +804,8 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
     }
     let ecfg = eval_config(ctx)?;
     let parser = p.parser.clone().or(ecfg.parser.clone()).unwrap_or_else(|| "kv".into());
-    let mut st = settings(p, &ecfg, metric.clone(), g, parser, p.threshold.or(ecfg.threshold).unwrap_or(0.01), p.strip_env.clone())?;
+    let band = band(p, &ecfg, None)?;
+    let mut st = settings(p, &ecfg, metric.clone(), g, parser, band.value, p.strip_env.clone())?;
     if p.runs.is_none() {
         // A commit probe compares several refs at once: fixed N (default 10), no early stop.
         st.plan = Plan::fixed(10);
@@ -794,6 +833,7 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
         meta: Meta::default(),
         ledger_path: (!p.no_ledger).then(|| layout.ledger()),
         project_root: root,
+        threshold_source: Some(band.source),
     };
     let pf = progress_fn();
     let report = run_eval(&spec, &cx(ctx)?, pf.as_deref()).map_err(map_err)?;
