@@ -131,14 +131,23 @@ pub fn resolve_binary(side: &Side) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(&prog)).find(|f| f.is_file()))
 }
 
-/// Whether a program lies inside the side's source tree (or its directory): what the
-/// side built. An interpreter or tool from the system (`/usr/bin/python3 bench.py`,
-/// `echo`) is the same on both sides by nature, so hashing it would call every real
-/// change a stale binary; name the built file with `--binary` when it lives elsewhere.
+/// Whether a program is something a side built, so that identical bytes on both sides
+/// mean a stale build: anything inside the side's source tree or directory, or a path
+/// outside the installed tools (a shared build directory). An installed program found
+/// in a `PATH` directory — an interpreter or tool like `/usr/bin/python3 bench.py` or
+/// `echo` — is the same on both sides by nature, so hashing it would call every real
+/// change a stale binary; name the built file with `--binary` when it is installed there.
 fn built_here(p: &Path, input: &SideInput) -> bool {
     let canon = |q: &Path| std::fs::canonicalize(q).unwrap_or_else(|_| q.to_path_buf());
-    let p = canon(p);
-    [input.source_root.as_deref(), Some(input.side.cwd.as_path())].into_iter().flatten().any(|root| p.starts_with(canon(root)))
+    let file = canon(p);
+    let inside = [input.source_root.as_deref(), Some(input.side.cwd.as_path())].into_iter().flatten().any(|root| file.starts_with(canon(root)));
+    let installed = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|d| {
+            let d = canon(&d);
+            file.parent() == Some(d.as_path()) || p.parent().is_some_and(|pp| canon(pp) == d)
+        })
+    });
+    inside || !installed
 }
 
 /// ELF executables are binaries; scripts (`#!`) and anything else are not.
@@ -178,7 +187,8 @@ fn summary(label: &str, values: &[f64], failed: u32, throttled: u32) -> SideSumm
         median: f(stats::median(values)),
         mean: f(stats::mean(values)),
         mad: if values.is_empty() { None } else { f(stats::mad(values)) },
-        cv: f(stats::cv(values)),
+        // The robust CV (1.4826·MAD / median): the one the `unstable` rule judges.
+        cv: f(stats::robust_cv(values)),
         ci: stats::median_ci(values, 0.95),
         throttled,
         failed,

@@ -17,4 +17,5 @@ pub mod spending;
 pub mod stats;
 pub mod telemetry;
 pub mod verdict;
+pub mod words;
 pub mod worktree;

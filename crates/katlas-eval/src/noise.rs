@@ -68,6 +68,8 @@ impl Calibration {
 /// The calibrations in `path`; a missing file is empty. A file or value that cannot be
 /// read is an error naming the file and key: a corrupt band must not be ignored silently.
 pub fn read(path: &Path) -> Result<BTreeMap<String, Calibration>, String> {
+    // A band is judged on: never taken from a file a link points at.
+    katlas_fs::check(path).map_err(|e| e.to_string())?;
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),

@@ -289,7 +289,8 @@ pub struct SideSummary {
     /// Median absolute deviation (unscaled).
     #[serde(default)]
     pub mad: Option<f64>,
-    /// Coefficient of variation (stddev / mean).
+    /// Robust coefficient of variation (1.4826·MAD / median): the spread the `unstable`
+    /// rule judges against `cv_limit`.
     #[serde(default)]
     pub cv: Option<f64>,
     /// CI of the median (distribution-free order-statistic interval, or bootstrap).

@@ -134,8 +134,9 @@ impl Metric {
 /// (`gen_tok_s`, `avg_ms`, `bw_gib_s`). Unknown suffixes give `None`.
 pub fn unit_for_metric_key(key: &str) -> Option<&'static str> {
     const SUFFIXES: &[(&str, &str)] = &[
-        ("_tok_s", "tok/s"),
-        ("_tok_per_s", "tok/s"),
+        // Before `_s`: a bare `tok_s` is a rate, not seconds.
+        ("tok_s", "tok/s"),
+        ("tok_per_s", "tok/s"),
         ("_gib_s", "GiB/s"),
         ("_gb_s", "GB/s"),
         ("_gbps", "GB/s"),
@@ -354,6 +355,7 @@ mod tests {
     #[test]
     fn units_from_suffix() {
         assert_eq!(unit_for_metric_key("gen_tok_s"), Some("tok/s"));
+        assert_eq!(unit_for_metric_key("tok_s"), Some("tok/s"), "a bare tok_s is a rate, not seconds");
         assert_eq!(unit_for_metric_key("bw_gib_s"), Some("GiB/s"));
         assert_eq!(unit_for_metric_key("avg_ms"), Some("ms"));
         assert_eq!(unit_for_metric_key("elapsed_s"), Some("s"));

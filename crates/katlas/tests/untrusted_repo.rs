@@ -80,6 +80,10 @@ fn links_in_dot_katlas_are_never_written_through() {
     let o = r.katlas(&args(&["eval", "--aa", "--command", "echo tok_s=100", "--no-ledger"]));
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("symbolic link"), "{}", text(&o));
+    // Nor is a band read through it: every eval of the clone refuses until the link goes.
+    let o = r.katlas(&args(&["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=130", "--no-ledger"]));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    std::fs::remove_file(r.root.join(".katlas/noise.json")).unwrap();
 
     let ledger = r.victim("ledger-target");
     symlink(&ledger, r.root.join(".katlas/ledger.jsonl")).unwrap();

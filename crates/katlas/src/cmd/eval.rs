@@ -538,6 +538,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     // An A/A calibrates its own band; it is never judged against an older one.
     let band = band(p, &ecfg, if a.aa { None } else { calibration(ctx, &noise_key)? })?;
     let st = settings(p, &ecfg, metric.clone(), g, parser, band.value, strip)?;
+    let min_effect = st.judge.min_effect.unwrap_or(0.05);
     check_programs(&sides)?;
     let sol = sol_spec(a, &metric)?;
     let spec = EvalSpec {
@@ -561,7 +562,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     if pf.is_some() {
         eprintln!();
     }
-    print_report(&report, a.format.format, ctx.color);
+    print_report(&report, a.format.format, ctx.color, min_effect);
     if a.aa {
         // Exit 0 only when a band was stored: a refused calibration is a negative result.
         let stored = record_aa(ctx, &noise_key, &report, ecfg.max_band.unwrap_or(katlas_eval::noise::DEFAULT_MAX_BAND))?;
@@ -705,13 +706,18 @@ fn num(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.4}")).unwrap_or_else(|| "-".into())
 }
 
-pub fn print_report(r: &EvalReport, format: Format, color: bool) {
+pub fn print_report(r: &EvalReport, format: Format, color: bool, min_effect: f64) {
     if format == Format::Json {
         print_json(&r.result);
         return;
     }
     let res = &r.result;
-    let mut t = table(format, &["side", "n", "median", "95% CI (median)", "MAD", "CV", "failed", "throttled", "effect", "interval"]);
+    // The finding first, in one line; the evidence after it.
+    println!("{}", katlas_eval::words::headline(res));
+    let unit = katlas_model::unit_for_metric_key(&res.metric).map(|u| format!(" ({u})")).unwrap_or_default();
+    let median_h = format!("median{unit}");
+    let mad_h = format!("MAD{unit}");
+    let mut t = table(format, &["side", "n", &median_h, "95% CI (median)", &mad_h, "robust CV", "failed", "throttled", "gain (+ = better)", "gain interval"]);
     for (i, s) in res.sides.iter().enumerate() {
         let e = if i == 0 { None } else { res.effects.get(i - 1) };
         t.add_row(vec![
@@ -723,19 +729,28 @@ pub fn print_report(r: &EvalReport, format: Format, color: bool) {
             s.summary.cv.map(|c| format!("{:.2}%", c * 100.0)).unwrap_or_else(|| "-".into()),
             s.summary.failed.to_string(),
             s.summary.throttled.to_string(),
-            e.map(|e| pct(e.relative_change)).unwrap_or_else(|| if i == 0 { "ref".into() } else { "-".into() }),
-            e.map(|e| format!("[{}, {}] @{:.1}%", pct(e.ci[0]), pct(e.ci[1]), e.ci_level * 100.0)).unwrap_or_default(),
+            e.map(|e| pct(e.gain)).unwrap_or_else(|| if i == 0 { "ref".into() } else { "-".into() }),
+            e.map(|e| {
+                let [lo, hi] = katlas_eval::words::gain_interval(e, res.goal);
+                format!("[{}, {}] at {:.1}%", pct(lo), pct(hi), e.ci_level * 100.0)
+            })
+            .unwrap_or_default(),
         ]);
     }
     println!("{t}");
     if let Some(e) = res.effects.first() {
         println!(
-            "metric {} ({:?}); Mann-Whitney p = {}; bootstrap ({} resamples) {}",
+            "metric {} ({:?}); Mann-Whitney p = {}; bootstrap gain ({} resamples) {}",
             res.metric,
             res.goal,
             e.p_value.map(|p| format!("{p:.4}")).unwrap_or_else(|| "-".into()),
             e.resamples,
-            e.bootstrap_ci.map(|c| format!("[{}, {}]", pct(c[0]), pct(c[1]))).unwrap_or_else(|| "-".into())
+            e.bootstrap_ci
+                .map(|c| {
+                    let [lo, hi] = if res.goal == Goal::Minimize { [-c[1], -c[0]] } else { c };
+                    format!("[{}, {}]", pct(lo), pct(hi))
+                })
+                .unwrap_or_else(|| "-".into())
         );
     }
     println!(
@@ -768,6 +783,9 @@ pub fn print_report(r: &EvalReport, format: Format, color: bool) {
     println!("verdict: {}", paint(color, code, v.as_str()));
     for reason in &res.reasons {
         println!("  - {reason}");
+    }
+    for n in katlas_eval::words::notes(res, min_effect) {
+        println!("next: {n}");
     }
     println!("samples: {}", res.samples.path);
     if let Some(id) = &res.ledger_id {
@@ -806,6 +824,7 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
     let parser = p.parser.clone().or(ecfg.parser.clone()).unwrap_or_else(|| "kv".into());
     let band = band(p, &ecfg, None)?;
     let mut st = settings(p, &ecfg, metric.clone(), g, parser, band.value, p.strip_env.clone())?;
+    let st_min_effect = st.judge.min_effect.unwrap_or(0.05);
     if p.runs.is_none() {
         // A commit probe compares several refs at once: fixed N (default 10), no early stop.
         st.plan = Plan::fixed(10);
@@ -843,7 +862,7 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
     if a.format.format == Format::Json {
         print_json(&report.result);
     } else {
-        print_report(&report, a.format.format, ctx.color);
+        print_report(&report, a.format.format, ctx.color, st_min_effect);
         for (i, e) in report.ledger.iter().enumerate() {
             println!("{} vs {}: {}", report.result.sides[i + 1].label, report.result.sides[0].label, e.verdict);
         }

@@ -1,0 +1,180 @@
+//! A verdict in the words a kernel engineer reads first, and what to do with the
+//! numbers when the eval could not decide.
+//!
+//! One sign convention everywhere a person reads: the candidate is "faster" or
+//! "slower" (for a metric whose name says which way is better; "better"/"worse"
+//! otherwise), the same direction as the ledger's `gain`. The JSON keeps both
+//! `relative_change` (the metric's raw direction) and `gain`.
+
+use katlas_model::ledger::{Effect, EvalResult, Goal, Verdict};
+
+fn words(metric: &str) -> (&'static str, &'static str) {
+    if Goal::infer(metric).is_some() {
+        ("faster", "slower")
+    } else {
+        ("better", "worse")
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x.abs() * 100.0)
+}
+
+/// The gain interval `[lo, hi]` (positive = better) in words: "5.1–14.0% slower".
+fn interval_words(lo: f64, hi: f64, better: &str, worse: &str) -> String {
+    let bare = |x: f64| format!("{:.1}", x.abs() * 100.0);
+    if lo >= 0.0 {
+        format!("{}–{} {better}", bare(lo), pct(hi))
+    } else if hi <= 0.0 {
+        format!("{}–{} {worse}", bare(hi), pct(lo))
+    } else {
+        format!("{} {worse} to {} {better}", pct(lo), pct(hi))
+    }
+}
+
+fn level(l: f64) -> String {
+    let p = l * 100.0;
+    if (p - p.round()).abs() < 0.05 {
+        format!("{:.0}%", p)
+    } else {
+        format!("{:.1}%", p)
+    }
+}
+
+/// The gain interval of an effect (positive = better).
+pub fn gain_interval(e: &Effect, goal: Goal) -> [f64; 2] {
+    match goal {
+        Goal::Maximize => e.ci,
+        Goal::Minimize => [-e.ci[1], -e.ci[0]],
+    }
+}
+
+/// `candidate 9.6% slower (95% CI 5.1–14.0% slower), 20 runs/side, ABBA, fresh processes → regressed`
+pub fn headline(r: &EvalResult) -> String {
+    let (better, worse) = words(&r.metric);
+    let runs = {
+        let n = &r.protocol.n_per_side;
+        if n.iter().all(|x| Some(x) == n.first()) {
+            format!("{} runs/side", n.first().copied().unwrap_or(0))
+        } else {
+            format!("{} runs/side", n.iter().map(u32::to_string).collect::<Vec<_>>().join("/"))
+        }
+    };
+    let order = if r.protocol.order == "abba" { "ABBA".to_string() } else { r.protocol.order.clone() };
+    let how = format!("{runs}, {order}, fresh processes");
+    let who = r.sides.get(1).map(|s| s.label.as_str()).unwrap_or("candidate");
+    match r.effects.first() {
+        Some(e) if r.sides.len() == 2 => {
+            let [lo, hi] = gain_interval(e, r.goal);
+            let size = format!("{} {}", pct(e.gain), if e.gain >= 0.0 { better } else { worse });
+            format!("{who} {size} ({} CI {}), {how} → {}", level(e.ci_level), interval_words(lo, hi, better, worse), r.verdict)
+        }
+        Some(_) => format!("{} candidates against {}, {how} → {}", r.sides.len() - 1, r.sides[0].label, r.verdict),
+        None => format!("{who}: no comparison ({}), {how} → {}", r.reasons.first().map(String::as_str).unwrap_or("no samples"), r.verdict),
+    }
+}
+
+/// Runs per side a two-sided comparison needs to find `effect` (relative) at robust CV
+/// `cv` with 5% error and 80% power (normal approximation, trimmed-mean efficiency ~0.94).
+pub fn runs_needed(cv: f64, effect: f64) -> u32 {
+    if !(cv.is_finite() && effect > 0.0) {
+        return 0;
+    }
+    let z = 1.96 + 0.84;
+    (2.0 * (z * cv / effect).powi(2) / 0.94).ceil().max(3.0) as u32
+}
+
+/// What a person should do next, for verdicts that are not a decision; and what the
+/// interval's level means when it is not the plain 95%.
+pub fn notes(r: &EvalResult, min_effect: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(e) = r.effects.first() {
+        if r.protocol.adaptive && (e.ci_level - 0.95).abs() > 1e-6 {
+            out.push(format!(
+                "the {} interval is the sequential test's level at look {}: each look spends part of the 5% error, so the interval is wider than a single 95% one",
+                level(e.ci_level),
+                r.protocol.looks.unwrap_or(1)
+            ));
+        }
+    }
+    let cv = r.sides.iter().filter_map(|s| s.summary.cv).fold(0.0f64, f64::max);
+    let have = r.protocol.n_per_side.iter().copied().min().unwrap_or(0);
+    match r.verdict {
+        Verdict::Inconclusive => {
+            let effect = r.effects.first().map(|e| e.gain.abs()).filter(|g| *g > min_effect).unwrap_or(min_effect);
+            let need = runs_needed(cv, effect);
+            out.push(format!(
+                "inconclusive: at robust CV {:.1}% a {} effect needs about {need} runs/side (this eval had {have}); rerun with --max-runs {} or -n {need}, or lower the noise (--settle, pinning, a CPU/GPU-time metric)",
+                cv * 100.0,
+                pct(effect),
+                need.max(have + 2),
+            ));
+        }
+        Verdict::Unstable => out.push(format!(
+            "unstable: the runs drift or spread (robust CV {:.1}%); the numbers are not a measurement of the change. Try --settle CMD between blocks, more --warmups, pinning (taskset -c N), a quiet machine, or a CPU/GPU-time metric; then rerun",
+            cv * 100.0
+        )),
+        Verdict::NeedsBaseline => out.push("needs_baseline: the baseline gave no usable samples; run it alone and check its output and exit status".into()),
+        _ => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use katlas_model::ledger::{EvalSide, Protocol, SampleRef, SideSummary};
+
+    fn result(goal: Goal, ci: [f64; 2], change: f64, verdict: Verdict) -> EvalResult {
+        let side = |l: &str| EvalSide { label: l.into(), summary: SideSummary { cv: Some(0.02), ..Default::default() }, ..Default::default() };
+        EvalResult {
+            schema: String::new(),
+            eval_id: "e".into(),
+            task_id: None,
+            created_at: String::new(),
+            metric: if goal == Goal::Minimize { "time_ms".into() } else { "tok_s".into() },
+            goal,
+            verdict,
+            reasons: vec![],
+            sides: vec![side("baseline"), side("candidate")],
+            effects: vec![Effect {
+                relative_change: change,
+                ci,
+                ci_level: 0.95,
+                bootstrap_ci: None,
+                gain: if goal == Goal::Minimize { -change } else { change },
+                p_value: None,
+                resamples: 0,
+            }],
+            noise_threshold: 0.01,
+            protocol: Protocol { order: "abba".into(), n_per_side: vec![20, 20], ..Default::default() },
+            samples: SampleRef::default(),
+            drift: Default::default(),
+            correctness: vec![],
+            cross_host: false,
+            route_changes: vec![],
+            ledger_id: None,
+        }
+    }
+
+    #[test]
+    fn one_sign_convention_for_times_and_rates() {
+        // A time that rose 9.6% is 9.6% slower, whatever the metric's raw direction.
+        let r = result(Goal::Minimize, [0.051, 0.140], 0.096, Verdict::Regressed);
+        assert_eq!(headline(&r), "candidate 9.6% slower (95% CI 5.1–14.0% slower), 20 runs/side, ABBA, fresh processes → regressed");
+        let r = result(Goal::Maximize, [-0.140, -0.051], -0.096, Verdict::Regressed);
+        assert_eq!(headline(&r), "candidate 9.6% slower (95% CI 5.1–14.0% slower), 20 runs/side, ABBA, fresh processes → regressed");
+        let r = result(Goal::Maximize, [-0.02, 0.031], 0.005, Verdict::Inconclusive);
+        assert!(headline(&r).contains("(95% CI 2.0% slower to 3.1% faster)"), "{}", headline(&r));
+    }
+
+    #[test]
+    fn undecided_verdicts_say_what_to_do() {
+        let r = result(Goal::Maximize, [-0.02, 0.031], 0.005, Verdict::Inconclusive);
+        let n = notes(&r, 0.05);
+        assert!(n[0].contains("needs about") && n[0].contains("--max-runs"), "{n:?}");
+        assert!(runs_needed(0.02, 0.05) >= 3 && runs_needed(0.02, 0.01) > runs_needed(0.02, 0.05));
+        let r = result(Goal::Maximize, [0.0, 0.1], 0.05, Verdict::Unstable);
+        assert!(notes(&r, 0.05)[0].contains("--settle"));
+    }
+}
