@@ -4,7 +4,7 @@
 //! row and the collection goes on.
 
 use crate::ops::OpRules;
-use crate::parse::{parse_with, Input, ParseOutput};
+use crate::parse::{parse_with, Input, ParseError, ParseOutput, ParserOptions};
 use crate::runner::{self, RunOutcome, RunRequest};
 use crate::spec::{self, CommandSpec, LoadedSpec, ParserEntry};
 use katlas_corpus::{append_jsonl, Fsync, Layout};
@@ -276,32 +276,114 @@ fn parse_run(plan: &Plan, ls: &LoadedSpec, outcome: &RunOutcome, vars: &BTreeMap
         if popts.phase.is_none() {
             popts.phase = default_phase.clone();
         }
-        let path = match &p.file {
+        // A file, one stream, or (no stream named) stdout then stderr: the runner
+        // keeps the two in separate files, so their relative order is not known.
+        let paths: Vec<PathBuf> = match &p.file {
             Some(f) => match spec::render(f, vars) {
-                Ok(f) => plan.cwd.join(f),
+                Ok(f) => vec![plan.cwd.join(f)],
                 Err(e) => {
                     errors.push(format!("parser {}: file: {e}", p.name));
                     continue;
                 }
             },
-            None if p.stream.as_deref() == Some("stderr") => outcome.stderr.clone(),
-            None => outcome.stdout.clone(),
+            None => match p.stream.as_deref() {
+                Some("stdout") => vec![outcome.stdout.clone()],
+                Some("stderr") => vec![outcome.stderr.clone()],
+                _ => vec![outcome.stdout.clone(), outcome.stderr.clone()],
+            },
         };
-        if p.file.is_some() && !path.exists() {
+        if p.file.is_some() && !paths[0].exists() {
             if !p.optional {
-                errors.push(format!("parser {}: {}: file not written by the run", p.name, path.display()));
+                errors.push(format!("parser {}: {}: file not written by the run", p.name, paths[0].display()));
             }
             continue;
         }
-        match parse_with(&p.name, Input::File(&path), &popts) {
+        match parse_outputs(&p.name, &paths, &popts, &outcome.stdout.with_file_name(".parse-input")) {
             Ok(o) => {
-                merged.artifacts.insert(format!("parser.{}.source", p.name), json!(path.display().to_string()));
+                let source = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" + ");
+                merged.artifacts.insert(format!("parser.{}.source", p.name), json!(source));
                 merged.merge(o)
             }
             Err(e) => errors.push(format!("parser {}: {e}", p.name)),
         }
     }
     (merged, errors)
+}
+
+/// Parse one file, or a run's stdout then its stderr as one text. Two
+/// non-empty outputs are copied one after the other into `scratch` (removed
+/// after), a newline put between them when stdout does not end in one, so the
+/// parser sees one stream under the usual input limits; line numbers in its
+/// errors and warnings are mapped back to the file the line is in.
+fn parse_outputs(name: &str, paths: &[PathBuf], opts: &ParserOptions, scratch: &Path) -> Result<ParseOutput, ParseError> {
+    let label = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" + ");
+    let full: Vec<&PathBuf> = paths.iter().filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0)).collect();
+    let (first, second) = match (paths, full.as_slice()) {
+        ([one], _) => return parse_with(name, Input::File(one), opts),
+        (_, [one]) => return parse_with(name, Input::File(one), opts),
+        (_, []) => return parse_with(name, Input::Text { text: "", source: &label }, opts).map(|o| ParseOutput { source: Some(label.clone()), ..o }),
+        (_, [a, b]) => (*a, *b),
+        (_, _) => unreachable!("at most stdout and stderr"),
+    };
+    let io = |e: std::io::Error| ParseError::new(&label, None, e.to_string());
+    let first_lines = {
+        use std::io::{Read, Write};
+        // Whatever the run left under that name (a FIFO would block the open) goes first.
+        let _ = std::fs::remove_file(scratch);
+        let mut out = std::io::BufWriter::new(katlas_fs::create_file(scratch).map_err(io)?);
+        let mut r = std::fs::File::open(first).map_err(io)?;
+        let mut buf = vec![0u8; 1 << 16];
+        let (mut lines, mut last) = (0u64, b'\n');
+        loop {
+            let n = r.read(&mut buf).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+            last = buf[n - 1];
+            out.write_all(&buf[..n]).map_err(io)?;
+        }
+        if last != b'\n' {
+            out.write_all(b"\n").map_err(io)?;
+            lines += 1;
+        }
+        std::io::copy(&mut std::fs::File::open(second).map_err(io)?, &mut out).map_err(io)?;
+        out.flush().map_err(io)?;
+        lines
+    };
+    let got = parse_with(name, Input::File(scratch), opts);
+    let _ = std::fs::remove_file(scratch);
+    let tmp = scratch.display().to_string();
+    let at = |line: u64| if line <= first_lines { (first.display().to_string(), line) } else { (second.display().to_string(), line - first_lines) };
+    match got {
+        Ok(mut o) => {
+            for w in &mut o.warnings {
+                let Some(rest) = w.strip_prefix(&tmp) else { continue };
+                let mapped = rest.strip_prefix(':').and_then(|r| {
+                    let digits = r.chars().take_while(char::is_ascii_digit).count();
+                    let line: u64 = r[..digits].parse().ok()?;
+                    let tail = r[digits..].strip_prefix(':')?;
+                    let (file, l) = at(line);
+                    Some(format!("{file}:{l}:{tail}"))
+                });
+                *w = mapped.unwrap_or_else(|| format!("{label}{rest}"));
+            }
+            o.source = Some(label);
+            Ok(o)
+        }
+        Err(mut e) => {
+            if e.source == tmp {
+                match e.line {
+                    Some(line) => {
+                        let (file, l) = at(line);
+                        (e.source, e.line) = (file, Some(l));
+                    }
+                    None => e.source = label,
+                }
+            }
+            Err(e)
+        }
+    }
 }
 
 pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, CollectError> {
@@ -457,13 +539,28 @@ fn build_rows(
     } else {
         vec!["run".into()]
     };
-    let dropped: Vec<String> = parsed
+    // What the parsers found for a phase no row is written for: an error row of
+    // that phase says so (the run's full output stays in its run directory).
+    let unrecorded: Vec<(String, String)> = parsed
         .phases
         .iter()
-        .filter(|p| !phases.contains(&p.phase) && !p.kernels.is_empty())
-        .map(|p| format!("phase `{}` ({} kernels) is not among the spec's phases; not recorded", p.phase, p.kernels.len()))
+        .filter(|p| !phases.contains(&p.phase) && (!p.kernels.is_empty() || !p.metrics.is_empty()))
+        .map(|p| {
+            let names: Vec<&str> = p.metrics.keys().map(String::as_str).collect();
+            (
+                p.phase.clone(),
+                format!(
+                    "parsed phase `{}` ({} kernels, {} metrics{}{}) is not among the spec's phases ({}); not recorded (add it to the spec's `phases`)",
+                    p.phase,
+                    p.kernels.len(),
+                    names.len(),
+                    if names.is_empty() { "" } else { ": " },
+                    names.join(", "),
+                    phases.join(", ")
+                ),
+            )
+        })
         .collect();
-    parsed.warnings.extend(dropped);
     let failure = outcome.failure();
     let parse_failure = (!parse_errors.is_empty()).then(|| parse_errors.join("; "));
     let shape = s.shape_bucket.as_ref().map(|t| spec::render(t, vars)).transpose().map_err(|e| tmpl(e, "shape_bucket"))?;
@@ -477,7 +574,9 @@ fn build_rows(
     if failure.is_none() && parse_failure.is_none() && !parsed.rows.is_empty() {
         return Ok(embedded_rows(s, opts, plan, identity, argv, outcome, parsed, pass, run_index, &rel_run_dir, &ls.source, &knobs));
     }
-    for phase in phases {
+    let planned = phases.iter().map(|p| (p.clone(), None));
+    let extra = if failure.is_none() && parse_failure.is_none() { unrecorded } else { Vec::new() };
+    for (phase, unrecorded_msg) in planned.chain(extra.into_iter().map(|(p, m)| (p, Some(m)))) {
         let mut row = Row::new(ls.name.clone(), phase.clone());
         row.captured_at = started.to_string();
         row.workload_kind = s.kind.clone();
@@ -499,7 +598,7 @@ fn build_rows(
             parsers: plan.parsers.iter().map(|p| p.name.clone()).collect(),
         });
         row.artifacts.insert("wall_s".into(), json!(outcome.wall_s));
-        if let Some(msg) = failure.clone().or_else(|| parse_failure.clone()) {
+        if let Some(msg) = failure.clone().or_else(|| parse_failure.clone()).or(unrecorded_msg) {
             row.status = Status::Error;
             row.error = Some(RunError {
                 exit_code: outcome.exit_code,
@@ -706,4 +805,33 @@ fn embedded_rows(
         out.push(row);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_read_as_one_text_with_lines_named_by_file() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b, tmp) = (d.path().join("stdout"), d.path().join("stderr"), d.path().join(".parse-input"));
+        let both = [a.clone(), b.clone()];
+        let o = ParserOptions::default();
+        // stdout without a final newline: its last line must not join stderr's first.
+        std::fs::write(&a, "tok_s=1\nlat_ms: 2").unwrap();
+        std::fs::write(&b, "x=3\nSUMMARY  gen_tok_s=oops\n").unwrap();
+        let kv = parse_outputs("kv", &both, &o, &tmp).unwrap();
+        assert_eq!((kv.metric("tok_s"), kv.metric("lat_ms"), kv.metric("x")), (Some(1.0), Some(2.0), Some(3.0)));
+        assert!(!tmp.exists(), "scratch copy removed");
+        let e = parse_outputs("hipfire-bench", &both, &o, &tmp).unwrap_err();
+        assert_eq!((e.source.as_str(), e.line), (b.display().to_string().as_str(), Some(2)), "{e}");
+        std::fs::write(&b, "=== DECODE PROFILE (1 launches, 1.0ms wall) ===\n  garbage\n").unwrap();
+        let w = parse_outputs("hipfire-bench", &both, &o, &tmp).unwrap().warnings;
+        assert_eq!(w[0], format!("{}:2: not a profile row: \"garbage\"", b.display()), "{w:?}");
+        assert_eq!(w[1], format!("{} + {}: no SUMMARY line", a.display(), b.display()), "{w:?}");
+        // One empty output: the other is read as it is.
+        std::fs::write(&a, "").unwrap();
+        let w = parse_outputs("hipfire-bench", &both, &o, &tmp).unwrap().warnings;
+        assert!(w[0].starts_with(&format!("{}:2:", b.display())), "{w:?}");
+    }
 }

@@ -80,7 +80,9 @@ pub struct ParserEntry {
     /// Parse this file (templated, relative to the run's cwd) instead of the output.
     #[serde(default)]
     pub file: Option<String>,
-    /// `stdout` (default) or `stderr`, when no `file` is given.
+    /// The run output to read when no `file` is given: `stdout`, `stderr`, or
+    /// `both`. Not given: both, stdout then stderr (the runner writes the two to
+    /// separate files, so how their lines interleaved is not known).
     #[serde(default)]
     pub stream: Option<String>,
     #[serde(default)]
@@ -346,11 +348,11 @@ pub fn validate(spec: &WorkloadSpec, source: &str) -> Result<(), SpecError> {
             check("parsers.file", f)?;
         }
         if let Some(s) = &e.stream {
-            if s != "stdout" && s != "stderr" {
+            if !["stdout", "stderr", "both"].contains(&s.as_str()) {
                 return Err(SpecError::Invalid {
                     source_name: source.into(),
                     key: "parsers.stream".into(),
-                    reason: format!("expected stdout or stderr, found {s:?}"),
+                    reason: format!("expected stdout, stderr or both, found {s:?}"),
                 });
             }
         }
