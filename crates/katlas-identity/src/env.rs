@@ -55,7 +55,9 @@ fn redact_assignments(line: &str) -> String {
     let mut rest = line;
     while let Some(eq) = rest.find('=') {
         let (before, after) = rest.split_at(eq);
-        let start = before.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map(|i| i + 1).unwrap_or(0);
+        // The name starts after the last character that cannot be in one (which may be
+        // multi-byte: hipfire prints `τ=12.47`).
+        let start = before.char_indices().rev().find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_')).map(|(i, c)| i + c.len_utf8()).unwrap_or(0);
         let name = &before[start..];
         out.push_str(before);
         out.push('=');
@@ -112,6 +114,9 @@ mod tests {
         let r = redact_text(t, &env);
         assert!(!r.contains("tok-1234567890") && !r.contains("hunter2"), "{r}");
         assert!(r.contains("HOME=/root") && r.contains("x=1") && r.contains("DB_PASSWORD=<redacted> x=1"), "{r}");
+        // Multi-byte characters before `=` (hipfire's DFlash line) must not panic.
+        let dflash = "cycles: 18 accepted: 239 τ=13.27 ÉTOKEN=abc";
+        assert_eq!(redact_text(dflash, &BTreeMap::new()), "cycles: 18 accepted: 239 τ=13.27 ÉTOKEN=<redacted>");
         let v = redact_env(&env);
         assert_eq!(v["HIPFIRE_SPEC_TOKEN"], REDACTED);
     }

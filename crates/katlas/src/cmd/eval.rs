@@ -311,12 +311,26 @@ fn check_programs(sides: &[SideInput]) -> Result<(), CliError> {
 
 type ProgressBox = Box<dyn Fn(usize, usize, &str)>;
 
+/// On a terminal, a bar with elapsed time and an estimate of what is left (runs are
+/// planned to the budget; an adaptive eval that stops early finishes sooner).
 fn progress_fn() -> Option<ProgressBox> {
-    if std::io::stderr().is_terminal() {
-        Some(Box::new(|i, n, m| eprint!("\r\x1b[K[{}/{}] {m}", i + 1, n)))
-    } else {
-        None
+    if !std::io::stderr().is_terminal() {
+        return None;
     }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] run {pos}/{len}, ~{eta} left at most: {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    Some(Box::new(move |i, n, m| {
+        bar.set_length(n as u64);
+        bar.set_position(i as u64);
+        bar.set_message(m.to_string());
+        if i + 1 >= n {
+            bar.finish_and_clear();
+        }
+    }))
 }
 
 fn map_err(e: ProtocolError) -> CliError {
