@@ -13,20 +13,31 @@
 //! the lock is released: a record whose append returned is on disk. Bulk
 //! importers may use [`Fsync::Never`] and leave flushing to the kernel.
 //!
+//! # Deduplicating appends
+//! [`append_jsonl_dedup`] reads the ids already in the file and appends only
+//! the new records in one step under the same exclusive lock, so concurrent
+//! importers of the same rows write each row once.
+//!
 //! # Reads
-//! Reading never stops at a bad line: each invalid, torn or wrong-schema line
-//! becomes a [`LineError`] (`file:line: reason`) and every other record is
-//! still returned. Callers that want strictness check `errors.is_empty()`.
+//! Reading never stops at a bad line: each invalid, torn, non-UTF-8,
+//! overlong or wrong-schema line becomes a [`LineError`] (`file:line:
+//! reason`) and every other record is still returned. Callers that want
+//! strictness check `errors.is_empty()`. Only regular files are read, and no
+//! line is held in memory past [`input::Limits::max_line`] bytes
+//! (`KATLAS_MAX_LINE_BYTES`, default 64 MiB).
 
 use fs4::fs_std::FileExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::collections::HashSet;
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+pub mod input;
 pub mod layout;
+use input::{read_line_capped, Limits, LineRead};
 pub use layout::Layout;
 
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +46,9 @@ pub enum StoreError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("serialising record {index}: {source}")]
     Serialize { index: usize, source: serde_json::Error },
+    /// A malformed `KATLAS_MAX_LINE_BYTES` / `KATLAS_MAX_INPUT_BYTES`.
+    #[error("{0}")]
+    Limits(String),
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -60,28 +74,111 @@ pub fn append_jsonl<T: Serialize>(path: &Path, records: &[T], fsync: Fsync) -> R
         serde_json::to_writer(&mut buf, r).map_err(|source| StoreError::Serialize { index, source })?;
         buf.push(b'\n');
     }
-    let mut f = katlas_fs::open_append(path).map_err(io_err(path))?;
+    let f = katlas_fs::open_append(path).map_err(io_err(path))?;
     f.lock_exclusive().map_err(io_err(path))?;
-    let result = (|| {
-        let len = f.metadata()?.len();
-        if len > 0 {
-            let mut last = [0u8; 1];
-            f.seek(SeekFrom::Start(len - 1))?;
-            f.read_exact(&mut last)?;
-            if last[0] != b'\n' {
-                f.write_all(b"\n")?;
-            }
-        }
-        f.write_all(&buf)?;
-        if fsync == Fsync::Batch {
-            f.sync_data()?;
-        }
-        Ok(())
-    })()
-    .map_err(io_err(path));
+    let result = write_locked(&f, &buf, fsync).map_err(io_err(path));
     // Unlock happens on close as well; an explicit unlock error is not worth reporting.
     let _ = FileExt::unlock(&f);
     result
+}
+
+/// Write whole lines at the end of a file whose exclusive lock is held,
+/// after a newline if a dead writer left a torn last line.
+fn write_locked(mut f: &File, buf: &[u8], fsync: Fsync) -> std::io::Result<()> {
+    let len = f.metadata()?.len();
+    if len > 0 {
+        let mut last = [0u8; 1];
+        f.seek(SeekFrom::Start(len - 1))?;
+        f.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            f.write_all(b"\n")?;
+        }
+    }
+    f.write_all(buf)?;
+    if fsync == Fsync::Batch {
+        f.sync_data()?;
+    }
+    Ok(())
+}
+
+/// What [`append_jsonl_dedup`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Appended {
+    /// Records written.
+    pub written: usize,
+    /// Records not written: their id was in the file already, or earlier in the same batch.
+    pub already_present: usize,
+}
+
+/// Append the records whose id is not yet in `path`, in one step under the
+/// file's exclusive lock: lock, read the top-level `"id"` of every existing
+/// line, drop the records already present (and repeats within the batch),
+/// append the rest, unlock. Concurrent callers with the same records
+/// therefore write each id once. Unreadable existing lines (invalid JSON, not
+/// UTF-8, over the line cap, no `id`) hold no id and are left as they are.
+pub fn append_jsonl_dedup<T: Serialize>(path: &Path, records: &[T], id: impl Fn(&T) -> &str, fsync: Fsync) -> Result<Appended, StoreError> {
+    if records.is_empty() {
+        return Ok(Appended::default());
+    }
+    let limits = Limits::from_env().map_err(StoreError::Limits)?;
+    // Serialise before locking: the lock is held only for the read and the write.
+    let mut lines: Vec<Vec<u8>> = Vec::with_capacity(records.len());
+    for (index, r) in records.iter().enumerate() {
+        let mut line = serde_json::to_vec(r).map_err(|source| StoreError::Serialize { index, source })?;
+        line.push(b'\n');
+        lines.push(line);
+    }
+    let f = katlas_fs::open_append(path).map_err(io_err(path))?;
+    let ft = f.metadata().map_err(io_err(path))?.file_type();
+    if !ft.is_file() {
+        let msg = format!("not a regular file ({}); rows are appended only to regular files", input::file_kind(&ft));
+        return Err(StoreError::Io { path: path.into(), source: std::io::Error::new(std::io::ErrorKind::InvalidInput, msg) });
+    }
+    f.lock_exclusive().map_err(io_err(path))?;
+    let result = (|| {
+        let mut seen = existing_ids(&f, limits.max_line)?;
+        let mut buf = Vec::new();
+        let mut done = Appended::default();
+        for (r, line) in records.iter().zip(&lines) {
+            if seen.insert(id(r).to_string()) {
+                buf.extend_from_slice(line);
+                done.written += 1;
+            } else {
+                done.already_present += 1;
+            }
+        }
+        if done.written > 0 {
+            write_locked(&f, &buf, fsync)?;
+        }
+        Ok(done)
+    })()
+    .map_err(io_err(path));
+    let _ = FileExt::unlock(&f);
+    result
+}
+
+/// The top-level `"id"` strings of the lines of an open file, read from its start.
+fn existing_ids(mut f: &File, max_line: usize) -> std::io::Result<HashSet<String>> {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        #[serde(default)]
+        id: Option<String>,
+    }
+    f.seek(SeekFrom::Start(0))?;
+    let mut r = BufReader::new(f);
+    let mut ids = HashSet::new();
+    let mut line = Vec::new();
+    loop {
+        match read_line_capped(&mut r, &mut line, max_line)? {
+            LineRead::Eof => return Ok(ids),
+            LineRead::TooLong { .. } => {}
+            LineRead::Line => {
+                if let Ok(Id { id: Some(id) }) = serde_json::from_slice::<Id>(&line) {
+                    ids.insert(id);
+                }
+            }
+        }
+    }
 }
 
 /// One bad line: `file:line: reason`.
@@ -126,10 +223,18 @@ impl<T> ReadReport<T> {
 }
 
 /// Read a JSONL file of records whose `schema` field must equal `schema`
-/// (when given). I/O failure to open the file is an error; everything
-/// line-level is reported in the result.
+/// (when given). Failure to open the file, or a path that is not a regular
+/// file, is an error; everything line-level is reported in the result.
+/// Lines are capped at `KATLAS_MAX_LINE_BYTES` (default 64 MiB).
 pub fn read_jsonl<T: DeserializeOwned>(path: &Path, schema: Option<&str>) -> Result<ReadReport<T>, StoreError> {
-    let f = File::open(path).map_err(io_err(path))?;
+    let limits = Limits::from_env().map_err(StoreError::Limits)?;
+    read_jsonl_capped(path, schema, limits.max_line)
+}
+
+/// [`read_jsonl`] with the line cap given: a line over `max_line` bytes is a
+/// [`LineError`], skipped without being held in memory.
+pub fn read_jsonl_capped<T: DeserializeOwned>(path: &Path, schema: Option<&str>, max_line: usize) -> Result<ReadReport<T>, StoreError> {
+    let f = input::open_regular(path).map_err(io_err(path))?;
     // Shared lock: a reader never sees a batch half-written by a locked writer.
     let locked = f.lock_shared().is_ok();
     let mut report = ReadReport::default();
@@ -137,12 +242,16 @@ pub fn read_jsonl<T: DeserializeOwned>(path: &Path, schema: Option<&str>) -> Res
     let mut line = Vec::new();
     let mut lineno = 0u64;
     loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(io_err(path))?;
-        if n == 0 {
+        let got = read_line_capped(&mut reader, &mut line, max_line).map_err(io_err(path))?;
+        if got == LineRead::Eof {
             break;
         }
         lineno += 1;
+        if let LineRead::TooLong { len } = got {
+            let reason = format!("line of {len} bytes is longer than the {max_line}-byte limit ({}); skipped", input::MAX_LINE_ENV);
+            report.errors.push(LineError { file: path.into(), line: lineno, reason });
+            continue;
+        }
         let complete = line.last() == Some(&b'\n');
         let text = match std::str::from_utf8(&line) {
             Ok(t) => t.trim(),

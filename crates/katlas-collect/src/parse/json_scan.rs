@@ -6,6 +6,11 @@
 //! escapes, nesting) in a refillable buffer and hands each complete element to
 //! `serde_json::from_slice`, so memory stays at the size of the largest single
 //! element and parsing runs at slice speed.
+//!
+//! Hostile input: a byte that cannot start a value, a closing bracket of the
+//! wrong kind and a value larger than the element cap are errors naming the
+//! line and byte offset; every successful call consumes at least one byte,
+//! so a caller's loop always ends.
 
 use std::io::Read;
 
@@ -19,24 +24,48 @@ pub struct Scanner<R: Read> {
     /// the line of every element stays linear.
     nl_count: u64,
     nl_pos: usize,
+    /// Offset in the input of `buf[0]`.
+    base: u64,
+    /// Largest value `value` returns, in bytes.
+    max_value: usize,
+    /// Open brackets of the value being scanned (reused between values).
+    stack: Vec<u8>,
 }
 
 #[derive(Debug)]
 pub struct ScanError {
     pub line: u64,
+    /// Byte offset in the (decompressed) input.
+    pub offset: u64,
     pub message: String,
 }
 
 enum Scan {
     Complete(usize),
     Incomplete,
+    /// Not JSON at this offset from the value's start.
+    Invalid(usize, String),
 }
 
 const CHUNK: usize = 1 << 20;
 
+/// A byte for a message: the character when printable ASCII, else hex.
+pub fn show(b: u8) -> String {
+    if b.is_ascii_graphic() {
+        format!("`{}`", b as char)
+    } else {
+        format!("byte 0x{b:02x}")
+    }
+}
+
 impl<R: Read> Scanner<R> {
     pub fn new(r: R) -> Self {
-        Self { r, buf: vec![0; CHUNK], pos: 0, end: 0, eof: false, nl_count: 0, nl_pos: 0 }
+        Self::with_limit(r, usize::MAX)
+    }
+
+    /// A scanner whose values may be at most `max_value` bytes.
+    pub fn with_limit(r: R, max_value: usize) -> Self {
+        Self { r, buf: vec![0; CHUNK], pos: 0, end: 0, eof: false, nl_count: 0, nl_pos: 0, base: 0, max_value, stack: Vec::new() }
     }
 
     /// 1-based line of the cursor.
@@ -46,11 +75,24 @@ impl<R: Read> Scanner<R> {
         self.nl_count + 1
     }
 
-    fn err(&mut self, message: impl Into<String>) -> ScanError {
-        ScanError { line: self.line(), message: message.into() }
+    /// Byte offset of the cursor in the input.
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
     }
 
-    /// Drop consumed bytes and read more; false at end of input.
+    pub fn err(&mut self, message: impl Into<String>) -> ScanError {
+        ScanError { line: self.line(), offset: self.offset(), message: message.into() }
+    }
+
+    /// An error `rel` bytes past the cursor (inside the value being scanned).
+    fn err_at(&mut self, rel: usize, message: String) -> ScanError {
+        let line = self.line() + count_nl(&self.buf[self.pos..self.pos + rel]);
+        ScanError { line, offset: self.offset() + rel as u64, message }
+    }
+
+    /// Drop consumed bytes and read until the buffer is full or the input
+    /// ends (growing the buffer when it is full of one value); false when
+    /// nothing more could be read.
     fn fill(&mut self) -> Result<bool, ScanError> {
         if self.eof {
             return Ok(false);
@@ -60,26 +102,34 @@ impl<R: Read> Scanner<R> {
             self.nl_pos = 0;
             self.buf.copy_within(self.pos..self.end, 0);
             self.end -= self.pos;
+            self.base += self.pos as u64;
             self.pos = 0;
         }
         if self.end == self.buf.len() {
-            let n = self.buf.len() * 2;
+            let n = (self.buf.len() * 2).min(self.max_value.saturating_add(1)).max(self.buf.len() + 1);
             self.buf.resize(n, 0);
         }
-        loop {
+        // Reading until full keeps re-scans of a value that spans refills
+        // to one per doubling of the buffer.
+        let mut got = false;
+        while self.end < self.buf.len() {
             match self.r.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
-                    return Ok(false);
+                    break;
                 }
                 Ok(n) => {
                     self.end += n;
-                    return Ok(true);
+                    got = true;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(self.err(format!("read error: {e}"))),
+                Err(e) => {
+                    let at = self.end - self.pos;
+                    return Err(self.err_at(at, format!("read error: {e}")));
+                }
             }
         }
+        Ok(got)
     }
 
     /// Next non-whitespace byte, not consumed; `None` at end of input.
@@ -104,7 +154,7 @@ impl<R: Read> Scanner<R> {
                 self.pos += 1;
                 Ok(())
             }
-            Some(b) => Err(self.err(format!("expected `{}`, found `{}`", want as char, b as char))),
+            Some(b) => Err(self.err(format!("expected `{}`, found {}", want as char, show(b)))),
             None => Err(self.err(format!("truncated: expected `{}`, found end of input", want as char))),
         }
     }
@@ -113,27 +163,38 @@ impl<R: Read> Scanner<R> {
         self.pos += 1;
     }
 
-    /// The next complete value (after whitespace); the slice lives until the next call.
+    /// The next complete value (after whitespace), never empty; the slice
+    /// lives until the next call.
     pub fn value(&mut self) -> Result<&[u8], ScanError> {
         if self.peek()?.is_none() {
             return Err(self.err("truncated: expected a value, found end of input"));
         }
         loop {
             let eof = self.eof;
-            match scan_value(&self.buf[self.pos..self.end], eof) {
+            match scan_value(&self.buf[self.pos..self.end], eof, &mut self.stack) {
+                Scan::Complete(n) if n > self.max_value => return Err(self.too_long()),
                 Scan::Complete(n) => {
                     let start = self.pos;
                     self.pos += n;
                     return Ok(&self.buf[start..start + n]);
                 }
+                Scan::Invalid(at, msg) => return Err(self.err_at(at, msg)),
                 Scan::Incomplete if eof => {
                     return Err(self.err("truncated: value not closed before end of input"));
                 }
                 Scan::Incomplete => {
+                    if self.end - self.pos > self.max_value {
+                        return Err(self.too_long());
+                    }
                     self.fill()?;
                 }
             }
         }
+    }
+
+    fn too_long(&mut self) -> ScanError {
+        let max = self.max_value;
+        self.err(format!("value starting here is longer than the {max}-byte limit ({})", katlas_corpus::input::MAX_LINE_ENV))
     }
 }
 
@@ -152,11 +213,17 @@ static STRUCTURAL: [bool; 256] = {
     t
 };
 
-fn scan_value(s: &[u8], eof: bool) -> Scan {
+/// Bytes a number or literal (`true`, `false`, `null`) may hold; what
+/// follows one must be a delimiter, which the caller checks.
+fn scalar_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.')
+}
+
+fn scan_value(s: &[u8], eof: bool, stack: &mut Vec<u8>) -> Scan {
     let Some(&first) = s.first() else { return Scan::Incomplete };
     match first {
         b'{' | b'[' => {
-            let mut depth = 0usize;
+            stack.clear();
             let mut i = 0;
             while i < s.len() {
                 if !STRUCTURAL[s[i] as usize] {
@@ -171,14 +238,17 @@ fn scan_value(s: &[u8], eof: bool) -> Scan {
                         }
                         None => return Scan::Incomplete,
                     },
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
+                    b'{' => stack.push(b'}'),
+                    b'[' => stack.push(b']'),
+                    close => {
+                        let want = stack.pop().unwrap_or(0);
+                        if close != want {
+                            return Scan::Invalid(i, format!("`{}` does not match the open `{}`", close as char, if want == b'}' { '{' } else { '[' }));
+                        }
+                        if stack.is_empty() {
                             return Scan::Complete(i + 1);
                         }
                     }
-                    _ => {}
                 }
                 i += 1;
             }
@@ -188,11 +258,12 @@ fn scan_value(s: &[u8], eof: bool) -> Scan {
             Some(n) => Scan::Complete(n),
             None => Scan::Incomplete,
         },
-        _ => match s.iter().position(|b| matches!(b, b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t')) {
+        b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => match s.iter().position(|&b| !scalar_byte(b)) {
             Some(n) => Scan::Complete(n),
             None if eof => Scan::Complete(s.len()),
             None => Scan::Incomplete,
         },
+        other => Scan::Invalid(0, format!("expected a value, found {}", show(other))),
     }
 }
 

@@ -4,6 +4,12 @@
 //! metrics, per-phase kernel tables ([`PhaseTable`]), reported route facts and
 //! tags. Parsers read through `BufRead` so a large profiler file is never held
 //! whole in memory; `.gz` files are decompressed on the fly.
+//!
+//! Input through [`parse_with`] is bounded ([`input`], docs/collect.md
+//! "Input limits"): lines, CSV records and trace events are capped at
+//! `KATLAS_MAX_LINE_BYTES`, streams and decompressed `.gz` at
+//! `KATLAS_MAX_INPUT_BYTES`, and only regular files are opened. A parser
+//! function called directly on a reader of the caller's gets no caps.
 
 use crate::summary::PhaseTable;
 use katlas_model::Metric;
@@ -12,12 +18,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, Read};
 use std::path::Path;
 
 pub mod csvutil;
 pub mod hipfire_bench;
 pub mod hipfire_dflash;
+pub mod input;
 pub mod json_lines;
 pub mod json_scan;
 pub mod kv;
@@ -25,6 +32,8 @@ pub mod ncu;
 pub mod rocprof;
 pub mod rows;
 pub mod torch_trace;
+
+pub use input::{Framing, Limits};
 
 pub const PARSE_SCHEMA: &str = "katlas.parse.v1";
 
@@ -166,10 +175,13 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// What to parse: text already in memory, or a file (streamed; `.gz` by magic bytes).
+/// What to parse: text already in memory, a file (streamed; `.gz` by magic
+/// bytes; regular files only), or a stream such as stdin (`.gz` by magic
+/// bytes too, capped at `KATLAS_MAX_INPUT_BYTES`).
 pub enum Input<'a> {
     Text { text: &'a str, source: &'a str },
     File(&'a Path),
+    Reader { reader: &'a mut dyn Read, source: &'a str },
 }
 
 type ParseFn = fn(&mut dyn BufRead, &str, &ParserOptions) -> Result<ParseOutput, ParseError>;
@@ -200,40 +212,55 @@ fn lookup(name: &str) -> Result<ParseFn, ParseError> {
         .ok_or_else(|| ParseError::new(name, None, format!("unknown parser; known parsers: {}", parser_names().join(", "))))
 }
 
+/// How a parser's input splits into records, for the record cap.
+pub fn framing(name: &str) -> Framing {
+    match name {
+        "rocprofv3-kernel-trace" | "rocprofv3-counters" | "rocprof-v1" | "ncu-csv" => Framing::Csv,
+        "torch-trace" => Framing::Json,
+        _ => Framing::Lines,
+    }
+}
+
 /// Parse with default options.
 pub fn parse(name: &str, input: Input<'_>) -> Result<ParseOutput, ParseError> {
     parse_with(name, input, &ParserOptions::default())
 }
 
+/// Parse under the limits from `KATLAS_MAX_LINE_BYTES` and `KATLAS_MAX_INPUT_BYTES`.
 pub fn parse_with(name: &str, input: Input<'_>, opts: &ParserOptions) -> Result<ParseOutput, ParseError> {
-    let f = lookup(name)?;
+    let limits = Limits::from_env().map_err(|e| ParseError::new(&source_of(&input), None, e))?;
+    parse_limited(name, input, opts, &limits)
+}
+
+fn source_of(input: &Input<'_>) -> String {
     match input {
-        Input::Text { text, source } => {
-            let mut r = text.as_bytes();
-            f(&mut r, source, opts)
-        }
-        Input::File(path) => {
-            let source = path.display().to_string();
-            let mut reader = open_maybe_gz(path).map_err(|e| ParseError::new(&source, None, e.to_string()))?;
-            f(&mut *reader, &source, opts)
-        }
+        Input::Text { source, .. } | Input::Reader { source, .. } => source.to_string(),
+        Input::File(p) => p.display().to_string(),
     }
 }
 
-/// Open a file for buffered reading, decompressing gzip when the file starts with its magic.
-pub fn open_maybe_gz(path: &Path) -> std::io::Result<Box<dyn BufRead>> {
-    let mut f = std::fs::File::open(path)?;
-    let mut magic = [0u8; 2];
-    let n = f.read(&mut magic)?;
-    use std::io::Seek;
-    f.seek(std::io::SeekFrom::Start(0))?;
-    const BUF: usize = 1 << 20;
-    if n == 2 && magic == [0x1f, 0x8b] {
-        let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(BUF, f));
-        Ok(Box::new(BufReader::with_capacity(BUF, gz)))
-    } else {
-        Ok(Box::new(BufReader::with_capacity(BUF, f)))
+/// Parse under the given limits.
+pub fn parse_limited(name: &str, input: Input<'_>, opts: &ParserOptions, limits: &Limits) -> Result<ParseOutput, ParseError> {
+    let f = lookup(name)?;
+    let framing = framing(name);
+    let source = source_of(&input);
+    let mut reader: Box<dyn BufRead + '_> = match input {
+        Input::Text { text, .. } => input::open_text(text, framing, limits),
+        Input::File(path) => input::open_file(path, framing, limits).map_err(|e| ParseError::new(&source, None, e.to_string()))?,
+        Input::Reader { reader, .. } => input::open_reader(reader, framing, limits).map_err(|e| ParseError::new(&source, None, e.to_string()))?,
+    };
+    if name == "torch-trace" {
+        return torch_trace::parse_capped(&mut *reader, &source, opts, limits.max_line);
     }
+    f(&mut *reader, &source, opts)
+}
+
+/// Open a file for buffered reading, decompressing gzip when the file starts
+/// with its magic. Regular files only; decompressed bytes are capped at
+/// `KATLAS_MAX_INPUT_BYTES`. Lines are not capped (see [`input::open_file`]).
+pub fn open_maybe_gz(path: &Path) -> std::io::Result<Box<dyn BufRead>> {
+    let limits = Limits::from_env().map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    input::open_file(path, Framing::Json, &limits)
 }
 
 /// Iterate lines of a reader with 1-based numbers; invalid UTF-8 is replaced, never fatal.

@@ -7,7 +7,7 @@
 //! that contains its start. Memory held: the read buffer plus 16 bytes per
 //! kernel event (start, duration, name id) and one entry per distinct name.
 
-use super::json_scan::{ScanError, Scanner};
+use super::json_scan::{show, ScanError, Scanner};
 use super::{ParseError, ParseOutput, ParserOptions};
 use crate::summary::PhaseAcc;
 use katlas_model::{KernelSample, Metric};
@@ -82,55 +82,84 @@ struct State {
 }
 
 fn scan_err(source: &str, e: ScanError) -> ParseError {
-    ParseError::new(source, Some(e.line), e.message)
+    ParseError::new(source, Some(e.line), format!("{} (byte offset {})", e.message, e.offset))
 }
 
+/// Parse with the element cap from `KATLAS_MAX_LINE_BYTES` (default 64 MiB).
 pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<ParseOutput, ParseError> {
+    let limits = super::Limits::from_env().map_err(|e| ParseError::new(source, None, e))?;
+    parse_capped(r, source, opts, limits.max_line)
+}
+
+/// After a member or element: `,` (more follow) or the closing bracket.
+fn after_item<R: std::io::Read>(sc: &mut Scanner<R>, close: u8, what: &str) -> Result<bool, ScanError> {
+    match sc.peek()? {
+        Some(b',') => {
+            sc.bump();
+            Ok(true)
+        }
+        Some(b) if b == close => {
+            sc.bump();
+            Ok(false)
+        }
+        Some(b) => Err(sc.err(format!("expected `,` or `{}` after {what}, found {}", close as char, show(b)))),
+        None => Err(sc.err(format!("truncated: {what} not followed by `,` or `{}` before end of input", close as char))),
+    }
+}
+
+/// Parse a Chrome trace whose elements (trace events, top-level values) are
+/// at most `max_element` bytes each. Malformed JSON structure is an error
+/// naming line and byte offset; an element that is well delimited but not a
+/// valid event is skipped with a warning.
+pub fn parse_capped(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, max_element: usize) -> Result<ParseOutput, ParseError> {
     let mut out = ParseOutput::new("torch-trace", source);
     let mut st = State::default();
-    let mut sc = Scanner::new(r);
+    let mut sc = Scanner::with_limit(r, max_element);
     let mut saw_events = false;
-    sc.expect(b'{').map_err(|e| scan_err(source, e))?;
-    loop {
-        match sc.peek().map_err(|e| scan_err(source, e))? {
-            Some(b'}') => break,
-            Some(b',') => {
-                sc.bump();
-                continue;
-            }
-            None => return Err(ParseError::new(source, Some(sc.line()), "truncated: top-level object not closed")),
-            _ => {}
+    let e = |e: ScanError| scan_err(source, e);
+    sc.expect(b'{').map_err(e)?;
+    let mut more = match sc.peek().map_err(e)? {
+        Some(b'}') => {
+            sc.bump();
+            false
         }
-        let line = sc.line();
-        let key: String = serde_json::from_slice(sc.value().map_err(|e| scan_err(source, e))?)
-            .map_err(|e| ParseError::new(source, Some(line), format!("expected an object key: {e}")))?;
-        sc.expect(b':').map_err(|e| scan_err(source, e))?;
+        _ => true,
+    };
+    while more {
+        match sc.peek().map_err(e)? {
+            Some(b'"') => {}
+            Some(b) => return Err(e(sc.err(format!("expected an object key, found {}", show(b))))),
+            None => return Err(e(sc.err("truncated: top-level object not closed"))),
+        }
+        let (line, offset) = (sc.line(), sc.offset());
+        let key: String = serde_json::from_slice(sc.value().map_err(e)?)
+            .map_err(|err| ParseError::new(source, Some(line), format!("expected an object key: {err} (byte offset {offset})")))?;
+        sc.expect(b':').map_err(e)?;
         if key == "traceEvents" {
             saw_events = true;
-            sc.expect(b'[').map_err(|e| scan_err(source, e))?;
-            loop {
-                match sc.peek().map_err(|e| scan_err(source, e))? {
-                    Some(b']') => {
-                        sc.bump();
-                        break;
-                    }
-                    Some(b',') => {
-                        sc.bump();
-                        continue;
-                    }
-                    _ => {}
+            sc.expect(b'[').map_err(e)?;
+            let mut more_events = match sc.peek().map_err(e)? {
+                Some(b']') => {
+                    sc.bump();
+                    false
                 }
-                let line = sc.line();
-                let bytes = sc.value().map_err(|e| scan_err(source, e))?;
+                _ => true,
+            };
+            while more_events {
+                // Skip whitespace first, so line and offset are the element's own.
+                sc.peek().map_err(e)?;
+                let (line, offset) = (sc.line(), sc.offset());
+                let bytes = sc.value().map_err(e)?;
                 if let Err(msg) = event(&mut st, bytes, opts) {
                     st.bad += 1;
                     if st.bad <= 20 {
-                        out.warnings.push(format!("{source}:{line}: traceEvents element skipped: {msg}"));
+                        out.warnings.push(format!("{source}:{line}: traceEvents element skipped: {msg} (byte offset {offset})"));
                     }
                 }
+                more_events = after_item(&mut sc, b']', "a traceEvents element").map_err(e)?;
             }
         } else {
-            let bytes = sc.value().map_err(|e| scan_err(source, e))?;
+            let bytes = sc.value().map_err(e)?;
             if key == "deviceProperties" {
                 if let Ok(Value::Array(devs)) = serde_json::from_slice::<Value>(bytes) {
                     for d in devs {
@@ -148,6 +177,10 @@ pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<
                 }
             }
         }
+        more = after_item(&mut sc, b'}', "a top-level value").map_err(e)?;
+    }
+    if let Some(b) = sc.peek().map_err(e)? {
+        return Err(e(sc.err(format!("trailing data after the top-level object: {}", show(b)))));
     }
     if !saw_events {
         return Err(ParseError::new(source, None, "no `traceEvents` array: not a Chrome trace"));

@@ -2,7 +2,7 @@
 
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{fmt_num, fmt_opt, paint, print_json, table, Format, FormatArg};
-use katlas_corpus::{append_jsonl, read_all, Fsync, LineError, Located, ReadReport};
+use katlas_corpus::{append_jsonl_dedup, read_all, Fsync, LineError, Located, ReadReport};
 use katlas_model::{digest::md5_hex, hipfire, Row, Status, ROW_SCHEMA};
 use serde::Serialize;
 use serde_json::Value;
@@ -336,20 +336,77 @@ fn validate(a: &ValidateArgs, ctx: &Ctx) -> CmdResult {
 type Documents = (Vec<(u64, String)>, Vec<LineError>);
 
 fn documents(path: &Path) -> Result<Documents, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
-    let trimmed = text.trim_start();
+    use katlas_corpus::input::{open_regular, read_line_capped, Limits, LineRead, MAX_INPUT_ENV, MAX_LINE_ENV};
+    use std::io::{BufReader, Read, Seek, SeekFrom};
+    // Read line by line, each at most KATLAS_MAX_LINE_BYTES: a line too long
+    // or not UTF-8 is an error naming it, and the lines beside it are kept.
+    let io = |e: std::io::Error| CliError::bad_input(format!("{}: {e}", path.display()));
+    let limits = Limits::from_env().map_err(CliError::bad_input)?;
+    let f = open_regular(path).map_err(io)?;
+    let size = f.metadata().map_err(io)?.len();
+    let mut r = BufReader::new(f);
     let mut errors = Vec::new();
-    if trimmed.starts_with('[') || (trimmed.starts_with('{') && text.trim().lines().count() > 1 && serde_json::from_str::<Value>(&text).is_ok()) {
-        match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Array(items)) => return Ok((items.into_iter().map(|v| (1, v.to_string())).collect(), errors)),
-            Ok(v) => return Ok((vec![(1, v.to_string())], errors)),
-            Err(e) => {
-                errors.push(LineError { file: path.into(), line: e.line() as u64, reason: format!("invalid JSON document: {e}") });
+    // The first non-blank line decides: `[` starts one document; `{` does too
+    // when that line is not a whole value by itself but the file is; else JSON lines.
+    let mut buf = Vec::new();
+    let first = loop {
+        match read_line_capped(&mut r, &mut buf, limits.max_line).map_err(io)? {
+            LineRead::Eof | LineRead::TooLong { .. } => break None,
+            LineRead::Line if buf.trim_ascii().is_empty() => continue,
+            LineRead::Line => break Some(buf.trim_ascii().to_vec()),
+        }
+    };
+    let whole = match first.as_deref() {
+        Some([b'[', ..]) => true,
+        Some(line @ [b'{', ..]) => serde_json::from_slice::<serde::de::IgnoredAny>(line).is_err(),
+        _ => false,
+    };
+    if whole {
+        r.seek(SeekFrom::Start(0)).map_err(io)?;
+        let starts_array = first.as_deref().is_some_and(|l| l.starts_with(b"["));
+        if size > limits.max_input {
+            if starts_array {
+                let reason = format!("document of {size} bytes is larger than the {}-byte limit ({MAX_INPUT_ENV})", limits.max_input);
+                errors.push(LineError { file: path.into(), line: 1, reason });
                 return Ok((Vec::new(), errors));
+            }
+        } else {
+            match serde_json::from_reader::<_, Value>((&mut r).take(limits.max_input)) {
+                Ok(Value::Array(items)) => return Ok((items.into_iter().map(|v| (1, v.to_string())).collect(), errors)),
+                Ok(v) => return Ok((vec![(1, v.to_string())], errors)),
+                Err(e) if starts_array => {
+                    errors.push(LineError { file: path.into(), line: e.line() as u64, reason: format!("invalid JSON document: {e}") });
+                    return Ok((Vec::new(), errors));
+                }
+                // Not one document: JSON lines.
+                Err(_) => {}
             }
         }
     }
-    let docs = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| (i as u64 + 1, l.trim().to_string())).collect();
+    r.seek(SeekFrom::Start(0)).map_err(io)?;
+    let mut docs = Vec::new();
+    let mut lineno = 0u64;
+    loop {
+        let got = read_line_capped(&mut r, &mut buf, limits.max_line).map_err(io)?;
+        let reason = match got {
+            LineRead::Eof => break,
+            LineRead::TooLong { len } => Some(format!("line of {len} bytes is longer than the {}-byte limit ({MAX_LINE_ENV}); skipped", limits.max_line)),
+            LineRead::Line => match std::str::from_utf8(&buf) {
+                Ok(t) => {
+                    let t = t.trim();
+                    if !t.is_empty() {
+                        docs.push((lineno + 1, t.to_string()));
+                    }
+                    None
+                }
+                Err(e) => Some(format!("not UTF-8: {e}")),
+            },
+        };
+        lineno += 1;
+        if let Some(reason) = reason {
+            errors.push(LineError { file: path.into(), line: lineno, reason });
+        }
+    }
     Ok((docs, errors))
 }
 
@@ -391,8 +448,11 @@ fn import(a: &ImportArgs, ctx: &Ctx) -> CmdResult {
     let mut written: BTreeMap<PathBuf, usize> = BTreeMap::new();
     let mut skipped = 0usize;
     if !a.dry_run {
+        // Ids already in the corpus's other files are skipped here; each
+        // destination file's own ids are checked again, and the new rows
+        // appended, in one step under that file's lock (append_jsonl_dedup),
+        // so concurrent imports of the same rows write each row once.
         let existing: HashSet<String> = match &a.output {
-            Some(o) if ctx.resolve(o).exists() => read_all::<Row>(&ctx.resolve(o), Some(ROW_SCHEMA))?.records.into_iter().map(|r| r.record.id).collect(),
             Some(_) => HashSet::new(),
             None => {
                 let dir = ctx.layout()?.corpus_dir();
@@ -417,8 +477,11 @@ fn import(a: &ImportArgs, ctx: &Ctx) -> CmdResult {
             batches.entry(dest).or_default().push(r);
         }
         for (dest, batch) in batches {
-            append_jsonl(&dest, &batch, Fsync::Batch)?;
-            written.insert(dest, batch.len());
+            let done = append_jsonl_dedup(&dest, &batch, |r| r.id.as_str(), Fsync::Batch)?;
+            skipped += done.already_present;
+            if done.written > 0 {
+                written.insert(dest, done.written);
+            }
         }
     }
     match a.format.format {
