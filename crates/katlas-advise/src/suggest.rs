@@ -103,6 +103,9 @@ pub struct EvalContract {
     /// Benchmark env with instrumentation switches stripped.
     pub env: BTreeMap<String, String>,
     pub stripped_env: Vec<String>,
+    /// Profiler arguments and wrapper words removed from the row's command.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stripped_args: Vec<String>,
     pub fresh_baseline_required: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fresh_baseline_why: Vec<String>,
@@ -154,6 +157,27 @@ pub fn preferred_metric(row: &Row) -> Option<(String, String)> {
     None
 }
 
+/// Words of `profiled` that `plain` does not have (a `sh -c` string compared word by word).
+fn stripped_words(profiled: &[String], plain: &[String]) -> Vec<String> {
+    let words = |v: &[String]| -> Vec<String> {
+        match v {
+            [sh, c, cmd] if sh == "sh" && c == "-c" => cmd.split_whitespace().map(str::to_string).collect(),
+            _ => v.to_vec(),
+        }
+    };
+    let keep = words(plain);
+    let mut out = Vec::new();
+    let mut j = 0;
+    for w in words(profiled) {
+        if j < keep.len() && keep[j] == w {
+            j += 1;
+        } else {
+            out.push(w);
+        }
+    }
+    out
+}
+
 pub fn eval_contract(row: Option<&Row>, rules: &Rules) -> EvalContract {
     let Some(r) = row else {
         return EvalContract {
@@ -173,6 +197,12 @@ pub fn eval_contract(row: Option<&Row>, rules: &Rules) -> EvalContract {
             c.goal = "maximize".into();
             c.fresh_baseline_why.push("the row carries no run metric (profile-only evidence): measure one".into());
         }
+    }
+    if !r.variant.plain_command.is_empty() && r.variant.plain_command != r.command {
+        c.stripped_args = stripped_words(&r.command, &r.variant.plain_command);
+        c.command = r.variant.plain_command.clone();
+        c.fresh_baseline_why
+            .push(format!("the row ran under its profiler (`{}` stripped from the command): its numbers are not a baseline", c.stripped_args.join(" ")));
     }
     for (k, v) in &r.variant.env {
         let instr = is_instrumentation(k, &r.variant.instrumentation) || rules.levers.eval.instrumentation_env.iter().any(|p| matches_pattern(k, p));

@@ -119,6 +119,7 @@ fn baseline_of(row: Option<&Row>, rules: &Rules, extras: &TaskExtras) -> (TaskBa
         command: extras.bench.clone().unwrap_or(c.command),
         env: c.env,
         stripped_env: c.stripped_env,
+        stripped_args: c.stripped_args,
         metric: extras.metric.clone().or(c.metric).unwrap_or_default(),
         goal,
         parser: extras.parser.clone().or(c.parser),
@@ -467,8 +468,18 @@ pub fn task_markdown(t: &Task) -> String {
             if t.bench.goal == Goal::Minimize { "minimize" } else { "maximize" }
         ),
     );
-    if !t.bench.stripped_env.is_empty() {
-        push(&mut o, format!("- instrumentation stripped: {}", t.bench.stripped_env.join(", ")));
+    if !t.bench.stripped_env.is_empty() || !t.bench.stripped_args.is_empty() {
+        let mut what = Vec::new();
+        if !t.bench.stripped_env.is_empty() {
+            what.push(format!("env {}", t.bench.stripped_env.join(", ")));
+        }
+        if !t.bench.stripped_args.is_empty() {
+            what.push(format!("arguments `{}`", t.bench.stripped_args.join(" ")));
+        }
+        push(
+            &mut o,
+            format!("- instrumentation stripped ({}): the row was profiled, so its numbers are no baseline; eval measures a fresh one", what.join("; ")),
+        );
     }
     push(&mut o, "\n## Correctness\n".into());
     if t.correctness.is_empty() {

@@ -481,7 +481,17 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
             let meta_path = run_dir.join("meta.json");
             katlas_fs::write_atomic(&meta_path, &serde_json::to_vec_pretty(&meta).unwrap_or_default())
                 .map_err(|e| CollectError::Io { path: meta_path, source: e })?;
-            let rows = build_rows(ls, opts, &plan, &identity, &argv, &outcome, parsed, &parse_errors, pass, run_index, &started, &run_dir, &vars)?;
+            let mut rows = build_rows(ls, opts, &plan, &identity, &argv, &outcome, parsed, &parse_errors, pass, run_index, &started, &run_dir, &vars)?;
+            // What eval must time instead: the same command without the profiler's args
+            // and wrapper (their env is in `variant.instrumentation`).
+            if opts.profile {
+                let plain = argv_for(ls, &vars, false)?;
+                if plain != argv {
+                    for r in &mut rows {
+                        r.variant.plain_command = plain.clone();
+                    }
+                }
+            }
             append_jsonl(&out_path, &rows, Fsync::Batch)?;
             for r in &rows {
                 match r.status {
@@ -588,7 +598,7 @@ fn build_rows(
         row.command = argv.to_vec();
         row.identity = identity.clone();
         row.arch = identity.arch().map(str::to_string).or_else(|| parsed.route.get("arch").and_then(Value::as_str).map(str::to_string));
-        row.variant = Variant { env: katlas_identity::redact_env(&plan.env), instrumentation: plan.instrumentation.clone(), knobs: knobs.clone() };
+        row.variant = Variant { env: katlas_identity::redact_env(&plan.env), instrumentation: plan.instrumentation.clone(), knobs: knobs.clone(), ..Default::default() };
         row.origin = Some(Origin {
             kind: "collect".into(),
             schema: None,

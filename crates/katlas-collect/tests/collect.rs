@@ -252,3 +252,28 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn a_profiled_row_keeps_the_plain_command_for_measurement() {
+    // The trap of issue 14: a task from a `--profile` row timed the profiled program
+    // (`--trace .katlas/runs/<id>/trace.json`) and overwrote the old run's trace.
+    let spec = r#"
+command = ["python3", "-c", "print('tok_s=1')", "--prompt", "128"]
+parsers = ["kv"]
+[profile]
+env = { TRACE = "1" }
+args = ["--trace", "{run_dir}/trace.json"]
+"#;
+    let (_d, mut o, ls) = setup(spec);
+    o.profile = true;
+    collect(&ls, &o).unwrap();
+    let r = &rows(o.output.as_ref().unwrap())[0];
+    assert!(r.command.iter().any(|a| a == "--trace"), "{:?}", r.command);
+    assert_eq!(r.variant.plain_command, vec!["python3", "-c", "print('tok_s=1')", "--prompt", "128"]);
+    // Without --profile nothing is recorded: the command is already plain.
+    o.profile = false;
+    let out = o.output.clone().unwrap();
+    std::fs::remove_file(&out).unwrap();
+    collect(&ls, &o).unwrap();
+    assert!(rows(&out)[0].variant.plain_command.is_empty());
+}

@@ -107,6 +107,10 @@ pub struct Variant {
     /// Names in `env` that only switch on instrumentation (profiling); eval strips them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub instrumentation: Vec<String>,
+    /// The command without the profiler's arguments and wrapper, when `command` ran with
+    /// them (`katlas collect --profile`): what a measurement must run instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plain_command: Vec<String>,
     /// Declared variant knobs (what an A/B is allowed to differ in).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub knobs: BTreeMap<String, String>,

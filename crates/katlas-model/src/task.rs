@@ -165,6 +165,9 @@ pub struct Bench {
     /// Env names removed from the row's env because they only switch on instrumentation.
     #[serde(default)]
     pub stripped_env: Vec<String>,
+    /// Profiler arguments and wrapper words removed from the row's command.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stripped_args: Vec<String>,
     /// Metric to read from each run's output.
     pub metric: String,
     #[serde(default)]
