@@ -147,3 +147,32 @@ fn sixteen_concurrent_imports_of_the_same_file_write_200_rows() {
     let unique: std::collections::HashSet<&&str> = ids.iter().collect();
     assert_eq!((ids.len(), unique.len()), (200, 200));
 }
+
+#[test]
+fn parse_reads_stdin_streamed_and_bounded() {
+    use std::io::Write;
+    // The 24-byte trace that used to hang, on stdin: an error naming the offset, quickly.
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_katlas"))
+        .args(["parse", "torch-trace", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(br#"{"traceEvents":[{"a":[}]}"#).unwrap();
+    let o = c.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("<stdin>:1:"), "{}", String::from_utf8_lossy(&o.stderr));
+    // Gzipped stdin is decompressed like a .gz file.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(b"tok_s=5\n").unwrap();
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_katlas"))
+        .args(["parse", "kv", "-", "--format", "json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(&gz.finish().unwrap()).unwrap();
+    let o = c.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\"tok_s\""), "{}", String::from_utf8_lossy(&o.stdout));
+}

@@ -66,9 +66,9 @@ pub fn run(args: &ParseArgs, ctx: &Ctx) -> CmdResult {
         drop_counters: Vec::new(),
     };
     let mut out = if file.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
-        parse_with(parser, Input::Text { text: &text, source: "<stdin>" }, &opts)
+        // Streamed and bounded like a file (gzip detected, line and input caps).
+        let mut stdin = std::io::stdin().lock();
+        parse_with(parser, Input::Reader { reader: &mut stdin, source: "<stdin>" }, &opts)
     } else {
         let path = ctx.resolve(file);
         if !path.exists() {
