@@ -11,7 +11,11 @@ use katlas_model::ledger::{Goal, Verdict};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-const SPIN: &str = env!("CARGO_BIN_EXE_katlas-eval-spin");
+/// The worker; `KATLAS_EVAL_SPIN` names another copy (the bench binary run on a machine
+/// without this build tree).
+fn spin() -> String {
+    std::env::var("KATLAS_EVAL_SPIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_katlas-eval-spin").to_string())
+}
 const ITERS: &str = "2000000";
 
 struct Tally {
@@ -36,7 +40,7 @@ fn evals(dir: &std::path::Path, tag: &str, factor: f64, jitter: f64, plan: &Plan
         let side = |label: &str, f: f64| Side {
             label: label.into(),
             name: label.into(),
-            argv: vec![SPIN.into(), "--iters".into(), ITERS.into(), "--factor".into(), f.to_string(), "--jitter".into(), jitter.to_string()],
+            argv: vec![spin(), "--iters".into(), ITERS.into(), "--factor".into(), f.to_string(), "--jitter".into(), jitter.to_string()],
             env: BTreeMap::new(),
             cwd: std::env::temp_dir(),
         };

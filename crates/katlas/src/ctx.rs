@@ -55,8 +55,13 @@ impl From<katlas_corpus::StoreError> for CliError {
 }
 
 impl From<std::io::Error> for CliError {
+    /// A full disk or a read-only filesystem is the environment (3), not bad input.
     fn from(e: std::io::Error) -> Self {
-        Self::bad_input(e)
+        use std::io::ErrorKind::*;
+        match e.kind() {
+            StorageFull | ReadOnlyFilesystem | QuotaExceeded => Self::missing_env(e),
+            _ => Self::bad_input(e),
+        }
     }
 }
 

@@ -96,6 +96,18 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // A report that cannot be written (`> /dev/full`, a closed terminal) is an error with a
+    // clean exit code (3: the environment), not a panic. A closed pipe ends quietly (above).
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info.payload().downcast_ref::<String>().map(String::as_str).or_else(|| info.payload().downcast_ref::<&str>().copied()).unwrap_or("");
+        if msg.starts_with("failed printing to std") {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "katlas: error: {msg}");
+            std::process::exit(i32::from(ctx::exit::MISSING_ENV));
+        }
+        default_hook(info);
+    }));
     let cli = Cli::parse();
     let mut ctx = Ctx::new(cli.project.clone());
     ctx.yes = cli.yes;

@@ -303,7 +303,12 @@ fn check_programs(sides: &[SideInput]) -> Result<(), CliError> {
             _ => true,
         };
         if simple && katlas_eval::eval::resolve_binary(&s.side).is_none() {
-            return Err(CliError::missing_env(format!("{}: program `{}` not found", s.side.name, s.side.argv.first().map(String::as_str).unwrap_or(""))));
+            // Name the program the user wrote, not the `sh` that runs it.
+            let prog = match s.side.argv.as_slice() {
+                [sh, c, cmd] if sh == "sh" && c == "-c" => cmd.split_whitespace().find(|w| *w != "exec" && !w.contains('=')).unwrap_or(cmd).to_string(),
+                v => v.first().cloned().unwrap_or_default(),
+            };
+            return Err(CliError::missing_env(format!("{}: program `{prog}` not found", s.side.name)));
         }
     }
     Ok(())

@@ -160,6 +160,18 @@ fn scan(a: &ScanArgs, ctx: &Ctx) -> CmdResult {
     };
     let paths: Vec<PathBuf> = a.paths.iter().map(|p| ctx.resolve(p)).collect();
     let mut m = katlas_isa::scan(&paths, opts).map_err(scan_failure)?;
+    // Nothing to report on is bad input (a README, /dev/zero, a sparse file), whether or
+    // not a reader complained; no empty manifest is written.
+    if m.objects.is_empty() {
+        for e in &m.errors {
+            eprintln!("katlas: {}: {}: {}", crate::output::printable(&e.path), crate::output::printable(&e.chain), crate::output::printable(&e.message));
+        }
+        return Err(CliError::bad_input(format!(
+            "no code object found in {} ({} read error(s)); give ELF code objects, offload bundles, fatbins or the libraries that hold them",
+            a.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+            m.errors.len()
+        )));
+    }
     let stamp = m.created_at.replace([':', '-'], "");
     let manifest_path = match (&a.output, a.export) {
         (Some(o), None) => Some(ctx.resolve(o)),
@@ -193,14 +205,9 @@ fn scan(a: &ScanArgs, ctx: &Ctx) -> CmdResult {
         }
         fmt => print_scan_text(&m, fmt, manifest_path.as_deref(), export_path.as_deref()),
     }
-    let unreadable = m.objects.is_empty() && !m.errors.is_empty();
-    let n_errors = m.errors.len();
     // the process ends here: freeing every kernel's record one by one (rocSPARSE: 88k) would
     // only delay the exit
     std::mem::forget(m);
-    if unreadable {
-        return Err(CliError::bad_input(format!("no code object could be read ({n_errors} errors)")));
-    }
     Ok(ExitCode::SUCCESS)
 }
 
