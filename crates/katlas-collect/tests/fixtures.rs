@@ -315,3 +315,15 @@ fn torch_trace_phases_and_bad_events() {
     let e = parse("torch-trace", Input::Text { text: &text[..200], source: "cut.json" }).unwrap_err();
     assert!(e.to_string().contains("truncated"), "{e}");
 }
+
+#[test]
+fn ncu_launch_without_a_numeric_duration_is_kept_visible() {
+    // Silent wrong values (issue 15): a launch whose duration is `n/a` used to count as a call
+    // with no time, lowering the kernel's mean with nothing on the record.
+    let text = "\"ID\",\"Kernel Name\",\"Block Size\",\"Grid Size\",\"gpu__time_duration.sum\"\n\"\",\"\",\"\",\"\",\"usecond\"\n\"0\",\"k\",\"(128, 1, 1)\",\"(4, 1, 1)\",\"1.50\"\n\"1\",\"k\",\"(128, 1, 1)\",\"(4, 1, 1)\",\"n/a\"\n";
+    let o = parse("ncu-csv", Input::Text { text, source: "n.csv" }).unwrap();
+    let k = &o.phases[0].kernels[0];
+    assert_eq!(k.calls, 2);
+    assert_eq!(k.extra["untimed_calls"], 1, "{:?}", k.extra);
+    assert!(o.warnings.iter().any(|w| w.contains("n.csv:4") && w.contains("not a number")), "{:?}", o.warnings);
+}

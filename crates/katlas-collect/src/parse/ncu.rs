@@ -156,7 +156,16 @@ pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<
         }
         match val(time_c) {
             Some(ns) => k.add_duration(ns / 1000.0),
-            None => k.add_call(),
+            None => {
+                k.add_call();
+                // A launch whose duration is there but not a number would count as a call
+                // with no time and lower the kernel's mean: keep the count on the record.
+                if let Some(raw) = time_c.and_then(|i| field(&rec, Some(i))) {
+                    let n = k.sample.extra.get("untimed_calls").and_then(|v| v.as_u64()).unwrap_or(0);
+                    k.sample.extra.insert("untimed_calls".into(), json!(n + 1));
+                    out.warnings.push(format!("{source}:{line}: {}: not a number ({raw:?}); the launch counts as a call with no time (untimed_calls)", h.names[time_c.unwrap()]));
+                }
+            }
         }
         if let (Some(a), Some(b)) = (val(rd_c), val(wr_c)) {
             k.add_bytes(a + b);
