@@ -1,0 +1,199 @@
+//! The hostile-input suite's mutation driver for every output and profiler parser
+//! (issue 15): 10,000 mutated inputs per parser, made from real samples (hipfire outputs,
+//! rocprofv3 CSVs, an ncu CSV, a torch trace slice, rows), each under a time bound
+//! (no input may take 5 s) and the whole run under a memory bound (peak RSS < 1 GiB).
+//! Any panic, hang or breach fails the test naming the parser, the input's number and seed,
+//! and leaves the input in `target/mutation-failures/` to reproduce. A new parser in the
+//! registry (`katlas_collect::parse::PARSERS`) is driven without editing this file.
+
+use katlas_collect::parse::{parse_with, Input, ParserOptions, PARSERS};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const INPUTS: usize = 10_000;
+const HANG: Duration = Duration::from_secs(5);
+const RSS_LIMIT_KB: u64 = 1 << 20;
+
+/// SplitMix64: seeded, so every failure is reproducible from its number.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// One to four structural mutations of `seed`: bit flips, syntax bytes, huge numbers,
+/// splices, deletions, duplications, truncation.
+fn mutate(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
+    const SYNTAX: &[u8] = b"{}[]\",:\n\r\t=-.e9\\\0\xff";
+    let mut d = seed.to_vec();
+    for _ in 0..1 + rng.below(4) {
+        let len = d.len().max(1);
+        let at = rng.below(len);
+        match rng.below(8) {
+            0 if !d.is_empty() => {
+                let i = at.min(d.len() - 1);
+                d[i] ^= 1 << rng.below(8);
+            }
+            1 if !d.is_empty() => {
+                let i = at.min(d.len() - 1);
+                d[i] = SYNTAX[rng.below(SYNTAX.len())];
+            }
+            2 => {
+                let big: &[&[u8]] = &[b"99999999999999999999999", b"-1", b"1e308", b"NaN", b"inf", b"4294967296", b"\"\"\"", b"[[[[[[[[", b"{{{{{{{{"];
+                let s = big[rng.below(big.len())];
+                d.splice(at.min(d.len())..at.min(d.len()), s.iter().copied());
+            }
+            3 if d.len() > 2 => {
+                let from = rng.below(d.len());
+                let n = rng.below(64.min(d.len() - from)) + 1;
+                let chunk: Vec<u8> = d[from..from + n].to_vec();
+                d.splice(at.min(d.len())..at.min(d.len()), chunk);
+            }
+            4 if d.len() > 2 => {
+                let n = rng.below(64.min(d.len() - at.min(d.len() - 1))) + 1;
+                let s = at.min(d.len() - 1);
+                d.drain(s..(s + n).min(d.len()));
+            }
+            5 => d.truncate(at),
+            6 if !d.is_empty() => {
+                // A line repeated many times (tables, CSV rows).
+                let s = at.min(d.len() - 1);
+                let line_end = d[s..].iter().position(|b| *b == b'\n').map(|p| s + p + 1).unwrap_or(d.len());
+                let line = d[s..line_end].to_vec();
+                for _ in 0..rng.below(50) {
+                    d.splice(line_end..line_end, line.iter().copied());
+                }
+            }
+            _ => d.push(SYNTAX[rng.below(SYNTAX.len())]),
+        }
+    }
+    d
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// Real samples for each parser, cut to a few KiB so 10,000 mutations stay quick.
+fn seeds(parser: &str) -> Vec<Vec<u8>> {
+    let read = |rel: &str| std::fs::read(fixtures().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let cut = |mut v: Vec<u8>, n: usize| {
+        v.truncate(n);
+        v
+    };
+    let torch = {
+        use std::io::Read;
+        let f = std::fs::File::open(fixtures().join("h200/torch_llama_decode_trace.json.gz")).unwrap();
+        let mut s = Vec::new();
+        flate2::read::GzDecoder::new(f).take(6_000).read_to_end(&mut s).unwrap();
+        // A valid document: the first events of the real trace, closed.
+        let text = String::from_utf8_lossy(&s);
+        let last = text.rfind("}, {").or_else(|| text.rfind("},{")).unwrap_or(text.len());
+        format!("{}}}]}}", &text[..last]).into_bytes()
+    };
+    let mut all = vec![
+        read("hipfire/bench_ar_profile.txt"),
+        read("hipfire/dflash_demo.txt"),
+        read("rocprofv3/kernel_trace.csv"),
+        read("rocprofv3/counter_collection.csv"),
+        cut(read("h200/ncu_llama_raw.csv"), 8_000),
+        cut(read("hipfire/atlas_rows_v0.jsonl"), 4_000),
+        torch,
+    ];
+    // The parser's own format first, so most mutations reach deep into it.
+    let own = match parser {
+        "hipfire-bench" => 0,
+        "hipfire-dflash" => 1,
+        "rocprofv3-kernel-trace" | "rocprof-v1" => 2,
+        "rocprofv3-counters" => 3,
+        "ncu-csv" => 4,
+        "json-lines" | "katlas-rows" | "kv" => 5,
+        "torch-trace" => 6,
+        _ => 0,
+    };
+    all.swap(0, own);
+    all
+}
+
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn save_failure(parser: &str, n: usize, data: &[u8]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mutation-failures");
+    let _ = std::fs::create_dir_all(&dir);
+    let p = dir.join(format!("{parser}-{n}.bin"));
+    let _ = std::fs::write(&p, data);
+    p
+}
+
+#[test]
+fn every_parser_survives_10000_hostile_inputs() {
+    let mut report = Vec::new();
+    let before = std::panic::take_hook();
+    // Panics are counted and reported below, not printed 10,000 times.
+    std::panic::set_hook(Box::new(|_| {}));
+    for (name, _, _) in PARSERS {
+        let name = name.to_string();
+        let seeds = seeds(&name);
+        let done = Arc::new(AtomicUsize::new(0));
+        let panics: Arc<Mutex<Vec<(usize, Vec<u8>)>>> = Arc::default();
+        let current: Arc<Mutex<Vec<u8>>> = Arc::default();
+        let (d, p, c, n) = (done.clone(), panics.clone(), current.clone(), name.clone());
+        let worker = std::thread::spawn(move || {
+            let mut rng = Rng(0x6b61_746c_6173 ^ n.len() as u64);
+            for i in 0..INPUTS {
+                let input = mutate(&seeds[i % seeds.len()], &mut rng);
+                *c.lock().unwrap() = input.clone();
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let mut cur = std::io::Cursor::new(input.as_slice());
+                    let _ = parse_with(&n, Input::Reader { reader: &mut cur, source: "mutated" }, &ParserOptions::default());
+                }));
+                if r.is_err() {
+                    p.lock().unwrap().push((i, input));
+                }
+                d.store(i + 1, Ordering::SeqCst);
+            }
+        });
+        let t0 = Instant::now();
+        let (mut last, mut since) = (0, Instant::now());
+        while done.load(Ordering::SeqCst) < INPUTS {
+            std::thread::sleep(Duration::from_millis(20));
+            let now = done.load(Ordering::SeqCst);
+            if now != last {
+                (last, since) = (now, Instant::now());
+            } else if since.elapsed() > HANG {
+                let p = save_failure(&name, now, &current.lock().unwrap());
+                panic!("{name}: input #{now} did not finish in {HANG:?} (saved to {})", p.display());
+            }
+        }
+        worker.join().unwrap();
+        let panics = panics.lock().unwrap();
+        if let Some((i, data)) = panics.first() {
+            let p = save_failure(&name, *i, data);
+            std::panic::set_hook(before);
+            panic!("{name}: {} of {INPUTS} inputs panicked; first #{i} (saved to {})", panics.len(), p.display());
+        }
+        report.push(format!("{name}: {INPUTS} inputs, 0 panics, 0 hangs, {:.1} s", t0.elapsed().as_secs_f64()));
+    }
+    std::panic::set_hook(before);
+    let rss = peak_rss_kb();
+    for r in &report {
+        eprintln!("{r}");
+    }
+    eprintln!("peak RSS {} MiB", rss / 1024);
+    assert!(rss < RSS_LIMIT_KB, "peak RSS {} MiB breaches the 1 GiB bound", rss / 1024);
+}

@@ -1,0 +1,165 @@
+//! The hostile-input suite's mutation driver for every code-object container katlas reads
+//! (issue 15): 10,000 mutated inputs per container format (AMD HSACO ELF, clang offload
+//! bundle, compressed CCOB with zstd and zlib, HIP fat binary, host object with an embedded
+//! bundle, NVIDIA cubins for sm_80/sm_90/sm_90a, a CUDA fatbin), built from the committed
+//! fixtures, through `katlas_isa::scan_bytes` — the native readers (ELF, notes, msgpack,
+//! kernel descriptors, `.nv.info`, decompression). No input may panic, take 5 s, or push the
+//! peak RSS past 1 GiB; a failure names the format, the input's number and saves it.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const INPUTS: usize = 10_000;
+const HANG: Duration = Duration::from_secs(5);
+const RSS_LIMIT_KB: u64 = 1 << 20;
+
+/// SplitMix64: seeded, so every failure is reproducible from its number.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// One to four structural mutations of `seed`: bit flips, syntax bytes, huge numbers,
+/// splices, deletions, duplications, truncation.
+fn mutate(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
+    const SYNTAX: &[u8] = b"{}[]\",:\n\r\t=-.e9\\\0\xff";
+    let mut d = seed.to_vec();
+    for _ in 0..1 + rng.below(4) {
+        let len = d.len().max(1);
+        let at = rng.below(len);
+        match rng.below(8) {
+            0 if !d.is_empty() => {
+                let i = at.min(d.len() - 1);
+                d[i] ^= 1 << rng.below(8);
+            }
+            1 if !d.is_empty() => {
+                let i = at.min(d.len() - 1);
+                d[i] = SYNTAX[rng.below(SYNTAX.len())];
+            }
+            2 => {
+                let big: &[&[u8]] = &[b"99999999999999999999999", b"-1", b"1e308", b"NaN", b"inf", b"4294967296", b"\"\"\"", b"[[[[[[[[", b"{{{{{{{{"];
+                let s = big[rng.below(big.len())];
+                d.splice(at.min(d.len())..at.min(d.len()), s.iter().copied());
+            }
+            3 if d.len() > 2 => {
+                let from = rng.below(d.len());
+                let n = rng.below(64.min(d.len() - from)) + 1;
+                let chunk: Vec<u8> = d[from..from + n].to_vec();
+                d.splice(at.min(d.len())..at.min(d.len()), chunk);
+            }
+            4 if d.len() > 2 => {
+                let n = rng.below(64.min(d.len() - at.min(d.len() - 1))) + 1;
+                let s = at.min(d.len() - 1);
+                d.drain(s..(s + n).min(d.len()));
+            }
+            5 => d.truncate(at),
+            6 if !d.is_empty() => {
+                // A line repeated many times (tables, CSV rows).
+                let s = at.min(d.len() - 1);
+                let line_end = d[s..].iter().position(|b| *b == b'\n').map(|p| s + p + 1).unwrap_or(d.len());
+                let line = d[s..line_end].to_vec();
+                for _ in 0..rng.below(50) {
+                    d.splice(line_end..line_end, line.iter().copied());
+                }
+            }
+            _ => d.push(SYNTAX[rng.below(SYNTAX.len())]),
+        }
+    }
+    d
+}
+
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn save_failure(format: &str, n: usize, data: &[u8]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mutation-failures");
+    let _ = std::fs::create_dir_all(&dir);
+    let p = dir.join(format!("isa-{format}-{n}.bin"));
+    let _ = std::fs::write(&p, data);
+    p
+}
+
+#[test]
+fn every_container_survives_10000_hostile_inputs() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let formats = [
+        "kernels.gfx1201.hsaco",
+        "kernels.ccob",
+        "kernels.zlib.ccob",
+        "kernels.hipfb",
+        "kernels.host.o",
+        "kernels.sm_80.cubin",
+        "kernels.sm_90.cubin",
+        "kernels.sm_90a.cubin",
+        "kernels.fatbin",
+    ];
+    let before = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut report = Vec::new();
+    for f in formats {
+        let seed = std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        let (objects, _) = katlas_isa::scan_bytes(f, seed.clone());
+        assert!(!objects.is_empty(), "{f}: the unmutated fixture must read");
+        let done = Arc::new(AtomicUsize::new(0));
+        let panics: Arc<Mutex<Vec<(usize, Vec<u8>)>>> = Arc::default();
+        let current: Arc<Mutex<Vec<u8>>> = Arc::default();
+        let (d, p, c) = (done.clone(), panics.clone(), current.clone());
+        let name = f.to_string();
+        let worker = std::thread::spawn(move || {
+            let mut rng = Rng(0x6b61_746c_6173 ^ name.len() as u64);
+            for i in 0..INPUTS {
+                let input = mutate(&seed, &mut rng);
+                *c.lock().unwrap() = input.clone();
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let _ = katlas_isa::scan_bytes(&name, input.clone());
+                }));
+                if r.is_err() {
+                    p.lock().unwrap().push((i, input));
+                }
+                d.store(i + 1, Ordering::SeqCst);
+            }
+        });
+        let t0 = Instant::now();
+        let (mut last, mut since) = (0, Instant::now());
+        while done.load(Ordering::SeqCst) < INPUTS {
+            std::thread::sleep(Duration::from_millis(20));
+            let now = done.load(Ordering::SeqCst);
+            if now != last {
+                (last, since) = (now, Instant::now());
+            } else if since.elapsed() > HANG {
+                let p = save_failure(f, now, &current.lock().unwrap());
+                panic!("{f}: input #{now} did not finish in {HANG:?} (saved to {})", p.display());
+            }
+        }
+        worker.join().unwrap();
+        let panics = panics.lock().unwrap();
+        if let Some((i, data)) = panics.first() {
+            let p = save_failure(f, *i, data);
+            std::panic::set_hook(before);
+            panic!("{f}: {} of {INPUTS} inputs panicked; first #{i} (saved to {})", panics.len(), p.display());
+        }
+        report.push(format!("{f}: {INPUTS} inputs, 0 panics, 0 hangs, {:.1} s", t0.elapsed().as_secs_f64()));
+    }
+    std::panic::set_hook(before);
+    for r in &report {
+        eprintln!("{r}");
+    }
+    let rss = peak_rss_kb();
+    eprintln!("peak RSS {} MiB", rss / 1024);
+    assert!(rss < RSS_LIMIT_KB, "peak RSS {} MiB breaches the 1 GiB bound", rss / 1024);
+}
