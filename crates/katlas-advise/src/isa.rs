@@ -113,12 +113,17 @@ impl IsaManifest {
         let text = std::fs::read_to_string(path).map_err(|e| AdviseError::io(path, e))?;
         let shown = path.display().to_string();
         let mut de = serde_json::Deserializer::from_str(&text);
-        let value: serde_json::Value =
+        let mut value: serde_json::Value =
             serde::Deserialize::deserialize(&mut de).map_err(|e| AdviseError::input(&shown, format!("line {} column {}: {e}", e.line(), e.column())))?;
+        // hipfire's own manifest (scripts/kernel_atlas.py), converted to the fields read here.
+        use katlas_model::hipfire::isa::{is_isa_v0, to_katlas_isa, HIPFIRE_ISA_V0};
+        if is_isa_v0(&value) {
+            value = to_katlas_isa(&value).map_err(|e| AdviseError::input(&shown, e))?;
+        }
         match value.get("schema").and_then(|s| s.as_str()) {
             Some(ISA_SCHEMA) => {}
-            Some(other) => return Err(AdviseError::input(&shown, format!("field `schema`: expected `{ISA_SCHEMA}`, found `{other}`"))),
-            None => return Err(AdviseError::input(&shown, format!("field `schema`: missing (expected `{ISA_SCHEMA}`)"))),
+            Some(other) => return Err(AdviseError::input(&shown, format!("field `schema`: expected `{ISA_SCHEMA}` or `{HIPFIRE_ISA_V0}`, found `{other}`"))),
+            None => return Err(AdviseError::input(&shown, format!("field `schema`: missing (expected `{ISA_SCHEMA}` or `{HIPFIRE_ISA_V0}`)"))),
         }
         let mut m: IsaManifest = typed(value, &shown)?;
         m.path = shown;

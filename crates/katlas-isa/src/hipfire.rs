@@ -2,12 +2,37 @@
 //! hipfire's atlas can read a katlas scan. The shape (top-level counts, per-object
 //! `bundle_targets`/`amdhsa_target`/`instruction_summary`, and the 13 kernel fields hipfire
 //! keeps) follows hipfire's `kernel_atlas` script; katlas fills it from its own parse.
+//!
+//! Category counts use hipfire's names (its `isa_category`): katlas's `vmem_load` and
+//! `vmem_store` are hipfire's one `vmem`, which its fit view and VMEM rule read; katlas's own
+//! split is kept beside them as `katlas_category_counts`, which hipfire ignores.
 
 use crate::manifest::{CodeObject, IsaManifest, Vendor};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
 pub const SCHEMA: &str = "hipfire.kernel_atlas.isa.v0";
+
+/// The category names hipfire's `isa_category` gives (`scripts/kernel_atlas.py`).
+pub const PEER_CATEGORIES: [&str; 11] = ["matrix", "dot", "vmem", "smem", "lds", "branch", "wait", "salu", "valu", "export", "other"];
+
+/// hipfire's name for a katlas category (see [`crate::mix::amd_category`] and
+/// [`crate::mix::sass_category`]); a name hipfire has no counterpart for is its `other`.
+pub fn peer_category(katlas: &str) -> &'static str {
+    match katlas {
+        "vmem_load" | "vmem_store" | "vmem" => "vmem",
+        "matrix" => "matrix",
+        "dot" => "dot",
+        "smem" => "smem",
+        "lds" => "lds",
+        "branch" => "branch",
+        "wait" => "wait",
+        "salu" => "salu",
+        "valu" => "valu",
+        "export" => "export",
+        _ => "other",
+    }
+}
 
 /// The kernel fields hipfire keeps, in its own names.
 pub const KERNEL_FIELDS: [&str; 13] = [
@@ -55,6 +80,7 @@ fn object(o: &CodeObject) -> Value {
         .collect();
     let mut opcodes: BTreeMap<String, u64> = BTreeMap::new();
     let mut categories: BTreeMap<String, u64> = BTreeMap::new();
+    let mut katlas_categories: BTreeMap<String, u64> = BTreeMap::new();
     let mut total = 0u64;
     let mut symbols = Vec::new();
     for k in &o.kernels {
@@ -65,7 +91,8 @@ fn object(o: &CodeObject) -> Value {
                 *opcodes.entry(a.to_string()).or_default() += b;
             }
             for (a, b) in &m.categories {
-                *categories.entry(a.to_string()).or_default() += b;
+                *categories.entry(peer_category(a).to_string()).or_default() += b;
+                *katlas_categories.entry(a.to_string()).or_default() += b;
             }
         }
     }
@@ -86,6 +113,7 @@ fn object(o: &CodeObject) -> Value {
             "kernel_symbols": symbols,
             "opcode_counts": opcodes,
             "category_counts": categories,
+            "katlas_category_counts": katlas_categories,
         },
         "tool_errors": tool_errors,
         "katlas_chain": o.chain_text,
@@ -105,4 +133,106 @@ pub fn export(m: &IsaManifest) -> Value {
         "instruction_count": instruction_count,
         "objects": objects,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::InstructionMix;
+    use std::collections::BTreeSet;
+
+    /// hipfire's script, from the repository's snapshot of it.
+    fn peer_script() -> String {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hipfire-tree/scripts/kernel_atlas.py");
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e} (the repository's fixtures/ are required)", p.display()))
+    }
+
+    /// The body of `def NAME(...)` in the script, up to the next top-level `def`.
+    fn function<'a>(script: &'a str, name: &str) -> &'a str {
+        let start = script.find(&format!("\ndef {name}(")).unwrap_or_else(|| panic!("kernel_atlas.py has no def {name}"));
+        let rest = &script[start + 1..];
+        let end = rest[1..].find("\ndef ").map_or(rest.len(), |e| e + 1);
+        &rest[..end]
+    }
+
+    /// Quoted names after `marker` in `text` (`return "vmem"`, `categories.get("vmem"`).
+    fn quoted_after(text: &str, marker: &str) -> BTreeSet<String> {
+        text.match_indices(marker).filter_map(|(i, _)| text[i + marker.len()..].split('"').next().map(str::to_string)).collect()
+    }
+
+    /// Every opcode class katlas's categorisers produce, AMD and NVIDIA.
+    fn every_katlas_category() -> BTreeSet<&'static str> {
+        let amd = [
+            "v_mfma_f32_16x16x16f16",
+            "v_wmma_f32_16x16x16_f16",
+            "v_dot2_f32_f16",
+            "ds_read_b32",
+            "global_load_dwordx4",
+            "global_store_dword",
+            "buffer_atomic_add",
+            "image_sample",
+            "s_load_dwordx2",
+            "s_cbranch_scc1",
+            "s_waitcnt",
+            "s_wait_loadcnt",
+            "s_barrier",
+            "s_nop",
+            "s_endpgm",
+            "s_mov_b32",
+            "v_add_f32",
+            "exp",
+            "tbuffer_load_format_x",
+            "scratch_store_dword",
+        ];
+        let nv = ["HMMA", "IDP4A", "LDG", "STG", "LDC", "LDS", "BRA", "BAR", "NOP", "UIADD3", "FFMA"];
+        amd.iter().map(|o| crate::mix::amd_category(o)).chain(nv.iter().map(|o| crate::mix::sass_category(o))).collect()
+    }
+
+    #[test]
+    fn exported_categories_are_the_peers() {
+        let script = peer_script();
+        // kernel_atlas.py `isa_category` (the names its manifests hold) and
+        // `observed_category_counts` (the names its fit view and rules read).
+        let produced = quoted_after(function(&script, "isa_category"), "return \"");
+        let read = quoted_after(function(&script, "observed_category_counts"), "categories.get(\"");
+        assert!(read.contains("vmem") && produced.contains("vmem"), "peer script changed: produced {produced:?}, read {read:?}");
+        assert_eq!(produced, PEER_CATEGORIES.iter().map(|s| s.to_string()).collect(), "PEER_CATEGORIES no longer matches isa_category");
+
+        // A kernel whose mix holds every category katlas ever writes.
+        let cats = every_katlas_category();
+        assert!(cats.contains("vmem_load") && cats.contains("vmem_store"), "{cats:?}");
+        let mut m: IsaManifest = serde_json::from_value(serde_json::json!({
+            "schema": "katlas.isa.v1", "created_at": "2026-01-01T00:00:00Z", "tool": "katlas", "tool_version": "0", "inputs": [],
+            "objects": [], "errors": [], "disassemblers": [], "summary": {"files": 0, "bytes": 0, "objects": 0, "kernels": 0, "errors": 0, "elapsed_ms": 0}
+        }))
+        .unwrap_or_else(|e| panic!("minimal manifest: {e}"));
+        let mut o: CodeObject = serde_json::from_value(serde_json::json!({
+            "path": "k.hsaco", "chain": ["k.hsaco", "elf"], "chain_text": "k.hsaco › elf", "md5": "0", "size": 0, "vendor": "amd",
+            "format": "amdgpu-elf", "target": "amdgcn-amd-amdhsa--gfx1100", "arch": "gfx1100", "kernels": [
+                {"name": "k", "symbol": "k.kd", "resources": {}}
+            ]
+        }))
+        .unwrap_or_else(|e| panic!("minimal object: {e}"));
+        let mut mix = InstructionMix::default();
+        for (i, c) in cats.iter().enumerate() {
+            mix.categories.insert(std::borrow::Cow::Borrowed(*c), i as u64 + 1);
+            mix.total += i as u64 + 1;
+        }
+        o.kernels[0].mix = Some(mix);
+        m.objects.push(o);
+        let h = export(&m);
+        let summary = &h["objects"][0]["instruction_summary"];
+        let exported: BTreeSet<String> = summary["category_counts"].as_object().unwrap().keys().cloned().collect();
+        for c in &exported {
+            assert!(produced.contains(c), "exported category `{c}` is not one of hipfire's ({produced:?})");
+        }
+        // Every katlas category but `other` lands on a name the peer's fit view reads.
+        for c in cats.iter().filter(|c| **c != "other") {
+            assert!(read.contains(peer_category(c)), "katlas `{c}` → `{}`, which observed_category_counts never reads", peer_category(c));
+        }
+        let vmem = summary["katlas_category_counts"]["vmem_load"].as_u64().unwrap() + summary["katlas_category_counts"]["vmem_store"].as_u64().unwrap();
+        assert_eq!(summary["category_counts"]["vmem"].as_u64(), Some(vmem), "{summary}");
+        let sum: u64 = summary["category_counts"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(sum, summary["instruction_count"].as_u64().unwrap(), "renaming neither drops nor doubles a count");
+    }
 }

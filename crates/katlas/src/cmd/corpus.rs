@@ -1,4 +1,4 @@
-//! `katlas corpus ls|show|validate|import`.
+//! `katlas corpus ls|show|validate|import|export`.
 
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{fmt_num, fmt_opt, paint, print_json, table, Format, FormatArg};
@@ -20,6 +20,8 @@ pub enum CorpusCmd {
     Validate(ValidateArgs),
     /// Import rows: hipfire.kernel_atlas.v0 or katlas.row.v1, as a JSON document or JSONL.
     Import(ImportArgs),
+    /// Export rows as JSON lines in another format (hipfire.kernel_atlas.v0 for hipfire's Atlas).
+    Export(ExportArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -91,6 +93,7 @@ pub fn run(cmd: &CorpusCmd, ctx: &Ctx) -> CmdResult {
         CorpusCmd::Show(a) => show(a, ctx),
         CorpusCmd::Validate(a) => validate(a, ctx),
         CorpusCmd::Import(a) => import(a, ctx),
+        CorpusCmd::Export(a) => export(a, ctx),
     }
 }
 
@@ -528,6 +531,74 @@ fn import(a: &ImportArgs, ctx: &Ctx) -> CmdResult {
                 println!("  {n} → {}", dest.display());
             }
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// hipfire's `hipfire.kernel_atlas.v0` rows, as its `scripts/kernel_atlas.py` reads them.
+    #[value(name = "hipfire-v0")]
+    HipfireV0,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// Only rows whose id starts with one of these (default: every row).
+    pub ids: Vec<String>,
+    #[command(flatten)]
+    pub source: Source,
+    /// Format of the exported rows.
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Write the JSON lines to this file (replaced) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[arg(long)]
+    pub workload: Option<String>,
+    #[arg(long)]
+    pub phase: Option<String>,
+    /// ok or error.
+    #[arg(long)]
+    pub status: Option<String>,
+    #[arg(long)]
+    pub arch: Option<String>,
+}
+
+/// Rows as JSON lines in another format: each a document on its own line, keys sorted. A row
+/// imported from hipfire v0 comes back as the document it was imported from.
+fn export(a: &ExportArgs, ctx: &Ctx) -> CmdResult {
+    let report = load_rows(&a.source, ctx)?;
+    let rows: Vec<&Row> = report
+        .records
+        .iter()
+        .map(|r| &r.record)
+        .filter(|r| a.ids.is_empty() || a.ids.iter().any(|p| r.id.starts_with(p.as_str())))
+        .filter(|r| a.workload.as_deref().is_none_or(|w| r.workload == w))
+        .filter(|r| a.phase.as_deref().is_none_or(|p| r.phase == p))
+        .filter(|r| a.arch.as_deref().is_none_or(|x| r.arch.as_deref() == Some(x)))
+        .filter(|r| {
+            a.status.as_deref().is_none_or(|s| match r.status {
+                Status::Ok => s == "ok",
+                Status::Error => s == "error",
+            })
+        })
+        .collect();
+    let mut text = String::new();
+    for r in &rows {
+        let doc = match a.format {
+            ExportFormat::HipfireV0 => hipfire::export_v0(r),
+        };
+        text.push_str(&serde_json::to_string(&doc).expect("a JSON value serialises"));
+        text.push('\n');
+    }
+    match &a.output {
+        Some(o) => {
+            let path = ctx.resolve(o);
+            katlas_fs::write_atomic(&path, text.as_bytes()).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
+            println!("{} row(s) exported to {}", rows.len(), path.display());
+        }
+        None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
 }
