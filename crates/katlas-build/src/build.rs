@@ -6,7 +6,7 @@
 //! identity, flags, atom, source and every transitively included file), `out/<atom>/<name>.{hsaco,cubin}`,
 //! `logs/<atom>/<name>.log`, `manifest.json` (all current outputs) and `last.json` (this report).
 
-use crate::compiler::{Compiler, CompilerId};
+use crate::compiler::{Compiler, CompilerId, Kind, FETCH_HIP_HEADERS};
 use crate::config::Settings;
 use crate::error::{BuildError, Result};
 use crate::includes::includes;
@@ -109,6 +109,25 @@ pub struct BuildReport {
     pub isa_errors: Vec<String>,
 }
 
+/// A (file, atom) pair resolution picked but a `[[build.rule]]` keeps from compiling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub atom: String,
+    pub kernel: String,
+    pub file: String,
+    /// The rule's `reason`, else its patterns.
+    pub reason: String,
+}
+
+/// True when the source or a file it includes (quoted) includes a `hip/…` header: it needs
+/// real HIP headers, which a bare clang does not have.
+pub fn needs_hip_headers(src: &Path, include_dirs: &[PathBuf]) -> bool {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| regex::Regex::new(r#"(?m)^[ \t]*#[ \t]*include[ \t]*[<"]hip/"#).expect("valid regex"));
+    let inc = includes(src, include_dirs);
+    std::iter::once(src.to_path_buf()).chain(inc.files).any(|f| std::fs::read(&f).is_ok_and(|b| re.is_match(&String::from_utf8_lossy(&b))))
+}
+
 struct Planned<'a> {
     res: Resolution,
     src: &'a Source,
@@ -139,6 +158,9 @@ fn cache_key(s: &Settings, c: &Compiler, atom: &str, flags: &[String], src: &Sou
     for m in &inc.missing {
         line(&mut h, &format!("missing {m}"));
     }
+    if let Some(hh) = c.hip_headers.as_ref().filter(|_| flags.iter().any(|f| f.starts_with("--rocm-path="))) {
+        line(&mut h, &format!("hip headers {}", hh.stamp));
+    }
     h.finish()
 }
 
@@ -147,6 +169,11 @@ pub type Progress = dyn Fn(&JobResult, usize, usize) + Sync;
 
 /// Run one build. `progress` sees each job as it finishes (done count, total).
 pub fn run_build(s: &Settings, opts: &BuildOptions, progress: Option<&Progress>) -> Result<BuildReport> {
+    run_build_with_skips(s, opts, progress).map(|(r, _)| r)
+}
+
+/// [`run_build`], also returning the (file, atom) pairs `[[build.rule]]`s kept from compiling.
+pub fn run_build_with_skips(s: &Settings, opts: &BuildOptions, progress: Option<&Progress>) -> Result<(BuildReport, Vec<Skipped>)> {
     let started = Instant::now();
     let paths: Vec<PathBuf> = opts.paths.iter().map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())).collect();
     for (p, orig) in paths.iter().zip(&opts.paths) {
@@ -178,6 +205,18 @@ pub fn run_build(s: &Settings, opts: &BuildOptions, progress: Option<&Progress>)
         None => s.matrix.clone(),
     };
     let resolutions: Vec<Resolution> = resolve(s, &sources, &atoms).into_iter().filter(|r| sources.iter().any(|x| x.file == r.file && selected(x))).collect();
+    let mut skipped = Vec::new();
+    let resolutions: Vec<Resolution> = resolutions
+        .into_iter()
+        .filter(|r| match s.blocking_rule(&r.kernel, &r.file, &r.atom) {
+            None => true,
+            Some(rule) => {
+                let reason = rule.reason.clone().unwrap_or_else(|| format!("[[build.rule]] files = {:?}", rule.files.list()));
+                skipped.push(Skipped { atom: r.atom.clone(), kernel: r.kernel.clone(), file: r.file.clone(), reason });
+                false
+            }
+        })
+        .collect();
 
     let bdir = s.build_dir();
     let cache_dir = bdir.join("cache");
@@ -207,11 +246,17 @@ pub fn run_build(s: &Settings, opts: &BuildOptions, progress: Option<&Progress>)
     let by_file: BTreeMap<&str, &Source> = sources.iter().map(|x| (x.file.as_str(), x)).collect();
     let mut plan = Vec::new();
     let mut outs: BTreeMap<PathBuf, String> = BTreeMap::new();
+    let mut headerless: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    let mut wants_headers: BTreeMap<&str, bool> = BTreeMap::new();
     for r in resolutions {
         let src = by_file[r.file.as_str()];
         let compiler = &compilers[&r.lang];
         let dir = src.path.parent().unwrap_or(Path::new("."));
-        let flags = compiler.flags(s, &r.atom, dir);
+        let with_headers = r.lang == Lang::Hip && *wants_headers.entry(src.file.as_str()).or_insert_with(|| needs_hip_headers(&src.path, &s.include_dirs));
+        if with_headers && compiler.kind == Kind::Clang && compiler.hip_headers.is_none() {
+            headerless.entry(src.file.as_str()).or_default().insert(r.atom.clone());
+        }
+        let flags = compiler.flags(s, &r.atom, dir, with_headers);
         let key = cache_key(s, compiler, &r.atom, &flags, src);
         let out = bdir.join("out").join(&r.atom).join(format!("{}.{}", src.out_stem, compiler.out_ext()));
         if let Some(prev) = outs.insert(out.clone(), src.file.clone()) {
@@ -227,6 +272,17 @@ pub fn run_build(s: &Settings, opts: &BuildOptions, progress: Option<&Progress>)
         }
         let log = bdir.join("logs").join(&r.atom).join(format!("{}.log", src.out_stem));
         plan.push(Planned { res: r, src, compiler, flags, key, out, log });
+    }
+    if !headerless.is_empty() {
+        let (first, atoms) = headerless.iter().next().expect("not empty");
+        return Err(BuildError::MissingEnv(format!(
+            "no HIP headers: {} source(s) include hip/… headers (e.g. {first}, for {}) and {} has none of its own; \
+             run {FETCH_HIP_HEADERS} (katlas repository: HIP headers + device bitcode into .cache/hip-headers, no ROCm install), \
+             or point [build] hip_headers / KATLAS_HIP_HEADERS at them, or use hipcc",
+            headerless.len(),
+            atoms.iter().cloned().collect::<Vec<_>>().join(" "),
+            compilers[&Lang::Hip].id.path.as_deref().unwrap_or("clang"),
+        )));
     }
 
     let total = plan.len();
@@ -272,7 +328,7 @@ pub fn run_build(s: &Settings, opts: &BuildOptions, progress: Option<&Progress>)
     report.summary.elapsed_ms = started.elapsed().as_millis() as u64;
     let last = bdir.join("last.json");
     write_json(&last, &report)?;
-    Ok(report)
+    Ok((report, skipped))
 }
 
 fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<()> {

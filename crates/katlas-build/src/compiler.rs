@@ -1,5 +1,7 @@
 //! Compiler discovery, identity and invocation. HIP: `hipcc --genco` when present (or asked
-//! for), else a bare clang (`clang-22` from Debian) header-less with `-nogpuinc -nogpulib`.
+//! for), else a bare clang (`clang-22` from Debian): with the HIP headers and device bitcode of
+//! scripts/fetch-hip-headers ([`HipHeaders`]) for sources that include `hip/…`, header-less
+//! (`-nogpuinc -nogpulib`) for sources that bring their own prelude.
 //! CUDA: `nvcc -cubin` when present (or asked for), else NVRTC loaded at run time.
 //! The identity (path, version, binary md5) goes into every cache key.
 
@@ -39,6 +41,71 @@ pub struct Compiler {
     pub kind: Kind,
     path: PathBuf,
     nvrtc: Option<Arc<Nvrtc>>,
+    /// For a bare clang: the HIP headers found (none: header-less sources only).
+    pub hip_headers: Option<HipHeaders>,
+}
+
+/// The script that fetches HIP headers for a bare clang (katlas repository).
+pub const FETCH_HIP_HEADERS: &str = "scripts/fetch-hip-headers";
+
+/// HIP headers + amdgcn device bitcode usable by a bare clang without ROCm installed: the
+/// unpacked Debian packages of scripts/fetch-hip-headers, or a ROCm install.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HipHeaders {
+    /// `--rocm-path`: holds `include/hip/hip_runtime.h` and `share/hip/version`.
+    pub rocm: PathBuf,
+    /// `--rocm-device-lib-path`: holds `ocml.bc`, `ockl.bc`, `oclc_*.bc`.
+    pub device_libs: PathBuf,
+    /// Package versions and .deb md5s (STAMP), else the HIP version file: part of cache keys.
+    pub stamp: String,
+}
+
+impl HipHeaders {
+    /// `[build] hip_headers` / `KATLAS_HIP_HEADERS` when set (it must hold headers), else
+    /// `.cache/hip-headers` of the project root or a folder above it; `Ok(None)`: none found.
+    pub fn find(s: &Settings) -> Result<Option<HipHeaders>, String> {
+        if let Some(p) = &s.hip_headers {
+            return Self::at(p).map(Some).map_err(|e| {
+                format!(
+                    "no HIP headers: [build] hip_headers / KATLAS_HIP_HEADERS = {}: {e}; run {FETCH_HIP_HEADERS} (katlas repository) to fetch them",
+                    p.display()
+                )
+            });
+        }
+        Ok(s.root.ancestors().map(|a| a.join(".cache/hip-headers")).find(|d| d.is_dir()).and_then(|d| Self::at(&d).ok()))
+    }
+
+    /// Headers under `dir` (a ROCm-like root, or a folder holding one as `usr/`).
+    pub fn at(dir: &Path) -> Result<HipHeaders, String> {
+        let rocm = [dir.to_path_buf(), dir.join("usr")]
+            .into_iter()
+            .find(|d| d.join("include/hip/hip_runtime.h").is_file())
+            .ok_or_else(|| format!("no include/hip/hip_runtime.h under {} (nor its usr/)", dir.display()))?;
+        // fetch-hip-headers links amdgcn/; a ROCm install or Debian's layout keeps the bitcode
+        // under lib/llvm*/lib/clang/<v>/[lib/]amdgcn/bitcode.
+        let mut cands = vec![rocm.join("amdgcn/bitcode")];
+        for base in ["lib", "lib/llvm/lib"] {
+            for e in std::fs::read_dir(rocm.join(base)).into_iter().flatten().flatten() {
+                cands.push(e.path().join("amdgcn/bitcode"));
+                for v in std::fs::read_dir(e.path().join("lib/clang")).into_iter().flatten().flatten() {
+                    cands.push(v.path().join("amdgcn/bitcode"));
+                    cands.push(v.path().join("lib/amdgcn/bitcode"));
+                }
+            }
+        }
+        let device_libs =
+            cands.into_iter().find(|d| d.join("ocml.bc").is_file()).ok_or_else(|| format!("no amdgcn device bitcode (ocml.bc) under {}", rocm.display()))?;
+        let stamp = [dir.join("STAMP"), rocm.join("share/hip/version")]
+            .iter()
+            .find_map(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+        Ok(HipHeaders { rocm, device_libs, stamp })
+    }
 }
 
 /// Outcome of one compile.
@@ -79,7 +146,7 @@ impl Compiler {
             version,
             md5: digest(&path, cache),
         };
-        Ok(Compiler { id, kind, path, nvrtc: None })
+        Ok(Compiler { id, kind, path, nvrtc: None, hip_headers: None })
     }
 
     /// The HIP compiler per `[build] hip_compiler`.
@@ -117,7 +184,11 @@ impl Compiler {
                 return Err(format!("no HIP linker: {} needs ld.lld (apt-get install lld-22)", path.display()));
             }
         }
-        Self::from_binary(Lang::Hip, kind, path, cache)
+        let mut c = Self::from_binary(Lang::Hip, kind, path, cache)?;
+        if kind == Kind::Clang {
+            c.hip_headers = HipHeaders::find(s)?;
+        }
+        Ok(c)
     }
 
     /// The CUDA compiler per `[build] cuda_compiler`.
@@ -132,7 +203,7 @@ impl Compiler {
                 version: format!("nvrtc {}.{}", n.version.0, n.version.1),
                 md5: n.path.as_ref().and_then(|p| digest(p, cache)),
             };
-            Ok(Compiler { id, kind: Kind::Nvrtc, path: n.path.clone().unwrap_or_default(), nvrtc: Some(Arc::new(n)) })
+            Ok(Compiler { id, kind: Kind::Nvrtc, path: n.path.clone().unwrap_or_default(), nvrtc: Some(Arc::new(n)), hip_headers: None })
         };
         match s.cuda_compiler.as_str() {
             "auto" => match nvcc() {
@@ -159,16 +230,32 @@ impl Compiler {
     }
 
     /// Flags that decide the output (cache key and command line), without input/output paths.
-    pub fn flags(&self, s: &Settings, atom: &str, src_dir: &Path) -> Vec<String> {
-        let mut f: Vec<String> = match self.kind {
-            Kind::Clang => ["-x", "hip", "--offload-device-only", "--no-gpu-bundle-output", "-nogpuinc", "-nogpulib"]
+    /// `with_headers`: the source includes `hip/…` (a bare clang then gets [`HipHeaders`]).
+    pub fn flags(&self, s: &Settings, atom: &str, src_dir: &Path, with_headers: bool) -> Vec<String> {
+        let mut f: Vec<String> = match (self.kind, self.hip_headers.as_ref().filter(|_| with_headers)) {
+            (Kind::Clang, Some(h)) => {
+                // clang 22 no longer predefines __AMDGCN_WAVEFRONT_SIZE, which HIP 6.4's
+                // headers need (warpSize): the atom's default wave size, as hipcc compiles.
+                let wave = s.atom(atom).default_wave_size;
+                ["-x", "hip", "--offload-device-only", "--no-gpu-bundle-output"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .chain([
+                        format!("--rocm-path={}", h.rocm.display()),
+                        format!("--rocm-device-lib-path={}", h.device_libs.display()),
+                        format!("-D__AMDGCN_WAVEFRONT_SIZE={wave}"),
+                        format!("--offload-arch={atom}"),
+                    ])
+                    .collect()
+            }
+            (Kind::Clang, None) => ["-x", "hip", "--offload-device-only", "--no-gpu-bundle-output", "-nogpuinc", "-nogpulib"]
                 .iter()
                 .map(|s| s.to_string())
                 .chain([format!("--offload-arch={atom}")])
                 .collect(),
-            Kind::Hipcc => vec!["--genco".into(), format!("--offload-arch={atom}")],
-            Kind::Nvcc => vec!["-cubin".into(), format!("-arch={atom}"), "-Xptxas".into(), "-v".into()],
-            Kind::Nvrtc => vec![format!("-arch={atom}"), "--ptxas-options=-v".into()],
+            (Kind::Hipcc, _) => vec!["--genco".into(), format!("--offload-arch={atom}")],
+            (Kind::Nvcc, _) => vec!["-cubin".into(), format!("-arch={atom}"), "-Xptxas".into(), "-v".into()],
+            (Kind::Nvrtc, _) => vec![format!("-arch={atom}"), "--ptxas-options=-v".into()],
         };
         f.push(if self.kind == Kind::Nvrtc { "-std=c++17".into() } else { "-O3".into() });
         if self.kind != Kind::Nvrtc {

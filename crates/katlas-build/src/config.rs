@@ -48,6 +48,14 @@ pub struct BuildConfig {
     pub jobs: Option<usize>,
     /// Seconds one compile may take before it is killed (default 900, or `KATLAS_BUILD_TIMEOUT`).
     pub timeout_s: Option<u64>,
+    /// Per-atom include/exclude rules (`[[build.rule]]`): which atoms a kernel is compiled for.
+    /// The hipfire preset adds compile-kernels.sh's rules after these.
+    #[serde(default)]
+    pub rule: Vec<AtomRule>,
+    /// HIP headers + device bitcode for a bare clang (scripts/fetch-hip-headers): a ROCm-like
+    /// root (`include/hip/hip_runtime.h`) or a folder holding one as `usr/`; default
+    /// `KATLAS_HIP_HEADERS`, else `.cache/hip-headers` of the project or a folder above it.
+    pub hip_headers: Option<String>,
 }
 
 /// `[reach]` in katlas.toml.
@@ -96,6 +104,11 @@ pub struct Settings {
     pub exclude: Vec<String>,
     pub jobs: Option<usize>,
     pub timeout_s: u64,
+    /// `[[build.rule]]`s, then the preset's (validated; atom names canonical).
+    pub rules: Vec<AtomRule>,
+    /// `[build] hip_headers` (resolved against the root) or `KATLAS_HIP_HEADERS`; `None`: look
+    /// for `.cache/hip-headers` (see [`crate::compiler::HipHeaders::find`]).
+    pub hip_headers: Option<PathBuf>,
     pub dispatch_roots: Vec<PathBuf>,
     pub host_extensions: Vec<String>,
     pub kernel_macros: Vec<String>,
@@ -114,13 +127,34 @@ impl Settings {
         let db = ArchDb::load(Some(&ArchDb::override_dir(&project.root))).map_err(|e| BuildError::BadInput(e.to_string()))?;
         let config_file = project.config_file();
         let shown = config_file.display().to_string();
+        let root = std::fs::canonicalize(&project.root).unwrap_or_else(|_| project.root.clone());
+        let hipfire = project.config.project.preset.as_deref() == Some("hipfire");
+        let script = root.join(HIPFIRE_SCRIPT);
         let (names, from): (Vec<String>, String) = match (matrix_override, &build.matrix) {
             (Some(m), _) => (m.to_vec(), "--arch".into()),
             (None, Some(m)) => (m.clone(), format!("{shown}: build.matrix")),
+            (None, None) if hipfire && script.is_file() => {
+                let text = std::fs::read_to_string(&script).map_err(|e| BuildError::io(&script, e))?;
+                let archs = hipfire_script_archs(&text).ok_or_else(|| {
+                    BuildError::BadInput(format!(
+                        "{}: preset \"hipfire\": no default `ARCHS=(...)` list found; set [build] matrix in {shown}",
+                        script.display()
+                    ))
+                })?;
+                (archs, format!("{} (preset \"hipfire\")", script.display()))
+            }
             (None, None) => (DEFAULT_MATRIX.iter().map(|s| s.to_string()).collect(), "default matrix".into()),
         };
         let matrix = validate_matrix(&db, &names, &from)?;
-        let root = std::fs::canonicalize(&project.root).unwrap_or_else(|_| project.root.clone());
+        let mut rules = build.rule.clone();
+        if hipfire {
+            let p: BuildConfig = toml::from_str(HIPFIRE_BUILD_PRESET).expect("the hipfire build preset parses");
+            rules.extend(p.rule);
+        }
+        for (i, r) in rules.iter_mut().enumerate() {
+            let at = if i < build.rule.len() { format!("{shown}: build.rule[{i}]") } else { "preset \"hipfire\": build.rule".into() };
+            r.validate(&db, &at)?;
+        }
         let rel = |v: &[String]| v.iter().map(|s| root.join(s)).collect::<Vec<_>>();
         let kernel_roots = match &build.kernel_roots {
             Some(r) => rel(r),
@@ -132,6 +166,7 @@ impl Settings {
         };
         let dispatch_roots = match &reach.dispatch_roots {
             Some(r) => rel(r),
+            None if project.config.project.dispatch_roots.is_empty() && hipfire => rel(&HIPFIRE_DISPATCH_ROOTS.map(String::from)),
             None => rel(&project.config.project.dispatch_roots),
         };
         let tag_mode = match build.tags.as_deref() {
@@ -159,12 +194,22 @@ impl Settings {
             exclude: build.exclude,
             jobs: build.jobs,
             timeout_s: build.timeout_s.or_else(|| std::env::var("KATLAS_BUILD_TIMEOUT").ok().and_then(|v| v.parse().ok())).unwrap_or(900).max(1),
+            rules,
+            hip_headers: build
+                .hip_headers
+                .map(|p| root.join(p))
+                .or_else(|| std::env::var_os("KATLAS_HIP_HEADERS").filter(|v| !v.is_empty()).map(PathBuf::from)),
             dispatch_roots,
             host_extensions: reach.extensions.unwrap_or_else(|| DEFAULT_HOST_EXTENSIONS.iter().map(|s| s.to_string()).collect()),
             kernel_macros: reach.kernel_macros,
             allow_undispatched: reach.allow_undispatched,
             root,
         })
+    }
+
+    /// The first `[[build.rule]]` that keeps `atom` from compiling `kernel` (`file`), if any.
+    pub fn blocking_rule(&self, kernel: &str, file: &str, atom: &str) -> Option<&AtomRule> {
+        self.rules.iter().find(|r| !r.allows(kernel, file, atom))
     }
 
     pub fn atom(&self, name: &str) -> &Atom {
@@ -208,4 +253,119 @@ pub fn validate_matrix(db: &ArchDb, names: &[String], from: &str) -> Result<Vec<
         return Err(BuildError::BadInput(format!("{from}: the matrix is empty")));
     }
     Ok(out)
+}
+
+/// Where a hipfire tree keeps its compile script; the preset reads its default arch list.
+pub const HIPFIRE_SCRIPT: &str = "scripts/compile-kernels.sh";
+
+/// The hipfire preset's host code: every crate (dispatch.rs, kernels.rs, the examples).
+pub const HIPFIRE_DISPATCH_ROOTS: [&str; 1] = ["crates"];
+
+/// The hipfire preset's per-atom rules, as compile-kernels.sh applies them to the kernel name
+/// before variant resolution (so a tagged file follows its base name's rule).
+pub const HIPFIRE_BUILD_PRESET: &str = r#"
+[[rule]]
+files = ["*_wmma*", "gemv_mq8g256"]
+exclude_atoms = ["gfx906"]
+reason = "hipfire compile-kernels.sh: unsupported ISA on gfx906 (WMMA, MQ8)"
+
+[[rule]]
+files = ["*_gfx906", "*_gfx906_*", "*_dp4a"]
+only_atoms = ["gfx906"]
+reason = "hipfire compile-kernels.sh: gfx906-only (sdot4 dp4a)"
+"#;
+
+/// The default `ARCHS=(...)` of hipfire's compile-kernels.sh (the `else` branch: what it builds
+/// when given no arguments).
+pub fn hipfire_script_archs(script: &str) -> Option<Vec<String>> {
+    let re = regex::Regex::new(r"(?m)^\s*ARCHS=\(([^)$]*)\)").expect("valid regex");
+    let caps = re.captures_iter(script).last()?;
+    let v: Vec<String> = caps[1].split_whitespace().map(str::to_string).collect();
+    (!v.is_empty()).then_some(v)
+}
+
+/// One or several glob patterns.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Patterns {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Patterns {
+    pub fn list(&self) -> &[String] {
+        match self {
+            Patterns::One(s) => std::slice::from_ref(s),
+            Patterns::Many(v) => v,
+        }
+    }
+}
+
+/// `[[build.rule]]`: kernels matching `files` are not compiled for `exclude_atoms`, and only for
+/// `only_atoms` when that is set. A pattern (`*` any run, `?` one character) matches the kernel
+/// name (the file name without tag and extension, what hipfire's script matches), the file
+/// name, or the project-relative path.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AtomRule {
+    pub files: Patterns,
+    #[serde(default)]
+    pub exclude_atoms: Vec<String>,
+    #[serde(default)]
+    pub only_atoms: Vec<String>,
+    /// Shown when the rule skips a job.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl AtomRule {
+    fn validate(&mut self, db: &ArchDb, at: &str) -> Result<()> {
+        if self.files.list().is_empty() || self.files.list().iter().any(|p| p.trim().is_empty()) {
+            return Err(BuildError::BadInput(format!("{at}.files: needs at least one non-empty pattern")));
+        }
+        if self.exclude_atoms.is_empty() && self.only_atoms.is_empty() {
+            return Err(BuildError::BadInput(format!("{at}: needs exclude_atoms or only_atoms")));
+        }
+        for (key, list) in [("exclude_atoms", &mut self.exclude_atoms), ("only_atoms", &mut self.only_atoms)] {
+            if !list.is_empty() {
+                *list = validate_matrix(db, list, &format!("{at}.{key}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// True when a pattern matches the kernel, the file name or the project-relative path.
+    pub fn matches(&self, kernel: &str, file: &str) -> bool {
+        let name = Path::new(file).file_name().and_then(|n| n.to_str()).unwrap_or(file);
+        self.files.list().iter().any(|p| [kernel, name, file].iter().any(|t| glob_match(p, t)))
+    }
+
+    /// Whether this rule lets `atom` compile the kernel (true when the rule does not match).
+    pub fn allows(&self, kernel: &str, file: &str, atom: &str) -> bool {
+        !self.matches(kernel, file)
+            || (!self.exclude_atoms.iter().any(|a| a == atom) && (self.only_atoms.is_empty() || self.only_atoms.iter().any(|a| a == atom)))
+    }
+}
+
+/// `*` (any run, also empty) and `?` (one character) glob over the whole text.
+pub fn glob_match(pat: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pat.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(sp) = star {
+            pi = sp + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
 }

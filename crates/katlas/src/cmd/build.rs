@@ -2,7 +2,7 @@
 
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{paint, print_json, table, Format, FormatArg};
-use katlas_build::{run_build, BuildError, BuildOptions, JobResult, JobStatus, Settings};
+use katlas_build::{BuildError, BuildOptions, JobResult, JobStatus, Settings};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,7 +75,7 @@ pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
         };
         eprintln!("[{n:>3}/{total}] {st} {:<8} {} ({:.1}s)", r.atom, r.file, r.duration_ms as f64 / 1000.0);
     };
-    let report = run_build(&s, &opts, Some(&progress)).map_err(cli_err)?;
+    let (report, skipped) = katlas_build::build::run_build_with_skips(&s, &opts, Some(&progress)).map_err(cli_err)?;
     let code = if report.summary.failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS };
     if a.format.format == Format::Json {
         print_json(&report);
@@ -104,6 +104,19 @@ pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
         for l in j.message.as_deref().unwrap_or("").lines() {
             println!("  {l}");
         }
+    }
+    // Pairs [[build.rule]]s keep from compiling: one line per rule reason, with counts per atom.
+    let mut by_reason: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    for k in &skipped {
+        *by_reason.entry(k.reason.as_str()).or_default().entry(k.atom.as_str()).or_default() += 1;
+    }
+    if !by_reason.is_empty() {
+        println!();
+    }
+    for (reason, atoms) in &by_reason {
+        let n: usize = atoms.values().sum();
+        let per: Vec<String> = atoms.iter().map(|(a, c)| format!("{a} {c}")).collect();
+        println!("skipped {n} (file, atom) pair(s) by rule: {reason} ({})", per.join(", "));
     }
     let mut per_atom: BTreeMap<&str, [usize; 3]> = BTreeMap::new();
     for j in &report.jobs {
