@@ -371,6 +371,9 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
     if cross_host {
         all_reasons.push("sides ran on different hosts (--cross-host)".into());
     }
+    if let Some(o) = &outcome {
+        all_reasons.extend(o.resume_errors.iter().cloned());
+    }
     let effect_of =
         |k: usize| -> Option<katlas_model::ledger::Effect> { outcome.as_ref().and_then(|o| o.judgements.get(k - 1)).and_then(|j| j.effect.clone()) };
     let mut entries = Vec::new();

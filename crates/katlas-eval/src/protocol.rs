@@ -130,6 +130,9 @@ pub enum ProtocolError {
     PlanMismatch { path: PathBuf, why: String },
     #[error("{0}")]
     Bad(String),
+    /// Another process holds this eval's directory.
+    #[error("{0}: another katlas eval is running in this directory; wait for it to finish, or start a separate eval with --fresh")]
+    Busy(PathBuf),
     /// The first run of a side exited cleanly but printed no value for the metric: a
     /// setup error (a typo in `--metric`, the wrong parser), not a measurement.
     #[error("{side}: its first run printed no `{metric}` ({parser} parser), so nothing more was run; it printed: {}. Check --metric and --parser (output: {output})", if printed.is_empty() { "no metrics at all".to_string() } else { printed.join(", ") })]
@@ -171,6 +174,9 @@ pub struct Outcome {
     pub resumed: usize,
     /// Kernel-route differences seen between sides (env variant A/B).
     pub route_changes: Vec<String>,
+    /// Stored sample lines a resume could not read (torn by a kill, corrupted): reported,
+    /// and their runs measured again.
+    pub resume_errors: Vec<String>,
 }
 
 impl Outcome {
@@ -212,6 +218,18 @@ impl Runner<'_> {
         }
     }
 
+    fn lock_dir(&self) -> Result<std::fs::File, ProtocolError> {
+        use fs4::fs_std::FileExt;
+        let p = self.dir.join(".lock");
+        let f = katlas_fs::open_append(&p).map_err(io(&p))?;
+        match f.try_lock_exclusive() {
+            Ok(true) => Ok(f),
+            Ok(false) => Err(ProtocolError::Busy(self.dir.clone())),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(ProtocolError::Busy(self.dir.clone())),
+            Err(e) => Err(ProtocolError::Io { path: p, source: e }),
+        }
+    }
+
     fn check_plan(&self) -> Result<(), ProtocolError> {
         let path = self.dir.join("plan.json");
         let want = self.plan_record();
@@ -241,16 +259,21 @@ impl Runner<'_> {
         if self.sides.len() < 2 {
             return Err(ProtocolError::Bad("an eval needs at least two sides".into()));
         }
+        // One eval owns its directory: a second one (or a resume) waiting on the same
+        // samples would interleave lines and cite a digest the file no longer has.
+        let _lock = self.lock_dir()?;
         self.check_plan()?;
         let s = self.settings;
         let path = self.samples_path();
         let mut stored: HashMap<u64, EvalSample> = HashMap::new();
+        let mut resume_errors = Vec::new();
         if path.exists() {
             let report = read_jsonl::<EvalSample>(&path, Some(EVAL_SAMPLE_SCHEMA))?;
             for l in report.records {
                 stored.insert(l.record.seq, l.record);
             }
-            // A torn last line (killed mid-write) is reported and that run redone.
+            // A torn or corrupt line (killed mid-write) is reported and that run redone.
+            resume_errors = report.errors.iter().map(|e| format!("{e}: not resumed; that run is measured again")).collect();
         }
         let resumed = stored.len();
         let max = s.plan.max();
@@ -370,7 +393,7 @@ impl Runner<'_> {
             settle: s.settle.clone(),
             fresh_process: true,
         };
-        Ok(Outcome { samples, values, failed, throttled, judgements, protocol, samples_ref, resumed, route_changes })
+        Ok(Outcome { samples, values, failed, throttled, judgements, protocol, samples_ref, resumed, route_changes, resume_errors })
     }
 
     fn run_one(&self, p: &Planned) -> Result<EvalSample, ProtocolError> {

@@ -238,3 +238,93 @@ fn a_metric_typo_stops_after_the_first_run_and_writes_no_ledger_entry() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(!out.contains("ledger:"), "{out}");
 }
+
+#[test]
+fn eight_identical_concurrent_evals_leave_one_consistent_sample_set() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().to_path_buf();
+    std::fs::create_dir_all(p.join(".katlas")).unwrap();
+    let args = [
+        "eval",
+        "--baseline",
+        "sleep 0.05; echo tok_s=100",
+        "--candidate",
+        "sleep 0.05; echo tok_s=130",
+        "--metric",
+        "tok_s",
+        "-n",
+        "4",
+        "--telemetry",
+        "false",
+    ];
+    let kids: Vec<_> = (0..8)
+        .map(|_| {
+            Command::new(KATLAS)
+                .args(args)
+                .current_dir(&p)
+                .env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<_> = kids.into_iter().map(|k| k.wait_with_output().unwrap()).collect();
+    let ran = outs.iter().filter(|o| o.status.code() == Some(0)).count();
+    let busy = outs.iter().filter(|o| String::from_utf8_lossy(&o.stderr).contains("another katlas eval is running")).count();
+    assert!(
+        ran >= 1 && ran + busy == 8,
+        "ran {ran}, refused {busy}: {:?}",
+        outs.iter().map(|o| String::from_utf8_lossy(&o.stderr).to_string()).collect::<Vec<_>>()
+    );
+    // Every eval directory holds one sample per planned run, and each ledger entry cites
+    // the digest its samples file has.
+    let ledger = std::fs::read_to_string(p.join(".katlas/ledger.jsonl")).unwrap();
+    assert_eq!(ledger.lines().count(), ran);
+    for line in ledger.lines() {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        let path = p.join(e["samples"]["path"].as_str().unwrap());
+        let text = std::fs::read(&path).unwrap();
+        assert_eq!(e["samples"]["md5"].as_str().unwrap(), katlas_model::digest::md5_hex(&text), "{}", path.display());
+        let mut seqs: Vec<u64> =
+            String::from_utf8_lossy(&text).lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"].as_u64().unwrap()).collect();
+        let n = seqs.len();
+        seqs.sort();
+        seqs.dedup();
+        assert_eq!(seqs.len(), n, "no sample written twice");
+    }
+}
+
+#[test]
+fn a_torn_sample_line_is_reported_on_resume() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::create_dir_all(p.join(".katlas")).unwrap();
+    let args = [
+        "eval",
+        "--baseline",
+        "echo tok_s=100",
+        "--candidate",
+        "echo tok_s=130",
+        "--metric",
+        "tok_s",
+        "-n",
+        "3",
+        "--telemetry",
+        "false",
+        "--no-ledger",
+        "--format",
+        "json",
+    ];
+    let o = katlas(p, &args);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let samples = p.join(v["samples"]["path"].as_str().unwrap());
+    // Kill mid-write: the last line torn, and the result not yet written.
+    let text = std::fs::read_to_string(&samples).unwrap();
+    std::fs::write(&samples, &text[..text.len() - 20]).unwrap();
+    std::fs::remove_file(samples.parent().unwrap().join("result.json")).unwrap();
+    let o = katlas(p, &args);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    assert!(v["reasons"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().contains("not resumed; that run is measured again")), "{v}");
+}
