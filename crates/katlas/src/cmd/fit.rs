@@ -37,7 +37,7 @@ pub struct EvidenceArgs {
     /// Pick the N-th matching row of a file (1-based).
     #[arg(long, value_name = "N")]
     pub index: Option<usize>,
-    /// ISA manifest (katlas.isa.v1) from `katlas isa scan`.
+    /// ISA manifest: katlas.isa.v1 from `katlas isa scan`, or hipfire's hipfire.kernel_atlas.isa.v0.
     #[arg(long, value_name = "MANIFEST")]
     pub isa: Option<PathBuf>,
     /// Product to judge against ("NVIDIA H200", "Radeon RX 7900 XTX"); default: the row's device,
