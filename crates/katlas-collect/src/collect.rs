@@ -598,7 +598,8 @@ fn build_rows(
         row.command = argv.to_vec();
         row.identity = identity.clone();
         row.arch = identity.arch().map(str::to_string).or_else(|| parsed.route.get("arch").and_then(Value::as_str).map(str::to_string));
-        row.variant = Variant { env: katlas_identity::redact_env(&plan.env), instrumentation: plan.instrumentation.clone(), knobs: knobs.clone(), ..Default::default() };
+        row.variant =
+            Variant { env: katlas_identity::redact_env(&plan.env), instrumentation: plan.instrumentation.clone(), knobs: knobs.clone(), ..Default::default() };
         row.origin = Some(Origin {
             kind: "collect".into(),
             schema: None,

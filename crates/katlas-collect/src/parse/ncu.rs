@@ -163,7 +163,10 @@ pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<
                 if let Some(raw) = time_c.and_then(|i| field(&rec, Some(i))) {
                     let n = k.sample.extra.get("untimed_calls").and_then(|v| v.as_u64()).unwrap_or(0);
                     k.sample.extra.insert("untimed_calls".into(), json!(n + 1));
-                    out.warnings.push(format!("{source}:{line}: {}: not a number ({raw:?}); the launch counts as a call with no time (untimed_calls)", h.names[time_c.unwrap()]));
+                    out.warnings.push(format!(
+                        "{source}:{line}: {}: not a number ({raw:?}); the launch counts as a call with no time (untimed_calls)",
+                        h.names[time_c.unwrap()]
+                    ));
                 }
             }
         }
