@@ -455,6 +455,11 @@ impl Runner<'_> {
                     sample.error = Some(format!("exit status {}: {}", fmt_code(r.code), tail(&r.stderr)));
                 } else if sample.error.is_none() {
                     match sample.metrics.get(&s.metric) {
+                        // A time or rate of zero, below zero or not finite is no measurement
+                        // (bytes / 0 ms would pass any speed-of-light check as infinitely fast).
+                        Some(v) if !v.is_finite() || (*v <= 0.0 && katlas_model::ledger::Goal::infer(&s.metric).is_some()) => {
+                            sample.error = Some(format!("invalid sample: `{}` = {v} (a time or rate must be a positive number)", s.metric))
+                        }
                         Some(v) => sample.value = Some(*v),
                         None => sample.error = Some(format!("missing metric `{}` in the output ({} parser)", s.metric, s.parser)),
                     }

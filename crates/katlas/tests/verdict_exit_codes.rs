@@ -328,3 +328,20 @@ fn a_torn_sample_line_is_reported_on_resume() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
     assert!(v["reasons"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().contains("not resumed; that run is measured again")), "{v}");
 }
+
+#[test]
+fn zero_and_negative_times_are_invalid_samples_not_wins() {
+    // Fake wins of issue 15: time_ms=0 (infinitely fast) and a negative time were `improved`.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::create_dir_all(p.join(".katlas")).unwrap();
+    for bad in ["0", "-5"] {
+        let cand = format!("echo time_ms={bad}");
+        let (v, c) = verdict_and_code(
+            p,
+            &["--baseline", "echo time_ms=10", "--candidate", &cand, "--metric", "time_ms", "-n", "3", "--bytes", "1e6", "--peak-gbps", "1000"],
+        );
+        assert_ne!(v, "improved", "time_ms={bad}");
+        assert_eq!(c, 1);
+    }
+}
