@@ -16,6 +16,9 @@ const INPUTS: usize = 10_000;
 const HANG: Duration = Duration::from_secs(5);
 const RSS_LIMIT_KB: u64 = 1 << 20;
 
+/// Inputs that panicked, by number.
+type Failures = Arc<Mutex<Vec<(usize, Vec<u8>)>>>;
+
 /// SplitMix64: seeded, so every failure is reproducible from its number.
 struct Rng(u64);
 impl Rng {
@@ -150,7 +153,7 @@ fn every_parser_survives_10000_hostile_inputs() {
         let name = name.to_string();
         let seeds = seeds(&name);
         let done = Arc::new(AtomicUsize::new(0));
-        let panics: Arc<Mutex<Vec<(usize, Vec<u8>)>>> = Arc::default();
+        let panics: Failures = Arc::default();
         let current: Arc<Mutex<Vec<u8>>> = Arc::default();
         let (d, p, c, n) = (done.clone(), panics.clone(), current.clone(), name.clone());
         let worker = std::thread::spawn(move || {

@@ -15,6 +15,9 @@ const INPUTS: usize = 10_000;
 const HANG: Duration = Duration::from_secs(5);
 const RSS_LIMIT_KB: u64 = 1 << 20;
 
+/// Inputs that panicked, by number.
+type Failures = Arc<Mutex<Vec<(usize, Vec<u8>)>>>;
+
 /// SplitMix64: seeded, so every failure is reproducible from its number.
 struct Rng(u64);
 impl Rng {
@@ -116,7 +119,7 @@ fn every_container_survives_10000_hostile_inputs() {
         let (objects, _) = katlas_isa::scan_bytes(f, seed.clone());
         assert!(!objects.is_empty(), "{f}: the unmutated fixture must read");
         let done = Arc::new(AtomicUsize::new(0));
-        let panics: Arc<Mutex<Vec<(usize, Vec<u8>)>>> = Arc::default();
+        let panics: Failures = Arc::default();
         let current: Arc<Mutex<Vec<u8>>> = Arc::default();
         let (d, p, c) = (done.clone(), panics.clone(), current.clone());
         let name = f.to_string();
