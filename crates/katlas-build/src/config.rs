@@ -2,6 +2,7 @@
 //! [`Settings`]: the matrix (validated against the arch table), kernel roots, dispatch roots.
 
 use crate::error::{BuildError, Result};
+use crate::reach::loads::{parse_patterns, FamilyRule, LoadPattern, Selector};
 use katlas_arch::{ArchDb, Atom};
 use katlas_project::Project;
 use serde::Deserialize;
@@ -72,6 +73,65 @@ pub struct ReachConfig {
     /// Kernels knowingly compiled without a dispatch (tests, tools): not reported.
     #[serde(default)]
     pub allow_undispatched: Vec<String>,
+    /// How the project's runtime maps an arch to the family tag it takes: `table` (the arch
+    /// table's `family`/`also_families`, the default) or `prefixN` (the first N characters of
+    /// the arch name; the hipfire preset: `prefix5`). `katlas build` compiles by the table;
+    /// reach reports where the runtime's rule disagrees (`family_hazards`), provenance follows
+    /// the runtime's rule.
+    pub family_rule: Option<String>,
+    /// What counts as a kernel load in host code: `callee(ARG, …)` with ARG `_`, `"{name}"`
+    /// (a kernel name literal) or `"{file}"` (a kernel source path literal, relative to the
+    /// host file); the hipfire preset: `ensure_kernel("{name}", _, "{name}")`,
+    /// `include_str!("{file}")`. Unset: any reference to the name counts.
+    pub load_patterns: Option<Vec<String>>,
+    /// Calls whose `"{name}"` literal is a kernel name the project's profiler records
+    /// (`katlas provenance --all-profiled`); hipfire: `begin_timer(_, _, "{name}")`.
+    pub profile_patterns: Option<Vec<String>>,
+    /// Run-time variant selectors (`[[reach.selectors]]`): `kernel`, `archs`, and `file` or
+    /// `knob` + `default` + `files` (knob value -> file name); `function` names where.
+    pub selectors: Option<Vec<Selector>>,
+}
+
+/// The hipfire preset's runtime model (`[project] preset = "hipfire"`): what its runtime does,
+/// read from compile-kernels.sh (`arch_family="${arch:0:5}"`), dispatch.rs (`ensure_kernel`),
+/// kernels.rs (`include_str!`, `gemv_hfq4g256_for_arch`) and profile.rs (`begin_timer`).
+/// Keys set in `[reach]` win.
+pub const HIPFIRE_REACH_PRESET: &str = r#"
+family_rule = "prefix5"
+load_patterns = ['ensure_kernel("{name}", _, "{name}")', 'include_str!("{file}")']
+profile_patterns = ['begin_timer(_, _, "{name}")']
+
+[[selectors]]
+kernel = "gemv_hfq4g256"
+function = "gemv_hfq4g256_for_arch"
+archs = ["gfx1030", "gfx1031"]
+knob = "HIPFIRE_RDNA2_VARIANT"
+default = "1"
+files = { "1" = "gemv_hfq4g256.gfx1030.v1.hip", "2" = "gemv_hfq4g256.gfx1030.v2.hip", "3" = "gemv_hfq4g256.gfx1030.v3.hip", "4" = "gemv_hfq4g256.gfx1030.v4.hip", "5" = "gemv_hfq4g256.gfx1030.v5.hip" }
+"#;
+
+/// `[reach]` with the project preset's keys filled in where the file leaves them unset, the
+/// runtime-model keys validated (`katlas.toml: reach.family_rule: …`).
+pub fn reach_config(project: &Project) -> Result<ReachConfig> {
+    let mut reach: ReachConfig = project.section(&["reach"]).map_err(cfg_err)?.unwrap_or_default();
+    if project.config.project.preset.as_deref() == Some("hipfire") {
+        let p: ReachConfig = toml::from_str(HIPFIRE_REACH_PRESET).expect("the hipfire preset parses");
+        reach.family_rule = reach.family_rule.or(p.family_rule);
+        reach.load_patterns = reach.load_patterns.or(p.load_patterns);
+        reach.profile_patterns = reach.profile_patterns.or(p.profile_patterns);
+        reach.selectors = reach.selectors.or(p.selectors);
+    }
+    let shown = project.config_file().display().to_string();
+    if let Some(r) = &reach.family_rule {
+        FamilyRule::parse(r).map_err(|e| BuildError::BadInput(format!("{shown}: reach.family_rule: {e}")))?;
+    }
+    for (key, v) in [("load_patterns", &reach.load_patterns), ("profile_patterns", &reach.profile_patterns)] {
+        parse_patterns(v.as_deref().unwrap_or_default()).map_err(|e| BuildError::BadInput(format!("{shown}: reach.{key}: {e}")))?;
+    }
+    for s in reach.selectors.iter().flatten() {
+        s.validate().map_err(|e| BuildError::BadInput(format!("{shown}: reach.selectors: {e}")))?;
+    }
+    Ok(reach)
 }
 
 pub const DEFAULT_HOST_EXTENSIONS: &[&str] = &["rs", "c", "cc", "cpp", "cxx", "h", "hh", "hpp", "hxx", "py", "go", "zig", "swift", "js", "ts"];
@@ -113,6 +173,12 @@ pub struct Settings {
     pub host_extensions: Vec<String>,
     pub kernel_macros: Vec<String>,
     pub allow_undispatched: Vec<String>,
+    /// The runtime's family rule (`[reach] family_rule`).
+    pub family_rule: FamilyRule,
+    /// What counts as a kernel load (`[reach] load_patterns`); empty: any reference.
+    pub load_patterns: Vec<LoadPattern>,
+    pub profile_patterns: Vec<LoadPattern>,
+    pub selectors: Vec<Selector>,
 }
 
 fn cfg_err(e: katlas_project::ConfigError) -> BuildError {
@@ -123,7 +189,7 @@ impl Settings {
     /// Read `[build]`/`[reach]` from the project. `matrix_override` is `--arch LIST`.
     pub fn load(project: &Project, matrix_override: Option<&[String]>) -> Result<Settings> {
         let build: BuildConfig = project.section(&["build"]).map_err(cfg_err)?.unwrap_or_default();
-        let reach: ReachConfig = project.section(&["reach"]).map_err(cfg_err)?.unwrap_or_default();
+        let reach = reach_config(project)?;
         let db = ArchDb::load(Some(&ArchDb::override_dir(&project.root))).map_err(|e| BuildError::BadInput(e.to_string()))?;
         let config_file = project.config_file();
         let shown = config_file.display().to_string();
@@ -203,6 +269,10 @@ impl Settings {
             host_extensions: reach.extensions.unwrap_or_else(|| DEFAULT_HOST_EXTENSIONS.iter().map(|s| s.to_string()).collect()),
             kernel_macros: reach.kernel_macros,
             allow_undispatched: reach.allow_undispatched,
+            family_rule: reach.family_rule.as_deref().map(FamilyRule::parse).transpose().map_err(BuildError::BadInput)?.unwrap_or_default(),
+            load_patterns: parse_patterns(reach.load_patterns.as_deref().unwrap_or_default()).map_err(BuildError::BadInput)?,
+            profile_patterns: parse_patterns(reach.profile_patterns.as_deref().unwrap_or_default()).map_err(BuildError::BadInput)?,
+            selectors: reach.selectors.unwrap_or_default(),
             root,
         })
     }

@@ -2,12 +2,20 @@
 
 use crate::config::{Settings, TagMode};
 use crate::error::Result;
-use crate::host_refs::{find_ref, scan_host, source_entries};
-use crate::resolve::{resolve, Resolution};
-use crate::sources::{discover, Lang, Source, TagKind};
+use crate::host_refs::source_entries;
+use crate::resolve::{resolve, Resolution, Via};
+use crate::sources::{discover, groups, Lang, Source, TagKind};
+use loads::{rule_family_hazard, ArgKind, FamilyRule, HostIndex, LoadSite, Mentions};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+
+/// The runtime model (load patterns, family rule, selectors) and the host-code index. One file
+/// shared with katlas-collect's provenance, compiled into both crates, so `katlas reach` and
+/// `katlas provenance` read host code identically.
+#[allow(dead_code)]
+#[path = "../../katlas-collect/src/loads.rs"]
+pub mod loads;
 
 pub const REACH_SCHEMA: &str = "katlas.reach.v1";
 
@@ -38,7 +46,31 @@ pub struct Dispatched {
     pub file: String,
     pub kernel: String,
     pub name: String,
+    /// `file:line` of the load (the line holding the name's literal), or of the reference.
     pub at: String,
+    /// The load call (`ensure_kernel`, `include_str!`), or `reference` when no load pattern
+    /// applies and any mention of the name counts.
+    pub via: String,
+    /// Where a `"{file}"` load pattern embeds this very file.
+    pub embedded_at: Option<String>,
+}
+
+/// A matrix atom for which the project's runtime family rule (`[reach] family_rule`) and the
+/// arch table disagree on a kernel's file.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct FamilyHazard {
+    pub atom: String,
+    pub kernel: String,
+    /// The family tag involved.
+    pub tag: String,
+    /// What the runtime's rule takes for the atom (`-`: nothing).
+    pub runtime_file: String,
+    /// What `katlas build` compiles for it (the table; `-`: nothing).
+    pub compiled: String,
+    pub reason: String,
+    /// False for an atom of the arch table outside the matrix: the build compiles nothing for
+    /// it, but the runtime would take this file on it.
+    pub in_matrix: bool,
 }
 
 /// Members of one family that compile different files for one kernel.
@@ -67,6 +99,7 @@ pub struct ReachSummary {
     pub undispatched: usize,
     pub divergent: usize,
     pub host_files: usize,
+    pub hazards: usize,
 }
 
 /// `katlas.reach.v1`.
@@ -83,6 +116,12 @@ pub struct ReachReport {
     pub dispatched: Vec<Dispatched>,
     pub divergent_families: Vec<Divergence>,
     pub prefix_traps: Vec<PrefixTrap>,
+    /// The runtime's family rule (`table`, `prefix5`).
+    pub family_rule: String,
+    /// Atoms the runtime's family rule sends a file the arch table would not (or the reverse).
+    pub family_hazards: Vec<FamilyHazard>,
+    /// The load patterns dispatch evidence came from; empty: any reference counted.
+    pub load_patterns: Vec<String>,
     /// What could not be checked, and why.
     pub notes: Vec<String>,
     pub summary: ReachSummary,
@@ -140,7 +179,7 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
         m.entry(r.file.as_str()).or_insert_with(Vec::new).push(r.atom.as_str());
         m
     });
-    let unreached: Vec<Unreached> = sources
+    let mut unreached: Vec<Unreached> = sources
         .iter()
         .filter(|x| !resolved.contains_key(x.file.as_str()))
         .map(|x| Unreached { file: x.file.clone(), kernel: x.kernel.clone(), tag: x.tag.clone(), tag_kind: x.tag_kind, reason: unreached_reason(s, x) })
@@ -149,7 +188,8 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
     let mut notes = Vec::new();
     let mut undispatched = Vec::new();
     let mut dispatched = Vec::new();
-    let mut host_files = 0;
+    let mut host_files_n = 0;
+    let mut load_patterns: Vec<String> = Vec::new();
     if s.dispatch_roots.is_empty() {
         notes.push(format!(
             "no dispatch roots ([project] dispatch_roots or [reach] dispatch_roots in {}): compiled-but-never-dispatched not checked",
@@ -162,11 +202,29 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
             }
         }
         let skip: BTreeSet<PathBuf> = sources.iter().map(|x| x.path.clone()).collect();
-        let host = scan_host(s, &skip);
-        host_files = host.files.len();
-        if host.files.is_empty() {
+        let files = host_files(s, &skip);
+        host_files_n = files.len();
+        if files.is_empty() {
             notes.push("no host files found under the dispatch roots".into());
         }
+        let patterns = &s.load_patterns;
+        let mut host = HostIndex::scan(&files, patterns, if patterns.is_empty() { Mentions::First } else { Mentions::None }, false, &s.root);
+        let (mut name_mode, mut embed_mode) = (host.has_kind(ArgKind::Name), host.has_kind(ArgKind::File));
+        if !patterns.is_empty() && !name_mode && !embed_mode {
+            notes.push(format!(
+                "no load pattern ({}) matches under the dispatch roots: any reference to a kernel's name counts as dispatched",
+                patterns.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+            host = HostIndex::scan(&files, &[], Mentions::First, false, &s.root);
+            (name_mode, embed_mode) = (false, false);
+        }
+        if name_mode || embed_mode {
+            load_patterns = patterns.iter().map(|p| p.text.clone()).collect();
+        }
+        let call = |l: &LoadSite| patterns[l.pattern as usize].call();
+        let embed_calls =
+            patterns.iter().filter(|p| p.has(ArgKind::File)).map(|p| p.call()).collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>().join(", ");
+        let embeds = |file: &str| -> Option<String> { host.embeds_of(file).first().map(|l| host.at(l.file, l.line)) };
         for src in sources.iter().filter(|x| resolved.contains_key(x.file.as_str())) {
             let mut names: Vec<String> = vec![src.kernel.clone()];
             names.extend(source_entries(&src.path, &s.include_dirs, &s.kernel_macros));
@@ -174,14 +232,62 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
             if s.allow_undispatched.iter().any(|a| *a == src.kernel || *a == src.file) {
                 continue;
             }
-            match names.iter().find_map(|n| find_ref(&host.tokens, n).map(|(t, at)| (t.to_string(), at.to_string()))) {
-                Some((name, at)) => dispatched.push(Dispatched { file: src.file.clone(), kernel: src.kernel.clone(), name, at }),
-                None => undispatched.push(Undispatched {
-                    file: src.file.clone(),
-                    kernel: src.kernel.clone(),
-                    atoms: resolved[src.file.as_str()].iter().map(|a| a.to_string()).collect(),
-                    names,
-                }),
+            // (name, at, via)
+            let named: Option<(String, String, String)> = if name_mode || embed_mode {
+                names.iter().find_map(|n| host.first_name_load(n).map(|l| (l.value.clone(), host.at(l.file, l.line), call(l))))
+            } else {
+                names.iter().find_map(|n| host.first_mention(n).map(|(t, m)| (t.to_string(), host.at(m.file, m.line), "reference".to_string())))
+            };
+            let embedded = if embed_mode { embeds(&src.file) } else { None };
+            let atoms: Vec<String> = resolved[src.file.as_str()].iter().map(|a| a.to_string()).collect();
+            if embed_mode && embedded.is_none() {
+                // A sibling of the same kernel is embedded: the runtime takes that one (for the
+                // atom: its chip file, else a family file, else the base).
+                let emb: Vec<(&Source, String)> = sources
+                    .iter()
+                    .filter(|o| o.group == src.group && o.file != src.file && o.lang == src.lang)
+                    .filter_map(|o| embeds(&o.file).map(|at| (o, at)))
+                    .collect();
+                let a = s.atom(&atoms[0]);
+                let fam_ok = |t: &str| a.family == t || a.also_families.iter().any(|f| f == t) || s.family_rule.prefix_family(&a.name).as_deref() == Some(t);
+                let sib = emb
+                    .iter()
+                    .find(|(o, _)| o.tag.as_deref() == Some(a.name.as_str()))
+                    .or_else(|| emb.iter().find(|(o, _)| o.tag.as_deref().is_some_and(fam_ok)))
+                    .or_else(|| emb.iter().find(|(o, _)| o.tag.is_none()))
+                    .or(emb.first())
+                    .map(|(o, at)| (o.file.clone(), at.clone()));
+                if let Some((sib, at)) = sib {
+                    let loaded = named.as_ref().map(|(n, a, _)| format!(", loading `{n}` at {a}")).unwrap_or_default();
+                    unreached.push(Unreached {
+                        file: src.file.clone(),
+                        kernel: src.kernel.clone(),
+                        tag: src.tag.clone(),
+                        tag_kind: src.tag_kind,
+                        reason: format!(
+                            "compiled for {}, but no load pattern embeds it ({embed_calls}): the runtime takes {sib} (embedded at {at}){loaded}",
+                            atoms.join(" ")
+                        ),
+                    });
+                    continue;
+                }
+            }
+            match (named, embedded) {
+                (Some((name, at, via)), embedded_at) => {
+                    dispatched.push(Dispatched { file: src.file.clone(), kernel: src.kernel.clone(), name, at, via, embedded_at })
+                }
+                (None, Some(at)) => {
+                    let l = host.embeds_of(&src.file)[0];
+                    dispatched.push(Dispatched {
+                        file: src.file.clone(),
+                        kernel: src.kernel.clone(),
+                        name: l.value.clone(),
+                        at: at.clone(),
+                        via: call(l),
+                        embedded_at: Some(at),
+                    })
+                }
+                (None, None) => undispatched.push(Undispatched { file: src.file.clone(), kernel: src.kernel.clone(), atoms, names }),
             }
         }
     }
@@ -232,6 +338,8 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
         }
     }
 
+    let family_hazards = family_hazards(s, &sources, &resolutions);
+
     let summary = ReachSummary {
         atoms: s.matrix.len(),
         sources: sources.len(),
@@ -239,7 +347,8 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
         unreached: unreached.len(),
         undispatched: undispatched.len(),
         divergent: divergent_families.len(),
-        host_files,
+        host_files: host_files_n,
+        hazards: family_hazards.len(),
     };
     Ok(ReachReport {
         schema: REACH_SCHEMA.into(),
@@ -253,7 +362,106 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
         dispatched,
         divergent_families,
         prefix_traps,
+        family_rule: s.family_rule.name(),
+        family_hazards,
+        load_patterns,
         notes,
         summary,
     })
+}
+
+/// Host files under the dispatch roots (sorted by name per root), kernel sources and kernel
+/// roots, `target/`, `.katlas/`, `.git/` left out: `(canonical path, project-relative path)`.
+fn host_files(s: &Settings, skip: &BTreeSet<PathBuf>) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for root in &s.dispatch_roots {
+        for e in walkdir::WalkDir::new(root).sort_by_file_name().into_iter().flatten() {
+            if !e.file_type().is_file() {
+                continue;
+            }
+            let p = e.path();
+            let ext = p.extension().and_then(|x| x.to_str()).unwrap_or("");
+            if !s.host_extensions.iter().any(|x| x == ext) {
+                continue;
+            }
+            let canon = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            if skip.contains(&canon) || s.kernel_roots.iter().any(|k| canon.starts_with(k)) {
+                continue;
+            }
+            // Below the dispatch root only: a project under a `target/` directory is still scanned.
+            let inner = p.strip_prefix(root).unwrap_or(p);
+            if inner.components().any(|c| c.as_os_str() == "target" || c.as_os_str() == ".katlas" || c.as_os_str() == ".git") {
+                continue;
+            }
+            let rel = s.rel(&canon);
+            out.push((canon, rel));
+        }
+    }
+    out
+}
+
+/// Under a prefix family rule: for each matrix atom and kernel, the file the runtime takes
+/// (chip tag, else the rule's family tag, else the base) against what the table compiles; and
+/// for the table's atoms outside the matrix, the family files the rule would send them.
+fn family_hazards(s: &Settings, sources: &[Source], resolutions: &[Resolution]) -> Vec<FamilyHazard> {
+    let rule = s.family_rule;
+    if rule == FamilyRule::Table {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let by_group = groups(sources);
+    let tags: BTreeSet<&str> = sources.iter().filter_map(|x| x.tag.as_deref()).collect();
+    let mut atoms: Vec<(&katlas_arch::Atom, bool)> = s.matrix.iter().map(|a| (s.atom(a), true)).collect();
+    atoms.extend(
+        s.db.atoms().filter(|a| !s.matrix.contains(&a.name) && rule.prefix_family(&a.name).is_some_and(|f| tags.contains(f.as_str()))).map(|a| (a, false)),
+    );
+    for (a, in_matrix) in atoms {
+        let atom = &a.name;
+        let lang = Lang::for_vendor(a.vendor);
+        let fam = rule.prefix_family(atom);
+        for (group, files) in &by_group {
+            let files: Vec<&&Source> = files.iter().filter(|f| f.lang == lang).collect();
+            let tagged = |t: &str| files.iter().find(|f| f.tag.as_deref() == Some(t)).map(|f| **f);
+            let runtime = tagged(atom).or_else(|| fam.as_deref().and_then(tagged)).or_else(|| files.iter().find(|f| f.tag.is_none()).map(|f| **f));
+            let table: Vec<&Resolution> = resolutions.iter().filter(|r| r.group == *group && r.atom == *atom).collect();
+            let compiled = if table.is_empty() { "-".to_string() } else { table.iter().map(|r| r.file.as_str()).collect::<Vec<_>>().join(" + ") };
+            let kernel = group.rsplit('/').next().unwrap_or(group).to_string();
+            let runtime_file = runtime.map(|f| f.file.clone()).unwrap_or_else(|| "-".into());
+            // The runtime takes a family file the table does not give the atom.
+            if let Some(f) = runtime.filter(|f| f.tag.is_some() && f.tag.as_deref() != Some(atom.as_str())) {
+                let tag = f.tag.clone().unwrap_or_default();
+                if let Some(h) = rule_family_hazard(&s.db, atom, &tag) {
+                    out.push(FamilyHazard {
+                        atom: atom.clone(),
+                        kernel: kernel.clone(),
+                        tag,
+                        runtime_file: runtime_file.clone(),
+                        compiled: compiled.clone(),
+                        reason: h,
+                        in_matrix,
+                    });
+                    continue;
+                }
+            }
+            // The table compiles a family file the runtime's rule never takes for the atom.
+            if let Some(r) = table.iter().find(|r| r.via == Via::Family && r.file != runtime_file).filter(|_| in_matrix) {
+                let tag = sources.iter().find(|x| x.file == r.file).and_then(|x| x.tag.clone()).unwrap_or_default();
+                out.push(FamilyHazard {
+                    atom: atom.clone(),
+                    kernel,
+                    tag: tag.clone(),
+                    runtime_file: runtime_file.clone(),
+                    compiled: compiled.clone(),
+                    reason: format!(
+                        "katlas build compiles {} for {atom} (table family {tag}), but the runtime's rule ({}) takes {}: the compiled file never loads there",
+                        r.file,
+                        rule.describe(),
+                        if runtime_file == "-" { "nothing".to_string() } else { runtime_file.clone() }
+                    ),
+                    in_matrix,
+                });
+            }
+        }
+    }
+    out
 }

@@ -7,8 +7,11 @@
 //! - [`runner`]: the fresh-process runner with full output capture.
 //! - [`collect`]: spec -> runs -> rows.
 //! - [`provenance`]: kernel -> source files and dispatch references.
+//! - [`loads`]: the project's runtime model: load patterns, family rule, variant selectors, and
+//!   the host-code index they are read from.
 
 pub mod collect;
+pub mod loads;
 pub mod names;
 pub mod ops;
 pub mod parse;

@@ -1,21 +1,30 @@
 //! Dispatch provenance: for a hot kernel, which source files in the project
-//! define it and which host code dispatches it, ranked, every candidate with
-//! its score and the reasons for it.
+//! define it and which host code loads it, ranked, every candidate with its
+//! score and the reasons for it — as the project's runtime resolves it.
 //!
 //! Arch awareness follows hipfire's tag convention (a preset, not an
 //! assumption): `name.gfx1201.hip` (chip tag) beats `name.gfx12.hip` (family
 //! tag) beats `name.hip` (base); a file tagged for another chip or family is
-//! not a candidate. Families come from the architecture table
-//! (`katlas-arch`: an atom's `family` and `also_families`), never from a
-//! prefix of the arch name (gfx1151 is `gfx115`, not `gfx11`).
+//! not a candidate (`name.gfx1030.v1.hip` is tagged for gfx1030). Which family
+//! tag an arch takes is the project's family rule ([`FamilyRule`]): the arch
+//! table by default (`katlas-arch`: an atom's `family` and `also_families`, so
+//! gfx1151 is `gfx115`), or a name prefix where the runtime uses one (hipfire:
+//! the first five characters, so gfx1151 takes `gfx11` files — reported as a
+//! hazard when the table disagrees). Run-time variant selectors ([`Selector`])
+//! outrank the tag rules on the atoms they cover.
+//!
+//! Dispatch evidence is a kernel load matching the project's load patterns
+//! ([`LoadPattern`]: hipfire's `ensure_kernel("…")` and `include_str!("…/name.hip")`);
+//! a project without patterns falls back to references (identifiers and string
+//! words in code, never comments). [`ProvenanceIndex`] reads the tree once and
+//! answers any number of kernels.
 
+use crate::loads::{rule_family_hazard, ArgKind, FamilyRule, HostIndex, LoadPattern, LoadSite, Mentions, Selector};
 use crate::names::{base_function, demangle, name_variants};
-use regex::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 pub const PROVENANCE_SCHEMA: &str = "katlas.provenance.v1";
 
@@ -28,7 +37,7 @@ pub struct ProvenanceOptions {
     pub root: PathBuf,
     /// Target arch atom (`gfx1201`, `sm_90`).
     pub arch: Option<String>,
-    /// Families of the arch (from the arch table), most specific first.
+    /// Family tags the arch takes under `family_rule`, most specific first.
     pub families: Vec<String>,
     pub source_exts: Vec<String>,
     pub dispatch_exts: Vec<String>,
@@ -36,6 +45,18 @@ pub struct ProvenanceOptions {
     pub max_file_bytes: u64,
     /// At most this many dispatch references per kernel.
     pub max_refs: usize,
+    /// How the project's runtime maps the arch to a family tag (set before [`Self::with_arch`]).
+    pub family_rule: FamilyRule,
+    /// The arch table's families of the arch (they differ from `families` under a prefix rule).
+    pub table_families: Vec<String>,
+    /// Family tag -> why taking it is a hazard (the rule gives it, the table does not).
+    pub family_hazards: BTreeMap<String, String>,
+    /// What counts as a kernel load; empty: any reference counts.
+    pub load_patterns: Vec<LoadPattern>,
+    /// Calls that record a kernel name in the project's profiler (`--all-profiled`).
+    pub profile_patterns: Vec<LoadPattern>,
+    /// Run-time variant selectors.
+    pub selectors: Vec<Selector>,
 }
 
 impl ProvenanceOptions {
@@ -50,13 +71,25 @@ impl ProvenanceOptions {
             dispatch_exts: ["rs", "cpp", "cc", "cxx", "c", "h", "hpp", "hip", "cu", "cuh", "py", "toml"].iter().map(|s| s.to_string()).collect(),
             max_file_bytes: 4 << 20,
             max_refs: 20,
+            family_rule: FamilyRule::Table,
+            table_families: Vec::new(),
+            family_hazards: BTreeMap::new(),
+            load_patterns: Vec::new(),
+            profile_patterns: Vec::new(),
+            selectors: Vec::new(),
         }
     }
 
-    /// Set the arch and take its families from the architecture table.
+    /// Set the arch; its family tags follow `family_rule` (the table's families by default),
+    /// and every family tag the rule gives but the table does not is recorded as a hazard.
     pub fn with_arch(mut self, db: &katlas_arch::ArchDb, arch: &str) -> Self {
         self.arch = Some(arch.to_string());
-        self.families = families_of(db, arch);
+        self.table_families = families_of(db, arch);
+        self.families = match self.family_rule {
+            FamilyRule::Table => self.table_families.clone(),
+            rule => rule.prefix_family(arch).into_iter().collect(),
+        };
+        self.family_hazards = self.families.iter().filter_map(|f| rule_family_hazard(db, arch, f).map(|h| (f.clone(), h))).collect();
         self
     }
 }
@@ -77,7 +110,7 @@ pub fn families_of(db: &katlas_arch::ArchDb, arch: &str) -> Vec<String> {
 pub struct SourceCandidate {
     pub path: String,
     pub score: f64,
-    /// `chip`, `family` or `base`.
+    /// `chip`, `family`, `base`, or `other-arch` (only when a selector picks it).
     pub tag_kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
@@ -86,11 +119,21 @@ pub struct SourceCandidate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub definition_line: Option<u64>,
     pub reasons: Vec<String>,
+    /// The run-time selection that loads this file on the arch (`HIPFIRE_RDNA2_VARIANT=2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected_by: Option<String>,
+    /// Where a load pattern embeds this file (`file:line`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub embedded_at: Vec<String>,
+    /// The runtime's family rule sends this file to the arch against the arch table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hazard: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DispatchRef {
     pub path: String,
+    /// Line of the kernel name (for a load: its string literal).
     pub line: u64,
     pub text: String,
     pub score: f64,
@@ -99,6 +142,15 @@ pub struct DispatchRef {
     /// Environment variables read near the reference (knobs that may switch this dispatch).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env_knobs: Vec<String>,
+    /// `load` (a load pattern matched) or `reference` (the name appears in code).
+    #[serde(default)]
+    pub kind: String,
+    /// The load call (`ensure_kernel`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// Line of the load call (before `line` when the arguments span lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_line: Option<u64>,
 }
 
 /// `katlas.provenance.v1`: one kernel's sources and dispatch sites.
@@ -113,22 +165,16 @@ pub struct KernelProvenance {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arch: Option<String>,
     pub families: Vec<String>,
+    /// The family rule `families` follow (`table`, `prefix5`).
+    #[serde(default)]
+    pub family_rule: String,
     pub sources: Vec<SourceCandidate>,
     pub dispatch: Vec<DispatchRef>,
-    /// Union of the env knobs of all dispatch references.
+    /// Union of the env knobs of all dispatch references and of the selectors that apply.
     pub env_knobs: Vec<String>,
-}
-
-struct Re {
-    env: Regex,
-}
-
-fn re() -> &'static Re {
-    static R: OnceLock<Re> = OnceLock::new();
-    R.get_or_init(|| Re {
-        env: Regex::new(r#"(?:getenv|env::var(?:_os)?|environ(?:\.get)?|os\.getenv|env_flag|env_var|std::env::var)\s*[\(\[]\s*"([A-Z][A-Z0-9_]{2,})""#)
-            .unwrap(),
-    })
+    /// What else bears on the answer: selectors, fallbacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 fn files_under(root: &Path, dirs: &[PathBuf], exts: &[String], max: u64) -> Vec<PathBuf> {
@@ -140,7 +186,9 @@ fn files_under(root: &Path, dirs: &[PathBuf], exts: &[String], max: u64) -> Vec<
             if !e.file_type().is_file() {
                 continue;
             }
-            if p.components().any(|c| matches!(c.as_os_str().to_str(), Some("target" | ".git" | ".katlas" | "node_modules" | ".cache"))) {
+            // Below the root only: a project that itself lives under `.cache/` or `target/` is scanned.
+            let inner = p.strip_prefix(&d).unwrap_or(p);
+            if inner.components().any(|c| matches!(c.as_os_str().to_str(), Some("target" | ".git" | ".katlas" | "node_modules" | ".cache"))) {
                 continue;
             }
             let ext_ok = p.extension().and_then(|x| x.to_str()).is_some_and(|x| exts.iter().any(|e| e.eq_ignore_ascii_case(x)));
@@ -156,109 +204,128 @@ fn rel(root: &Path, p: &Path) -> String {
     p.strip_prefix(root).unwrap_or(p).display().to_string()
 }
 
-/// Definition of `name` as a kernel in `text`: line of `__global__ … name(` or
-/// `extern "C" … name(` (HIP/CUDA), `def name(` (Triton/Python).
-fn definition_line(text: &str, name: &str) -> Option<u64> {
-    let pat =
-        Regex::new(&format!(r"(?:__global__|__launch_bounds__|extern\s+.C.|@triton\.jit|def)[^;{{]*?\b{}\s*(?:<[^;{{]*?>)?\s*\(", regex::escape(name))).ok()?;
-    let m = pat.find(text)?;
-    Some(text[..m.start()].matches('\n').count() as u64 + 1)
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
 }
 
-/// Rank source files and dispatch references for one kernel name.
-pub fn locate(kernel: &str, opts: &ProvenanceOptions) -> KernelProvenance {
-    let dem = demangle(kernel);
-    let base = base_function(dem.as_deref().unwrap_or(kernel));
-    let variants = name_variants(&base);
-    let sources = rank_sources(&variants, opts);
-    let (dispatch, knobs) = dispatch_refs(&variants, opts);
-    KernelProvenance {
-        schema: PROVENANCE_SCHEMA.into(),
-        kernel: kernel.into(),
-        demangled: dem,
-        base_name: base,
-        variants,
-        arch: opts.arch.clone(),
-        families: opts.families.clone(),
-        sources,
-        dispatch,
-        env_knobs: knobs,
-    }
-}
-
-fn rank_sources(variants: &[String], opts: &ProvenanceOptions) -> Vec<SourceCandidate> {
-    let mut out = Vec::new();
-    for path in files_under(&opts.root, &opts.kernel_roots, &opts.source_exts, opts.max_file_bytes) {
-        let fname = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let parts: Vec<&str> = fname.split('.').collect();
-        // name.ext or name.tag.ext
-        let (stem, tag) = match parts.len() {
-            0 | 1 => continue,
-            2 => (parts[0], None),
-            _ => (parts[0], Some(parts[1..parts.len() - 1].join("."))),
-        };
-        let mut reasons = Vec::new();
-        let mut score = 0.0;
-        let (tag_kind, tag_ok) = match &tag {
-            None => ("base", true),
-            Some(t) if opts.arch.as_deref() == Some(t.as_str()) => ("chip", true),
-            Some(t) if opts.families.iter().any(|f| f == t) => ("family", true),
-            Some(t) if looks_like_arch_tag(t) => ("other-arch", false),
-            Some(_) => ("base", true),
-        };
-        if !tag_ok {
-            continue; // built for another chip or family
-        }
-        let name_hit = variants.iter().position(|v| v == stem);
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let def = variants.iter().enumerate().find_map(|(i, v)| definition_line(&text, v).map(|l| (i, v.clone(), l)));
-        if name_hit.is_none() && def.is_none() {
+/// Kernel definitions in `text`, name -> line: the function named after `__global__`,
+/// `__launch_bounds__`, `extern "C"` (HIP/CUDA), `@triton.jit` or `def` (Python), skipping
+/// `__attribute__`-style parenthesised qualifiers and template arguments.
+fn definitions(text: &str) -> HashMap<String, u64> {
+    let b = text.as_bytes();
+    let mut out: HashMap<String, u64> = HashMap::new();
+    let mut line = 1u64;
+    let mut i = 0usize;
+    let word_at = |i: usize, w: &[u8]| b[i..].starts_with(w) && (i == 0 || !is_ident(b[i - 1])) && b.get(i + w.len()).is_none_or(|c| !is_ident(*c));
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\n' {
+            line += 1;
+            i += 1;
             continue;
         }
-        let matched = match (name_hit, &def) {
-            (Some(i), _) => {
-                score += 100.0 - 10.0 * i as f64;
-                reasons.push(if i == 0 {
-                    format!("file name is the kernel name `{}`", variants[0])
-                } else {
-                    format!("file name is name variant `{}` (suffix peeled)", variants[i])
-                });
-                variants[i].clone()
+        let marker = if c == b'_' && (word_at(i, b"__global__") || word_at(i, b"__launch_bounds__")) {
+            Some(if b[i + 2] == b'g' { 10 } else { 17 })
+        } else if c == b'e' && word_at(i, b"extern") {
+            let mut j = i + 6;
+            while j < b.len() && (b[j] == b' ' || b[j] == b'\t') {
+                j += 1;
             }
-            (None, Some((_, v, _))) => v.clone(),
-            _ => unreachable!(),
-        };
-        match tag_kind {
-            "chip" => {
-                score += 50.0;
-                reasons.push(format!("chip tag `{}` is the target arch", tag.as_deref().unwrap_or("")));
-            }
-            "family" => {
-                score += 30.0;
-                reasons.push(format!("family tag `{}`: family of {} in the arch table", tag.as_deref().unwrap_or(""), opts.arch.as_deref().unwrap_or("?")));
-            }
-            _ => reasons.push("base file (no arch tag)".into()),
-        }
-        let mut definition_line_no = None;
-        if let Some((i, v, l)) = def {
-            score += 40.0 - 5.0 * i as f64;
-            definition_line_no = Some(l);
-            reasons.push(format!("defines kernel `{v}` at line {l}"));
+            b[j..].starts_with(b"\"C\"").then_some(j + 3 - i)
+        } else if c == b'd' && word_at(i, b"def") {
+            Some(3)
         } else {
-            reasons.push("no kernel definition found in the file (an include or wrapper?)".into());
+            None
+        };
+        let Some(len) = marker else {
+            i += 1;
+            continue;
+        };
+        if let Some(name) = name_after(text, i + len) {
+            out.entry(name).or_insert(line);
         }
-        out.push(SourceCandidate {
-            path: rel(&opts.root, &path),
-            score,
-            tag_kind: tag_kind.into(),
-            tag,
-            matched,
-            definition_line: definition_line_no,
-            reasons,
-        });
+        i += len;
     }
-    out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.path.cmp(&b.path)));
     out
+}
+
+/// The first identifier followed by `(` (template arguments allowed between) after `i`, before
+/// any `;`, `{` or `}`; identifiers starting `__` (qualifiers) have their parentheses skipped.
+fn name_after(t: &str, mut i: usize) -> Option<String> {
+    let b = t.as_bytes();
+    let mut steps = 0;
+    let skip_parens = |i: &mut usize| {
+        let mut depth = 0i32;
+        while *i < b.len() {
+            match b[*i] {
+                b'(' => depth += 1,
+                b')' => {
+                    depth -= 1;
+                    if depth <= 0 {
+                        *i += 1;
+                        return;
+                    }
+                }
+                b';' | b'{' => return,
+                _ => {}
+            }
+            *i += 1;
+        }
+    };
+    let ws = |i: &mut usize| {
+        while *i < b.len() && b[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    ws(&mut i);
+    if b.get(i) == Some(&b'(') {
+        skip_parens(&mut i); // the marker's own arguments: __launch_bounds__(256)
+    }
+    while i < b.len() && steps < 64 {
+        let c = b[i];
+        if matches!(c, b';' | b'{' | b'}') {
+            return None;
+        }
+        if c.is_ascii_alphabetic() || c == b'_' {
+            let st = i;
+            while i < b.len() && is_ident(b[i]) {
+                i += 1;
+            }
+            let name = &t[st..i];
+            steps += 1;
+            let mut j = i;
+            ws(&mut j);
+            if b.get(j) == Some(&b'<') {
+                let mut depth = 0;
+                while j < b.len() && !matches!(b[j], b';' | b'{') {
+                    match b[j] {
+                        b'<' => depth += 1,
+                        b'>' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                j += 1;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                ws(&mut j);
+            }
+            if b.get(j) == Some(&b'(') {
+                if name.starts_with("__") {
+                    i = j;
+                    skip_parens(&mut i);
+                    continue;
+                }
+                return Some(name.to_string());
+            }
+            continue;
+        }
+        i += 1;
+    }
+    None
 }
 
 /// `gfx1201`, `gfx12`, `gfx115`, `sm_90`, `sm_9x`, `sm90a`.
@@ -268,64 +335,417 @@ fn looks_like_arch_tag(t: &str) -> bool {
         || (t.starts_with("sm") && t.trim_start_matches("sm").trim_start_matches('_').chars().all(|c| c.is_ascii_alphanumeric()) && t.len() > 2)
 }
 
-fn dispatch_refs(variants: &[String], opts: &ProvenanceOptions) -> (Vec<DispatchRef>, Vec<String>) {
-    let word: Vec<Regex> = variants.iter().map(|v| Regex::new(&format!(r"\b{}\b", regex::escape(v))).unwrap()).collect();
-    let mut refs = Vec::new();
-    for path in files_under(&opts.root, &opts.dispatch_roots, &opts.dispatch_exts, opts.max_file_bytes) {
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        if !variants.iter().any(|v| text.contains(v.as_str())) {
-            continue;
-        }
-        let lines: Vec<&str> = text.lines().collect();
-        for (i, line) in lines.iter().enumerate() {
-            let Some(vi) = word.iter().position(|w| w.is_match(line)) else { continue };
-            let v = &variants[vi];
-            // A kernel's own definition is a source, not a dispatch.
-            if definition_line(line, v).is_some() && line.contains("__global__") {
-                continue;
-            }
-            let mut score = 10.0 - vi as f64;
-            let mut reasons = vec![format!("mentions `{v}`")];
-            if line.contains(&format!("\"{v}\"")) {
-                score += 20.0;
-                reasons.push("as a string literal (loaded by name)".into());
-            }
-            if line.contains(&format!("{v}<<<"))
-                || line.contains(&format!("{v} <<<"))
-                || line.contains("hipLaunchKernelGGL")
-                || line.contains("cudaLaunchKernel")
-                || line.contains("launch")
-            {
-                score += 30.0;
-                reasons.push("launch site".into());
-            }
-            let lo = i.saturating_sub(10);
-            let hi = (i + 11).min(lines.len());
-            let mut knobs: BTreeSet<String> = BTreeSet::new();
-            for l in &lines[lo..hi] {
-                for c in re().env.captures_iter(l) {
-                    knobs.insert(c[1].to_string());
+/// One kernel source: its name parts and the kernels it defines.
+#[derive(Debug, Clone)]
+struct KFile {
+    rel: String,
+    file_name: String,
+    /// `name` of `name.tag.ext`.
+    stem: String,
+    /// Everything between stem and extension (`gfx1030.v1`).
+    tag: Option<String>,
+    /// The arch part of the tag (`gfx1030`), when its first component looks like an arch.
+    tag_arch: Option<String>,
+    /// The rest of the tag after the arch (`v1`).
+    tag_rest: Option<String>,
+    defs: HashMap<String, u64>,
+}
+
+/// How much one index build read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct IndexStats {
+    pub kernel_files: usize,
+    pub host_files: usize,
+    /// File reads (each file at most once, or twice for host files when load patterns matched
+    /// nothing and references were indexed instead).
+    pub reads: usize,
+}
+
+/// The tree read once: kernel sources by name and definition, host code's loads, references
+/// and env reads. [`ProvenanceIndex::locate`] answers a kernel without touching the disk.
+#[derive(Debug, Clone)]
+pub struct ProvenanceIndex {
+    opts: ProvenanceOptions,
+    kfiles: Vec<KFile>,
+    by_stem: HashMap<String, Vec<usize>>,
+    by_def: HashMap<String, Vec<usize>>,
+    host: HostIndex,
+    /// Patterns `[..n_load]` of the host scan are load patterns, the rest profile patterns.
+    n_load: usize,
+    load_mode: bool,
+    embed_mode: bool,
+    notes: Vec<String>,
+    pub stats: IndexStats,
+}
+
+impl ProvenanceIndex {
+    pub fn build(opts: &ProvenanceOptions) -> ProvenanceIndex {
+        let mut stats = IndexStats::default();
+        let mut kfiles = Vec::new();
+        for path in files_under(&opts.root, &opts.kernel_roots, &opts.source_exts, opts.max_file_bytes) {
+            let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+            let parts: Vec<&str> = file_name.split('.').collect();
+            // name.ext or name.tag.ext
+            let (stem, tag) = match parts.len() {
+                0 | 1 => continue,
+                2 => (parts[0].to_string(), None),
+                _ => (parts[0].to_string(), Some(parts[1..parts.len() - 1].join("."))),
+            };
+            let (tag_arch, tag_rest) = match &tag {
+                Some(t) => {
+                    let (first, rest) = t.split_once('.').map(|(a, b)| (a, Some(b.to_string()))).unwrap_or((t.as_str(), None));
+                    if looks_like_arch_tag(first) {
+                        (Some(first.to_string()), rest)
+                    } else {
+                        (None, None)
+                    }
                 }
+                None => (None, None),
+            };
+            let bytes = std::fs::read(&path).unwrap_or_default();
+            stats.reads += 1;
+            let text = String::from_utf8_lossy(&bytes);
+            let defs = definitions(&text);
+            kfiles.push(KFile { rel: rel(&opts.root, &path), file_name, stem, tag, tag_arch, tag_rest, defs });
+        }
+        stats.kernel_files = kfiles.len();
+        let mut by_stem: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut by_def: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, f) in kfiles.iter().enumerate() {
+            by_stem.entry(f.stem.clone()).or_default().push(i);
+            for d in f.defs.keys() {
+                by_def.entry(d.clone()).or_default().push(i);
             }
-            if !knobs.is_empty() {
-                score += 5.0;
-                reasons.push(format!("env knobs read within 10 lines: {}", knobs.iter().cloned().collect::<Vec<_>>().join(", ")));
+        }
+
+        let host_files: Vec<(PathBuf, String)> = files_under(&opts.root, &opts.dispatch_roots, &opts.dispatch_exts, opts.max_file_bytes)
+            .into_iter()
+            .map(|p| (p.clone(), rel(&opts.root, &p)))
+            .collect();
+        let mut patterns = opts.load_patterns.clone();
+        patterns.extend(opts.profile_patterns.iter().cloned());
+        let n_load = opts.load_patterns.len();
+        let mentions = if n_load == 0 { Mentions::All } else { Mentions::None };
+        let mut host = HostIndex::scan(&host_files, &patterns, mentions, true, &opts.root);
+        stats.reads += host.files_read;
+        let mut notes = Vec::new();
+        let matched = |h: &HostIndex, k: ArgKind| h.loads.iter().any(|l| (l.pattern as usize) < n_load && l.kind == k);
+        let (mut load_mode, mut embed_mode) = (matched(&host, ArgKind::Name), matched(&host, ArgKind::File));
+        if n_load > 0 && !load_mode && !embed_mode {
+            notes.push(format!(
+                "no load pattern ({}) matches under the dispatch roots: any reference to the name counts as dispatch evidence",
+                opts.load_patterns.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+            host = HostIndex::scan(&host_files, &patterns, Mentions::All, true, &opts.root);
+            stats.reads += host.files_read;
+            (load_mode, embed_mode) = (false, false);
+        }
+        stats.host_files = host.files.len();
+        ProvenanceIndex { opts: opts.clone(), kfiles, by_stem, by_def, host, n_load, load_mode, embed_mode, notes, stats }
+    }
+
+    pub fn options(&self) -> &ProvenanceOptions {
+        &self.opts
+    }
+
+    /// Kernel names the project's profiler records (literals of the profile patterns), sorted.
+    pub fn profiled_names(&self) -> Vec<String> {
+        let names: BTreeSet<&str> =
+            self.host.loads.iter().filter(|l| l.pattern as usize >= self.n_load && l.kind == ArgKind::Name).map(|l| l.value.as_str()).collect();
+        names.into_iter().map(str::to_string).collect()
+    }
+
+    /// Rank source files and dispatch references for one kernel name.
+    pub fn locate(&self, kernel: &str) -> KernelProvenance {
+        let dem = demangle(kernel);
+        let base = base_function(dem.as_deref().unwrap_or(kernel));
+        let variants = name_variants(&base);
+        let mut notes = self.notes.clone();
+        let arch = self.opts.arch.as_deref();
+        let sels: Vec<&Selector> = self.opts.selectors.iter().filter(|s| variants.contains(&s.kernel)).collect();
+        let mut knobs: BTreeSet<String> = BTreeSet::new();
+        for s in &sels {
+            match arch {
+                Some(a) if s.applies_to(a) => {
+                    notes.push(format!("variant selector: {}", s.describe()));
+                    knobs.extend(s.knob.iter().cloned());
+                }
+                Some(a) => notes.push(format!("variant selector: {}; not on {a}, which takes the tag rules", s.describe())),
+                None => notes.push(format!("variant selector: {} (no --arch given)", s.describe())),
             }
-            refs.push(DispatchRef {
-                path: rel(&opts.root, &path),
-                line: i as u64 + 1,
-                text: line.trim().chars().take(200).collect(),
-                score,
-                matched: v.clone(),
-                reasons,
-                env_knobs: knobs.into_iter().collect(),
-            });
+        }
+        let sources = self.rank_sources(&variants, &sels);
+        let dispatch = self.dispatch_refs(&variants);
+        knobs.extend(dispatch.iter().flat_map(|r| r.env_knobs.iter().cloned()));
+        KernelProvenance {
+            schema: PROVENANCE_SCHEMA.into(),
+            kernel: kernel.into(),
+            demangled: dem,
+            base_name: base,
+            variants,
+            arch: self.opts.arch.clone(),
+            families: self.opts.families.clone(),
+            family_rule: self.opts.family_rule.name(),
+            sources,
+            dispatch,
+            env_knobs: knobs.into_iter().collect(),
+            notes,
         }
     }
-    refs.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.path.cmp(&b.path)).then(a.line.cmp(&b.line)));
-    refs.truncate(opts.max_refs);
-    let knobs: BTreeSet<String> = refs.iter().flat_map(|r| r.env_knobs.iter().cloned()).collect();
-    (refs, knobs.into_iter().collect())
+
+    fn site_at(&self, l: &LoadSite) -> String {
+        self.host.at(l.file, l.line)
+    }
+
+    fn load_calls(&self, k: ArgKind) -> String {
+        let calls: BTreeSet<String> = self.opts.load_patterns.iter().filter(|p| p.has(k)).map(|p| p.call()).collect();
+        calls.into_iter().collect::<Vec<_>>().join(", ")
+    }
+
+    fn rank_sources(&self, variants: &[String], sels: &[&Selector]) -> Vec<SourceCandidate> {
+        let opts = &self.opts;
+        let arch = opts.arch.as_deref();
+        let active: Vec<&Selector> = sels.iter().copied().filter(|s| arch.is_some_and(|a| s.applies_to(a))).collect();
+        let mut cand: BTreeSet<usize> = BTreeSet::new();
+        for v in variants {
+            cand.extend(self.by_stem.get(v).into_iter().flatten());
+            cand.extend(self.by_def.get(v).into_iter().flatten());
+        }
+        let mut out = Vec::new();
+        for i in cand {
+            let f = &self.kfiles[i];
+            let mut reasons = Vec::new();
+            let mut score = 0.0;
+            // A selector that loads this very file on the arch.
+            let choice = active.iter().find_map(|s| s.choices().iter().position(|(_, file)| *file == f.file_name || *file == f.rel).map(|pos| (*s, pos)));
+            let (tag_kind, tag_ok) = match (&f.tag, &f.tag_arch) {
+                (None, _) | (Some(_), None) => ("base", true),
+                (Some(_), Some(t)) if arch == Some(t.as_str()) => ("chip", true),
+                (Some(_), Some(t)) if opts.families.iter().any(|x| x == t) => ("family", true),
+                _ => ("other-arch", false),
+            };
+            if !tag_ok && choice.is_none() {
+                continue; // built for another chip or family
+            }
+            let name_hit = variants.iter().position(|v| *v == f.stem);
+            let def = variants.iter().enumerate().find_map(|(i, v)| f.defs.get(v).map(|l| (i, v.clone(), *l)));
+            let matched = match (name_hit, &def) {
+                (Some(i), _) => {
+                    score += 100.0 - 10.0 * i as f64;
+                    reasons.push(if i == 0 {
+                        format!("file name is the kernel name `{}`", variants[0])
+                    } else {
+                        format!("file name is name variant `{}` (suffix peeled)", variants[i])
+                    });
+                    variants[i].clone()
+                }
+                (None, Some((_, v, _))) => v.clone(),
+                _ => continue,
+            };
+            let tag_s = f.tag_arch.as_deref().unwrap_or("");
+            let mut hazard = None;
+            match tag_kind {
+                "chip" => match &f.tag_rest {
+                    None => {
+                        score += 50.0;
+                        reasons.push(format!("chip tag `{tag_s}` is the target arch"));
+                    }
+                    Some(rest) => {
+                        score += 45.0;
+                        reasons.push(format!("chip tag `{tag_s}` with variant suffix `{rest}`: which variant loads is decided at run time"));
+                    }
+                },
+                "family" => {
+                    score += 30.0;
+                    let a = arch.unwrap_or("?");
+                    reasons.push(match opts.family_rule {
+                        FamilyRule::Table => format!("family tag `{tag_s}`: family of {a} in the arch table"),
+                        rule => format!("family tag `{tag_s}`: the project's family rule ({}: {}) gives {a} `{tag_s}`", rule.name(), rule.describe()),
+                    });
+                    if let Some(h) = opts.family_hazards.get(tag_s) {
+                        reasons.push(format!("hazard: {h}"));
+                        hazard = Some(h.clone());
+                    }
+                }
+                "other-arch" => reasons.push(format!("tagged for {tag_s}, not {}", arch.unwrap_or("?"))),
+                _ => reasons.push("base file (no arch tag)".into()),
+            }
+            let mut definition_line = None;
+            if let Some((i, v, l)) = def {
+                score += 40.0 - 5.0 * i as f64;
+                definition_line = Some(l);
+                reasons.push(format!("defines kernel `{v}` at line {l}"));
+            } else {
+                reasons.push("no kernel definition found in the file (an include or wrapper?)".into());
+            }
+            let mut selected_by = None;
+            let a = arch.unwrap_or("?");
+            match choice {
+                Some((s, pos)) => {
+                    let value = s.choices()[pos].0;
+                    let how = match (&s.knob, value) {
+                        (Some(k), Some(v)) if pos == 0 => format!("{k} unset (default {v}) or {k}={v}"),
+                        (Some(k), Some(v)) => format!("{k}={v}"),
+                        _ => "always".to_string(),
+                    };
+                    score += if pos == 0 { 300.0 } else { 200.0 - pos as f64 };
+                    reasons.push(format!("{} loads this on {a} when {how}", s.label()));
+                    selected_by = Some(match (&s.knob, value) {
+                        (Some(k), Some(v)) => format!("{}: {k}={v}{}", s.label(), if pos == 0 { " (default)" } else { "" }),
+                        _ => s.label(),
+                    });
+                }
+                None => {
+                    if let Some(s) = active.iter().find(|s| s.kernel == matched) {
+                        score -= 100.0;
+                        reasons.push(format!(
+                            "not loaded on {a}: {} picks {}'s source{}",
+                            s.label(),
+                            s.kernel,
+                            s.knob.as_deref().map(|k| format!(" by {k}")).unwrap_or_default()
+                        ));
+                    }
+                }
+            }
+            let mut embedded_at = Vec::new();
+            if self.embed_mode {
+                let sites = self.host.embeds_of(&f.rel);
+                let sites: Vec<&LoadSite> = sites.into_iter().filter(|l| (l.pattern as usize) < self.n_load).collect();
+                if sites.is_empty() {
+                    score -= 200.0;
+                    reasons.push(format!("no load pattern embeds this file ({}): the runtime never loads it", self.load_calls(ArgKind::File)));
+                } else {
+                    embedded_at = sites.iter().map(|l| self.site_at(l)).collect();
+                    let call = opts.load_patterns.get(sites[0].pattern as usize).map(|p| p.call()).unwrap_or_default();
+                    reasons.push(format!("embedded at {} ({call})", embedded_at.join(", ")));
+                }
+            }
+            out.push(SourceCandidate {
+                path: f.rel.clone(),
+                score,
+                tag_kind: tag_kind.into(),
+                tag: f.tag.clone(),
+                matched,
+                definition_line,
+                reasons,
+                selected_by,
+                embedded_at,
+                hazard,
+            });
+        }
+        out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.path.cmp(&b.path)));
+        out
+    }
+
+    fn dispatch_refs(&self, variants: &[String]) -> Vec<DispatchRef> {
+        let mut refs = Vec::new();
+        if self.load_mode {
+            // One reference per load call: (file, call line) -> best variant and its first literal.
+            let mut best: BTreeMap<(u32, u32), (usize, &LoadSite)> = BTreeMap::new();
+            for (vi, v) in variants.iter().enumerate() {
+                for l in self.host.name_loads(v) {
+                    if l.pattern as usize >= self.n_load {
+                        continue;
+                    }
+                    let e = best.entry((l.file, l.call_line)).or_insert((vi, l));
+                    if (vi, l.line) < (e.0, e.1.line) {
+                        *e = (vi, l);
+                    }
+                }
+            }
+            for ((file, _), (vi, l)) in best {
+                let line = l.line;
+                let v = &variants[vi];
+                let call = self.opts.load_patterns[l.pattern as usize].call();
+                let mut score = 100.0 - 10.0 * vi as f64;
+                let mut reasons = vec![if l.call_line == l.line {
+                    format!("loads `{v}` by name: {call}(…)")
+                } else {
+                    format!("loads `{v}` by name: {call}(…) from line {}", l.call_line)
+                }];
+                let knobs = self.host.knobs_near(file, line, 10);
+                if !knobs.is_empty() {
+                    score += 5.0;
+                    reasons.push(format!("env knobs read within 10 lines: {}", knobs.iter().cloned().collect::<Vec<_>>().join(", ")));
+                }
+                let hf = &self.host.files[file as usize];
+                let text = if l.call_line == line {
+                    hf.line_text(line).trim().to_string()
+                } else {
+                    format!("{} … {}", hf.line_text(l.call_line).trim(), hf.line_text(line).trim())
+                };
+                refs.push(DispatchRef {
+                    path: hf.rel.clone(),
+                    line: line as u64,
+                    text: text.chars().take(200).collect(),
+                    score,
+                    matched: v.clone(),
+                    reasons,
+                    env_knobs: knobs.into_iter().collect(),
+                    kind: "load".into(),
+                    via: Some(call),
+                    call_line: Some(l.call_line as u64),
+                });
+            }
+        } else {
+            let mut best: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+            for (vi, v) in variants.iter().enumerate() {
+                for m in self.host.mentions.get(v).into_iter().flatten() {
+                    best.entry((m.file, m.line)).or_insert(vi);
+                }
+            }
+            for ((file, line), vi) in best {
+                let v = &variants[vi];
+                let hf = &self.host.files[file as usize];
+                let text = hf.line_text(line);
+                // A kernel's own definition is a source, not a dispatch.
+                if text.contains("__global__") && definitions(text).contains_key(v.as_str()) {
+                    continue;
+                }
+                let mut score = 10.0 - vi as f64;
+                let mut reasons = vec![format!("mentions `{v}`")];
+                if text.contains(&format!("\"{v}\"")) {
+                    score += 20.0;
+                    reasons.push("as a string literal (loaded by name)".into());
+                }
+                if text.contains(&format!("{v}<<<"))
+                    || text.contains(&format!("{v} <<<"))
+                    || text.contains("hipLaunchKernelGGL")
+                    || text.contains("cudaLaunchKernel")
+                    || text.contains("launch")
+                {
+                    score += 30.0;
+                    reasons.push("launch site".into());
+                }
+                let knobs = self.host.knobs_near(file, line, 10);
+                if !knobs.is_empty() {
+                    score += 5.0;
+                    reasons.push(format!("env knobs read within 10 lines: {}", knobs.iter().cloned().collect::<Vec<_>>().join(", ")));
+                }
+                refs.push(DispatchRef {
+                    path: hf.rel.clone(),
+                    line: line as u64,
+                    text: text.trim().chars().take(200).collect(),
+                    score,
+                    matched: v.clone(),
+                    reasons,
+                    env_knobs: knobs.into_iter().collect(),
+                    kind: "reference".into(),
+                    via: None,
+                    call_line: None,
+                });
+            }
+        }
+        refs.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.path.cmp(&b.path)).then(a.line.cmp(&b.line)));
+        refs.truncate(self.opts.max_refs);
+        refs
+    }
+}
+
+/// Rank source files and dispatch references for one kernel name (reads the tree; for many
+/// kernels build one [`ProvenanceIndex`] instead).
+pub fn locate(kernel: &str, opts: &ProvenanceOptions) -> KernelProvenance {
+    ProvenanceIndex::build(opts).locate(kernel)
 }
 
 #[cfg(test)]
@@ -390,6 +810,19 @@ mod tests {
         let p = locate("gemv_hfq4g256_multirow", &opts);
         let kinds: Vec<&str> = p.sources.iter().map(|s| s.tag_kind.as_str()).collect();
         assert_eq!(kinds, ["chip", "family", "base"]);
+    }
+
+    #[test]
+    fn a_project_below_a_cache_directory_is_scanned() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join(".cache/bench/proj");
+        std::fs::create_dir_all(root.join("kernels")).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("kernels/k.hip"), "extern \"C\" __global__ void k(float* x) {}\n").unwrap();
+        std::fs::write(root.join("src/host.rs"), "load(\"k\");\n").unwrap();
+        let p = locate("k", &ProvenanceOptions::new(&root));
+        assert_eq!(p.sources[0].path, "kernels/k.hip");
+        assert_eq!(p.dispatch[0].path, "src/host.rs");
     }
 
     #[test]

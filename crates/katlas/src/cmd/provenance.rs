@@ -1,10 +1,13 @@
 //! `katlas provenance`: for each hot kernel, ranked source files and dispatch
-//! references in the project (arch-aware), every candidate with score and reasons.
+//! references in the project (arch-aware, as the project's runtime resolves them: its
+//! family rule, load patterns and variant selectors from `[reach]` or the preset), every
+//! candidate with score and reasons. The tree is read once for all kernels asked.
 
 use crate::cmd::corpus::{load_rows, Source};
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, table, Format, FormatArg};
-use katlas_collect::provenance::{locate, ProvenanceOptions};
+use katlas_collect::loads::{parse_patterns, FamilyRule, Selector};
+use katlas_collect::provenance::{ProvenanceIndex, ProvenanceOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -18,6 +21,10 @@ pub struct ProvenanceArgs {
     /// How many of the row's kernels (by GPU time).
     #[arg(long, default_value_t = 5)]
     pub top: usize,
+    /// Every kernel name the project's profiler records (`[reach] profile_patterns`; hipfire:
+    /// the `begin_timer(…, "NAME", …)` literals).
+    #[arg(long)]
+    pub all_profiled: bool,
     /// Target arch atom for chip/family tags (default: the row's arch).
     #[arg(long)]
     pub arch: Option<String>,
@@ -50,10 +57,25 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
         kernels.extend(ks.iter().take(args.top).map(|k| k.name.clone()));
         arch = arch.or_else(|| row.arch.clone()).or_else(|| row.identity.arch().map(str::to_string));
     }
-    if kernels.is_empty() {
-        return Err(CliError::bad_input("give kernel names or --row ID"));
+    if kernels.is_empty() && !args.all_profiled {
+        return Err(CliError::bad_input("give kernel names, --row ID or --all-profiled"));
     }
     let mut opts = ProvenanceOptions::new(&project.root);
+    // The runtime model: [reach] keys, else the preset's.
+    let rc = katlas_build::config::reach_config(project).map_err(|e| CliError::bad_input(e.to_string()))?;
+    if let Some(r) = &rc.family_rule {
+        opts.family_rule = FamilyRule::parse(r).map_err(CliError::bad_input)?;
+    }
+    opts.load_patterns = parse_patterns(rc.load_patterns.as_deref().unwrap_or_default()).map_err(CliError::bad_input)?;
+    opts.profile_patterns = parse_patterns(rc.profile_patterns.as_deref().unwrap_or_default()).map_err(CliError::bad_input)?;
+    for sel in rc.selectors.iter().flatten() {
+        // katlas-build compiles the same `loads.rs`: the two Selector types have one shape.
+        let v = serde_json::to_value(sel).map_err(CliError::bad_input)?;
+        opts.selectors.push(serde_json::from_value::<Selector>(v).map_err(CliError::bad_input)?);
+    }
+    if args.all_profiled && opts.profile_patterns.is_empty() {
+        return Err(CliError::bad_input("--all-profiled: no profile patterns ([reach] profile_patterns, or preset = \"hipfire\")"));
+    }
     let cfg = &project.config.project;
     if !args.kernel_roots.is_empty() {
         opts.kernel_roots = args.kernel_roots.iter().map(|p| ctx.resolve(p)).collect();
@@ -72,18 +94,27 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
         }
         opts = opts.with_arch(&db, a);
     }
-    let found: Vec<_> = kernels.iter().map(|k| locate(k, &opts)).collect();
+    let index = ProvenanceIndex::build(&opts);
+    if args.all_profiled {
+        for k in index.profiled_names() {
+            if !kernels.contains(&k) {
+                kernels.push(k);
+            }
+        }
+    }
+    let found: Vec<_> = kernels.iter().map(|k| index.locate(k)).collect();
     match args.format.format {
         Format::Json => print_json(&found),
         f => {
             for p in &found {
                 println!(
-                    "{} (base `{}`, variants {}; arch {}, families {})",
+                    "{} (base `{}`, variants {}; arch {}, families {}{})",
                     p.kernel,
                     p.base_name,
                     p.variants.join(", "),
                     p.arch.as_deref().unwrap_or("-"),
-                    if p.families.is_empty() { "-".into() } else { p.families.join(", ") }
+                    if p.families.is_empty() { "-".into() } else { p.families.join(", ") },
+                    if p.family_rule == "table" || p.family_rule.is_empty() { String::new() } else { format!(" by family rule {}", p.family_rule) }
                 );
                 let mut t = table(f, &["score", "source", "tag", "reasons"]);
                 for s in &p.sources {
@@ -94,12 +125,25 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
                 } else {
                     println!("  no source candidates under {:?}", opts.kernel_roots);
                 }
-                let mut d = table(f, &["score", "dispatch", "line", "text", "env knobs"]);
+                for s in p.sources.iter().filter(|s| s.hazard.is_some()) {
+                    println!("  hazard: {}: {}", s.path, s.hazard.as_deref().unwrap_or(""));
+                }
+                let mut d = table(f, &["score", "dispatch", "line", "kind", "text", "env knobs"]);
                 for r in &p.dispatch {
-                    d.add_row(vec![format!("{:.0}", r.score), r.path.clone(), r.line.to_string(), r.text.clone(), r.env_knobs.join(", ")]);
+                    let kind = match &r.via {
+                        Some(v) => format!("{} {v}", r.kind),
+                        None => r.kind.clone(),
+                    };
+                    d.add_row(vec![format!("{:.0}", r.score), r.path.clone(), r.line.to_string(), kind, r.text.clone(), r.env_knobs.join(", ")]);
                 }
                 if !p.dispatch.is_empty() {
                     println!("{d}");
+                }
+                if !p.env_knobs.is_empty() {
+                    println!("  env knobs: {}", p.env_knobs.join(", "));
+                }
+                for n in &p.notes {
+                    println!("  note: {n}");
                 }
                 println!();
             }

@@ -41,15 +41,20 @@ pub fn run(a: &ReachArgs, ctx: &Ctx) -> CmdResult {
     }
     println!("{t}");
     if !r.unreached.is_empty() {
-        println!("\nsources no matrix atom compiles:");
+        println!("\nunreached sources (no matrix atom compiles them, or the runtime never loads them):");
         for u in &r.unreached {
             println!("  {}: {}", u.file, u.reason);
         }
     }
     if !r.undispatched.is_empty() {
-        println!("\ncompiled but never dispatched (no reference in {}):", r.dispatch_roots.join(", "));
+        if r.load_patterns.is_empty() {
+            println!("\ncompiled but never dispatched (no reference in {}):", r.dispatch_roots.join(", "));
+        } else {
+            println!("\ncompiled but never dispatched (no load in {}: {}):", r.dispatch_roots.join(", "), r.load_patterns.join(", "));
+        }
+        let how = if r.load_patterns.is_empty() { "appears in host code" } else { "is loaded" };
         for u in &r.undispatched {
-            println!("  {} (for {}): none of {} appears in host code", u.file, u.atoms.join(" "), u.names.join(", "));
+            println!("  {} (for {}): none of {} {how}", u.file, u.atoms.join(" "), u.names.join(", "));
         }
     }
     if !r.divergent_families.is_empty() {
@@ -59,7 +64,18 @@ pub fn run(a: &ReachArgs, ctx: &Ctx) -> CmdResult {
             println!("  {} {}: {}", d.family, d.kernel, files.into_iter().collect::<Vec<_>>().join(", "));
         }
     }
-    if !r.prefix_traps.is_empty() {
+    if !r.family_hazards.is_empty() {
+        println!("\nfamily-rule hazards (the runtime's family rule is {}; the arch table disagrees):", r.family_rule);
+        for h in &r.family_hazards {
+            let compiled = match (h.in_matrix, h.compiled.as_str()) {
+                (false, _) => "not in the matrix: katlas build compiles nothing".to_string(),
+                (true, "-") => "katlas build compiles nothing".to_string(),
+                (true, c) => format!("katlas build compiles {c}"),
+            };
+            println!("  {} {}: the runtime takes {} ({compiled}): {}", h.atom, h.kernel, h.runtime_file, h.reason);
+        }
+    }
+    if !r.prefix_traps.is_empty() && r.family_rule == "table" {
         println!("\nfamily tags a name-prefix rule would misroute (the arch table keeps these atoms out):");
         for p in &r.prefix_traps {
             println!("  {} (tag {}): not compiled for {}", p.file, p.tag, p.atoms.join(" "));
@@ -70,8 +86,8 @@ pub fn run(a: &ReachArgs, ctx: &Ctx) -> CmdResult {
     }
     let s = &r.summary;
     println!(
-        "\n{} atom(s), {} source(s), {} compile(s); {} unreached, {} undispatched, {} divergent",
-        s.atoms, s.sources, s.resolutions, s.unreached, s.undispatched, s.divergent
+        "\n{} atom(s), {} source(s), {} compile(s); {} unreached, {} undispatched, {} divergent, {} family-rule hazard(s)",
+        s.atoms, s.sources, s.resolutions, s.unreached, s.undispatched, s.divergent, s.hazards
     );
     Ok(code)
 }
