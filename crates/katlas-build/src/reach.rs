@@ -10,12 +10,9 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-/// The runtime model (load patterns, family rule, selectors) and the host-code index. One file
-/// shared with katlas-collect's provenance, compiled into both crates, so `katlas reach` and
-/// `katlas provenance` read host code identically.
-#[allow(dead_code)]
-#[path = "../../katlas-collect/src/loads.rs"]
-pub mod loads;
+/// The runtime model (load patterns, family rule, selectors) and the host-code index are
+/// katlas-collect's, so `katlas reach` and `katlas provenance` read host code identically.
+pub use katlas_collect::loads;
 
 pub const REACH_SCHEMA: &str = "katlas.reach.v1";
 
