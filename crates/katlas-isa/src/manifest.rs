@@ -137,8 +137,13 @@ pub struct NvObject {
     pub sm: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub virtual_sm: Option<u32>,
-    /// `sm_90a`-style accelerator target (from `.nv.compat`).
+    /// `sm_90a`-style architecture-specific target (from `.nv.compat`, the ptxas `-arch` option
+    /// or the fatbin entry's flags): runs on that exact compute capability only.
     pub accelerator: bool,
+    /// `sm_100f`-style family-specific target (CUDA 12.9+; from the ptxas `-arch` option or the
+    /// fatbin entry's flags): runs on the devices of the family (see `katlas arch`).
+    #[serde(default)]
+    pub family_specific: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toolkit: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -485,6 +490,11 @@ pub struct KernelDescriptor {
 pub struct NvKernel {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regcount: Option<u32>,
+    /// Where `regcount` was read: `eiattr_regcount` (the `.nv.info` attribute) or
+    /// `text_section_info` (bits 24..31 of the `.text.<fn>` section header's sh_info, in cubins
+    /// without the attribute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regcount_source: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame_size: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

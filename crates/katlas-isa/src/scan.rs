@@ -407,7 +407,7 @@ fn fatbin_region(ctx: &Ctx, path: &str, region: &Blob, chain: Vec<String>, depth
     let sub = work
         .into_par_iter()
         .map(|(base, e)| {
-            let label = format!("fatbin[sm_{},{},{}]", e.sm, e.kind_name(), e.compression());
+            let label = format!("fatbin[sm_{}{},{},{}]", e.sm, e.arch_suffix(), e.kind_name(), e.compression());
             let c = push(&chain, label);
             let cd = &d[base as usize..];
             let payload = match fatbin::entry_payload(cd, &e) {
@@ -423,6 +423,7 @@ fn fatbin_region(ctx: &Ctx, path: &str, region: &Blob, chain: Vec<String>, depth
                             if let Some(n) = o.nvidia.as_mut() {
                                 n.fatbin_compression = Some(e.compression().into());
                             }
+                            cubin::apply_entry_suffix(o, e.flags);
                         });
                         f
                     } else {
@@ -466,7 +467,7 @@ fn ptx_leaf(path: &str, d: &[u8], chain: Vec<String>) -> Found {
 }
 
 fn arch_matches(want: &str, arch: &str) -> bool {
-    arch == want || (want.starts_with("sm_") && arch.strip_suffix('a') == Some(want))
+    arch == want || (want.starts_with("sm_") && arch.strip_suffix(['a', 'f']) == Some(want))
 }
 
 /// Parses one code object (cached by md5), applies filters, mix and ptxas numbers.

@@ -27,6 +27,10 @@ pub const EIATTR_RESERVED_SMEM_0_SIZE: u8 = 0x42;
 const EICOMPAT_ATTR_CUDA_ACCELERATOR_TARGET: u8 = 0x09;
 const STO_CUDA_ENTRY: u8 = 0x10;
 
+/// `NvKernel::regcount_source` values.
+pub const REGCOUNT_FROM_EIATTR: &str = "eiattr_regcount";
+pub const REGCOUNT_FROM_SECTION: &str = "text_section_info";
+
 const EIFMT_NVAL: u8 = 1;
 const EIFMT_BVAL: u8 = 2;
 const EIFMT_HVAL: u8 = 3;
@@ -108,6 +112,7 @@ pub fn parse(data: &[u8]) -> Result<NvParsed> {
         sm,
         virtual_sm,
         accelerator: false,
+        family_specific: false,
         toolkit: None,
         tool: None,
         tool_options: None,
@@ -153,7 +158,10 @@ pub fn parse(data: &[u8]) -> Result<NvParsed> {
                     let val = u32le(a.data, 4, W)?;
                     let k = per_sym.entry(sym).or_default();
                     match a.attr {
-                        EIATTR_REGCOUNT => k.regcount = Some(val),
+                        EIATTR_REGCOUNT => {
+                            k.regcount = Some(val);
+                            k.regcount_source = Some(REGCOUNT_FROM_EIATTR.into());
+                        }
                         EIATTR_FRAME_SIZE => k.frame_size = Some(val),
                         EIATTR_MIN_STACK_SIZE => k.min_stack_size = Some(val),
                         EIATTR_MAX_STACK_SIZE => k.max_stack_size = Some(val),
@@ -177,6 +185,18 @@ pub fn parse(data: &[u8]) -> Result<NvParsed> {
             match attributes(d) {
                 Ok(attrs) => fill_function_attrs(&mut nk, &attrs, &mut info),
                 Err(e) => warnings.push(format!(".nv.info.{fname}: {e}")),
+            }
+        }
+        if nk.regcount.is_none() {
+            // Older cubins (sm_70..sm_86 kernels of cuBLASLt, cuDNN) carry no EIATTR_REGCOUNT:
+            // the count is in bits 24..31 of sh_info of the function's `.text.<fn>` section
+            // (the low bits keep the symbol index), where cuobjdump reads it.
+            if let Some(sh) = elf.section(s.shndx as usize).filter(|sh| elf.section_name(sh).starts_with(b".text.")) {
+                let regs = sh.sh_info(elf.endian) >> 24;
+                if regs > 0 {
+                    nk.regcount = Some(regs);
+                    nk.regcount_source = Some(REGCOUNT_FROM_SECTION.into());
+                }
             }
         }
         nk.shared_static_bytes = sec_size(&key(".nv.shared."));
@@ -209,8 +229,64 @@ pub fn parse(data: &[u8]) -> Result<NvParsed> {
             occupancy_note: None,
         });
     }
-    let arch = format!("sm_{sm}{}", if info.accelerator { "a" } else { "" });
+    // The ELF header and `.nv.compat` do not mark family-specific code (CUDA 13.0: sm_120 and
+    // sm_120f cubins have the same e_flags and compat attributes); ptxas's `-arch` option in the
+    // tool note does, and cuobjdump takes the suffix from the fatbin entry (see `apply_entry_suffix`).
+    match info.tool_options.as_deref().and_then(arch_option_suffix) {
+        Some('f') => info.family_specific = true,
+        Some('a') => info.accelerator = true,
+        _ => {}
+    }
+    let arch = arch_name(sm, &info);
     Ok(NvParsed { target: arch.clone(), arch, info, kernels, warnings })
+}
+
+/// `sm_90a`, `sm_120f` or `sm_80`.
+pub fn arch_name(sm: u32, info: &NvObject) -> String {
+    format!("sm_{sm}{}", arch_suffix(info))
+}
+
+fn arch_suffix(info: &NvObject) -> &'static str {
+    if info.accelerator {
+        "a"
+    } else if info.family_specific {
+        "f"
+    } else {
+        ""
+    }
+}
+
+/// The suffix of ptxas's `-arch sm_NNNx` option (`a` or `f`), if any.
+fn arch_option_suffix(options: &str) -> Option<char> {
+    let mut words = options.split_whitespace();
+    while let Some(w) = words.next() {
+        if w == "-arch" || w == "--gpu-name" {
+            let a = words.next()?.to_ascii_lowercase();
+            let rest = a.strip_prefix("sm_")?;
+            return rest.chars().last().filter(|c| *c == 'a' || *c == 'f');
+        }
+    }
+    None
+}
+
+/// Marks the object with the suffix its fatbin entry's flags give (what cuobjdump prints);
+/// a disagreement with the cubin's own marks is kept as a warning.
+pub fn apply_entry_suffix(o: &mut crate::manifest::CodeObject, entry_flags: u64) {
+    use crate::nv::fatbin::{FLAG_ARCH_SPECIFIC, FLAG_FAMILY_SPECIFIC};
+    let Some(n) = o.nvidia.as_mut() else { return };
+    let (a, f) = (entry_flags & FLAG_ARCH_SPECIFIC != 0, entry_flags & FLAG_FAMILY_SPECIFIC != 0);
+    if (a || f) && !(n.accelerator || n.family_specific) {
+        n.accelerator = a;
+        n.family_specific = f && !a;
+    } else if (a && !n.accelerator) || (f && !n.family_specific) {
+        o.warnings.push(format!("fatbin entry flags {entry_flags:#x} say sm_{}{}, the cubin says {}", n.sm, if a { "a" } else { "f" }, o.arch));
+        return;
+    }
+    let arch = arch_name(n.sm, n);
+    if arch != o.arch {
+        o.target = arch.clone();
+        o.arch = arch;
+    }
 }
 
 fn xyz(d: &[u8]) -> Option<[u32; 3]> {

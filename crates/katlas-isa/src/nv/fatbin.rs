@@ -14,6 +14,10 @@ pub const KIND_ELF: u16 = 2;
 pub const FLAG_64BIT: u64 = 0x1;
 pub const FLAG_LZ4: u64 = 0x2000;
 pub const FLAG_ZSTD: u64 = 0x8000;
+/// Entry compiled for an architecture-specific target (`sm_90a`): cuobjdump prints the `a`.
+pub const FLAG_ARCH_SPECIFIC: u64 = 0x10_0000;
+/// Entry compiled for a family-specific target (`sm_120f`, CUDA 12.9+): cuobjdump prints the `f`.
+pub const FLAG_FAMILY_SPECIFIC: u64 = 0x20_0000;
 
 #[derive(Debug, Clone)]
 pub struct FatbinEntry {
@@ -37,6 +41,17 @@ impl FatbinEntry {
             "lz4"
         } else {
             "raw"
+        }
+    }
+
+    /// `a`, `f` or nothing, from the entry's flags.
+    pub fn arch_suffix(&self) -> &'static str {
+        if self.flags & FLAG_ARCH_SPECIFIC != 0 {
+            "a"
+        } else if self.flags & FLAG_FAMILY_SPECIFIC != 0 {
+            "f"
+        } else {
+            ""
         }
     }
 

@@ -43,7 +43,7 @@ pub struct ScanArgs {
     /// Keep kernels whose name or demangled name matches this regex.
     #[arg(long, value_name = "REGEX")]
     pub filter: Option<String>,
-    /// Keep objects of this architecture atom (gfx90a, sm_90; sm_90 also matches sm_90a).
+    /// Keep objects of this architecture atom (gfx90a, sm_90; sm_100 also matches sm_100a and sm_100f).
     #[arg(long, value_name = "ATOM")]
     pub arch: Option<String>,
     /// Parallel jobs (default: all cores).
