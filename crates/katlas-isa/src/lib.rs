@@ -27,6 +27,7 @@ pub mod msgpack;
 pub mod nv;
 pub mod occupancy;
 pub mod scan;
+pub mod triton;
 
 pub use error::IsaError;
 pub use manifest::{CodeObject, IsaManifest, Kernel, SCHEMA};

@@ -216,6 +216,43 @@ pub struct Kernel {
     /// Why `occupancy` is missing, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub occupancy_note: Option<String>,
+    /// Launch facts from Triton's `<name>.json` beside the code object (Triton and inductor
+    /// caches); occupancy uses its block size and dynamic shared memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triton: Option<TritonLaunch>,
+}
+
+/// A Triton kernel's launch configuration, as its cache's metadata JSON gives it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct TritonLaunch {
+    /// The `<name>.json` read.
+    pub metadata_path: String,
+    /// The `@triton.jit` function's name (inductor: `triton_poi_…`, `triton_red_…`).
+    pub name: String,
+    pub num_warps: u32,
+    /// Lanes per warp (NVIDIA 32) or wave (AMD 64 or 32).
+    pub warp_size: u32,
+    /// Threads per block (workgroup): num_warps × warp_size.
+    pub block_size: u32,
+    /// Dynamic shared memory (LDS) per block the launcher requests, bytes (`shared`).
+    pub shared_dynamic_bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_stages: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_ctas: Option<u32>,
+    /// `cuda` or `hip`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// Target architecture (`sm_90`, `gfx942`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triton_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    /// Source file and line of the kernel (`<name>.source`'s first location).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]

@@ -6,22 +6,25 @@ use katlas_arch::{occupancy, ArchDb, KernelResources, Occupancy};
 
 fn resources(vendor: Vendor, k: &Kernel) -> KernelResources {
     let r = &k.resources;
-    let wg = r.reqd_workgroup_size.map(|t| t.iter().product::<u32>()).or(r.max_workgroup_size);
+    // a Triton launch's block is known; otherwise the kernel's own bounds
+    let wg = k.triton.as_ref().map(|t| t.block_size).or(r.reqd_workgroup_size.map(|t| t.iter().product::<u32>())).or(r.max_workgroup_size);
+    let dynamic = k.triton.as_ref().map(|t| t.shared_dynamic_bytes).unwrap_or(0);
+    let wave = k.triton.as_ref().map(|t| t.warp_size);
     match vendor {
         Vendor::Amd => KernelResources {
             vgprs: r.vgpr,
             agprs: r.agpr,
             sgprs: r.sgpr,
-            lds_bytes: r.lds_bytes.unwrap_or(0),
+            lds_bytes: r.lds_bytes.unwrap_or(0) + dynamic,
             scratch_bytes_per_lane: r.scratch_bytes.unwrap_or(0),
-            wave_size: r.wave_size,
+            wave_size: wave.or(r.wave_size),
             workgroup_size: wg,
             ..Default::default()
         },
         Vendor::Nvidia => {
             let nv = k.nvidia.as_ref();
             // katlas-arch adds the runtime's per-block reservation itself
-            let shared = nv.map(|n| n.shared_static_bytes.saturating_sub(n.shared_reserved_bytes)).unwrap_or(0);
+            let shared = nv.map(|n| n.shared_static_bytes.saturating_sub(n.shared_reserved_bytes)).unwrap_or(0) + dynamic;
             KernelResources { regs_per_thread: r.vgpr, shared_bytes: shared, wave_size: Some(32), workgroup_size: wg, ..Default::default() }
         }
     }

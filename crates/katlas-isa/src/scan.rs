@@ -675,6 +675,36 @@ pub fn collect_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<ScanError>) {
     (files, errors)
 }
 
+/// Gives the kernel its Triton launch facts and recomputes its occupancy with them.
+fn attach_triton(json: &Path, found: &mut Found) {
+    let meta = match crate::triton::read(json) {
+        Ok(m) => m,
+        Err(e) => {
+            found.errors.push(ScanError { path: json.display().to_string(), chain: String::new(), message: e });
+            return;
+        }
+    };
+    let mut hit = false;
+    for o in &mut found.objects {
+        let mut here = false;
+        for k in o.kernels.iter_mut().filter(|k| k.name == meta.name) {
+            k.triton = Some(meta.clone());
+            here = true;
+        }
+        if here {
+            crate::occupancy::attach(o);
+            hit = true;
+        }
+    }
+    if !hit && !found.objects.is_empty() {
+        found.errors.push(ScanError {
+            path: json.display().to_string(),
+            chain: String::new(),
+            message: format!("Triton metadata names kernel {}, which the code object beside it does not have", meta.name),
+        });
+    }
+}
+
 /// Scans one file already in memory (used by tests and fuzzing as well as `scan`).
 pub fn scan_blob(ctx: &Ctx, path: &str, blob: Blob) -> (Kind, Found) {
     let kind = detect(blob.bytes());
@@ -725,7 +755,10 @@ pub fn scan(paths: &[PathBuf], opts: ScanOptions) -> Result<IsaManifest, ScanFai
                     Err(e) => return (InputFile { path: path.clone(), size: 0, kind: "unreadable".into(), objects: 0 }, Found::error(&path, &[], e)),
                 };
                 let size = blob.len() as u64;
-                let (kind, found) = scan_blob(&ctx, &path, blob);
+                let (kind, mut found) = scan_blob(&ctx, &path, blob);
+                if let Some(json) = crate::triton::metadata_path(f) {
+                    attach_triton(&json, &mut found);
+                }
                 (InputFile { path, size, kind: kind.name().into(), objects: found.objects.len() as u64 }, found)
             })
             .collect::<Vec<_>>()

@@ -154,6 +154,7 @@ fn reference_kernel(k: &rmpv::Value) -> Result<Kernel, String> {
         mix: None,
         occupancy: None,
         occupancy_note: None,
+        triton: None,
     })
 }
 

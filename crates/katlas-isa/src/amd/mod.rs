@@ -250,6 +250,7 @@ fn kernel_from_metadata(r: &mut msgpack::Reader<'_>) -> Result<Result<Kernel>> {
         mix: None,
         occupancy: None,
         occupancy_note: None,
+        triton: None,
     }))
 }
 

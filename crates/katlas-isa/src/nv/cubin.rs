@@ -227,6 +227,7 @@ pub fn parse(data: &[u8]) -> Result<NvParsed> {
             mix: None,
             occupancy: None,
             occupancy_note: None,
+            triton: None,
         });
     }
     // The ELF header and `.nv.compat` do not mark family-specific code (CUDA 13.0: sm_120 and
