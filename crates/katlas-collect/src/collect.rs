@@ -5,9 +5,9 @@
 
 use crate::ops::OpRules;
 use crate::parse::{parse_with, Input, ParseError, ParseOutput, ParserOptions};
-use crate::runner::{self, RunOutcome, RunRequest};
 use crate::spec::{self, CommandSpec, LoadedSpec, ParserEntry};
 use katlas_corpus::{append_jsonl, Fsync, Layout};
+use katlas_proc::{self as runner, RunOutcome, RunRequest};
 use katlas_model::{Identity, Metric, Origin, Route, Row, RunError, RunPolicy, Status, Variant};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -453,12 +453,12 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
             let req = RunRequest {
                 argv: argv.clone(),
                 env,
+                env_remove: Vec::new(),
                 cwd: plan.cwd.clone(),
                 timeout: s.timeout_s.map(Duration::from_secs_f64),
-                run_dir: run_dir.clone(),
                 kill_grace: opts.kill_grace,
             };
-            let outcome = runner::run(&req).map_err(|e| CollectError::Io { path: run_dir.clone(), source: e })?;
+            let outcome = runner::run(&req, &run_dir).map_err(|e| CollectError::Io { path: run_dir.clone(), source: e })?;
             report.runs += 1;
             let (parsed, parse_errors) = if outcome.success() { parse_run(&plan, ls, &outcome, &vars) } else { (ParseOutput::default(), Vec::new()) };
             let recorded_env = katlas_identity::redact_env(&plan.env);

@@ -4,7 +4,7 @@
 //! - [`summary`]: per-phase kernel tables.
 //! - [`ops`]: op classification of kernel names (rules in `data/ops.toml`).
 //! - [`spec`]: workload specs and presets.
-//! - [`runner`]: the fresh-process runner with full output capture.
+//! - runs go through `katlas-proc`, the one process runner.
 //! - [`collect`]: spec -> runs -> rows.
 //! - [`provenance`]: kernel -> source files and dispatch references.
 //! - [`loads`]: the project's runtime model: load patterns, family rule, variant selectors, and
@@ -16,7 +16,6 @@ pub mod names;
 pub mod ops;
 pub mod parse;
 pub mod provenance;
-pub mod runner;
 pub mod spec;
 pub mod summary;
 

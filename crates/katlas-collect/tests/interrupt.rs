@@ -3,7 +3,7 @@
 //! interrupt flag is process-wide.)
 
 use katlas_collect::collect::{collect, CollectOptions};
-use katlas_collect::runner::request_interrupt;
+use katlas_proc::request_interrupt;
 use katlas_collect::spec::load_file;
 use katlas_model::{Row, Status};
 use std::time::Duration;

@@ -19,9 +19,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// One side of a comparison: what runs and how.
@@ -490,51 +488,24 @@ pub struct ProcessResult {
     pub stderr: Vec<u8>,
 }
 
-/// Run one fresh process with full output capture and a timeout.
+/// Run one fresh process with full output capture and a timeout, through katlas's one
+/// runner: its own process group, killed whole (SIGTERM, then SIGKILL) on timeout, so a
+/// pipeline or a background child cannot hold the run open past its bound.
 pub fn run_process(argv: &[String], env: &BTreeMap<String, String>, strip: &[String], cwd: &Path, timeout: Duration) -> Result<ProcessResult, String> {
-    let Some((prog, args)) = argv.split_first() else { return Err("empty command".into()) };
-    let mut cmd = Command::new(prog);
-    cmd.args(args).current_dir(cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    for k in strip {
-        cmd.env_remove(k);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start `{prog}`: {e}"))?;
-    // Drain pipes on threads so a chatty child never blocks on a full pipe.
-    let mut so = child.stdout.take().expect("piped");
-    let mut se = child.stderr.take().expect("piped");
-    let to = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = so.read_to_end(&mut b);
-        b
-    });
-    let te = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = se.read_to_end(&mut b);
-        b
-    });
-    let t0 = Instant::now();
-    let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break st,
-            Ok(None) => {
-                if t0.elapsed() > timeout {
-                    timed_out = true;
-                    let _ = child.kill();
-                    break child.wait().map_err(|e| e.to_string())?;
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            Err(e) => return Err(e.to_string()),
-        }
+    let Some(prog) = argv.first() else { return Err("empty command".into()) };
+    let req = katlas_proc::RunRequest {
+        argv: argv.to_vec(),
+        env: env.clone(),
+        env_remove: strip.to_vec(),
+        cwd: cwd.to_path_buf(),
+        timeout: Some(timeout),
+        kill_grace: Duration::from_secs(1),
     };
-    let stdout = to.join().unwrap_or_default();
-    let stderr = te.join().unwrap_or_default();
-    use std::os::unix::process::ExitStatusExt;
-    Ok(ProcessResult { code: status.code(), signal: status.signal(), timed_out, stdout, stderr })
+    let c = katlas_proc::run_captured(&req).map_err(|e| format!("cannot run `{prog}`: {e}"))?;
+    if let Some(e) = &c.spawn_error {
+        return Err(format!("cannot start `{prog}`: {}", e.strip_prefix(&format!("{prog}: ")).unwrap_or(e)));
+    }
+    Ok(ProcessResult { code: c.exit.exit_code, signal: c.exit.signal, timed_out: c.exit.timed_out, stdout: c.stdout, stderr: c.stderr })
 }
 
 fn settle(cmd: &str, cwd: &Path, timeout: Duration) -> Result<(), ProtocolError> {

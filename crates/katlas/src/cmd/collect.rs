@@ -5,7 +5,6 @@ use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, table, Format, FormatArg};
 use katlas_collect::collect::{collect, CollectOptions};
 use katlas_collect::ops::OpRules;
-use katlas_collect::runner;
 use katlas_collect::spec::{self, SpecError};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -94,7 +93,7 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
     opts.profile = args.profile;
     opts.output = args.output.as_ref().map(|p| ctx.resolve(p));
     opts.progress = std::io::stderr().is_terminal();
-    runner::install_interrupt_handler();
+    katlas_proc::install_interrupt_handler();
     let rep = collect(&ls, &opts).map_err(CliError::bad_input)?;
     match args.format.format {
         Format::Json => print_json(&rep),
