@@ -81,6 +81,35 @@ pub const COMPUTED_SIGNALS: &[&str] = &[
     "wave_size_choices",
     "matrix_capable",
     "matrix_units",
+    // Phase timeline (a trace's kernels and host launch calls; data/timeline.toml).
+    "gpu_busy_pct",
+    "gpu_busy_us",
+    "timeline_window_us",
+    "timeline_window_ms",
+    "gap_median_us",
+    "gap_p90_us",
+    "launches",
+    "kernel_avg_us",
+    "host_launch_us",
+    "steps",
+    "launches_per_step",
+    "step_us",
+    "framework",
+];
+
+/// Row metrics that are phase-timeline signals (torch-trace parser, `data/timeline.toml`).
+pub const TIMELINE_METRICS: &[&str] = &[
+    "gpu_busy_pct",
+    "gpu_busy_us",
+    "timeline_window_us",
+    "gap_median_us",
+    "gap_p90_us",
+    "launches",
+    "kernel_avg_us",
+    "host_launch_us",
+    "steps",
+    "launches_per_step",
+    "step_us",
 ];
 
 /// What the fit view is built from.
@@ -104,6 +133,9 @@ pub struct FitView {
     pub header: Header,
     pub evidence: Evidence,
     pub scope: Scope,
+    /// The phase as a whole: its timeline signals and the findings of `scope = "phase"` rules.
+    #[serde(default)]
+    pub phase: PhaseFit,
     pub kernels: Vec<KernelFit>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quant: Option<QuantIntent>,
@@ -118,6 +150,17 @@ pub struct FitView {
     pub caveats: Vec<Finding>,
     /// Rules files in force.
     pub rules_files: Vec<String>,
+}
+
+/// The phase read as a whole (a trace's timeline), before any one kernel.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct PhaseFit {
+    /// Timeline signals (`gpu_busy_pct`, `gap_median_us` …) and `framework`.
+    #[serde(default)]
+    pub signals: BTreeMap<String, Val>,
+    /// Findings of the phase rules; limit findings also lead `likely_limit`.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -433,6 +476,21 @@ fn is_gemm_like(name: &str, op: Option<&OpClass>) -> bool {
     in_op.unwrap_or(false) || words.iter().any(|w| n.contains(w))
 }
 
+/// A vendor/framework library kernel: a prefix of `prefixes` starts its name or its base name.
+pub fn is_library_kernel(prefixes: &[String], name: &str) -> bool {
+    let base = crate::names::base_name(name);
+    prefixes.iter().any(|p| name.starts_with(p.as_str()) || base.starts_with(p.as_str()))
+}
+
+/// Whether an env name of the row can change a kernel's route (`[settings] route_env_prefixes`,
+/// or recorded in the row's route env), and is not device selection or logging.
+fn is_route_env(st: &crate::rules::FitSettings, r: &Row, k: &str) -> bool {
+    if st.not_route_env.iter().any(|n| n.strip_suffix('*').map_or(n == k, |p| k.starts_with(p))) {
+        return false;
+    }
+    r.identity.env.contains_key(k) || st.route_env_prefixes.iter().any(|p| k.starts_with(p.as_str()))
+}
+
 fn is_projection(name: &str, op: Option<&OpClass>) -> bool {
     let n = name.to_ascii_lowercase();
     op.map(|o| o.role.contains("projection")).unwrap_or(false) || n.contains("qkv") || n.contains("proj")
@@ -510,6 +568,10 @@ fn evidence_for(signal: &str) -> &'static str {
         "matrix_ops" | "mix_total" | "valu_frac" | "vmem_loads" | "vmem_wide_frac" => "an instruction mix (ISA scan with a disassembler)",
         "matrix_capable" => "the arch atom",
         "is_gemm" | "phase_prefill" | "phase_decode" | "decode_gemv" => "the row's phase and op class",
+        "gpu_busy_pct" | "gap_median_us" | "gap_p90_us" | "launches" | "kernel_avg_us" | "timeline_window_ms" => {
+            "a timeline of the phase (a trace with per-launch kernel start times: torch-trace, nsys, rocprofv3 kernel trace)"
+        }
+        "host_launch_us" | "launches_per_step" | "steps" => "host launch calls and step markers in the trace (CUPTI runtime events, ProfilerStep#)",
         _ => "further evidence",
     }
 }
@@ -519,6 +581,60 @@ struct KernelCtx<'a> {
     product: Option<&'a Product>,
     phase: Option<&'a str>,
     row: Option<&'a Row>,
+    /// Phase signals and what the phase rules emitted: every kernel sees them.
+    phase_signals: &'a Signals,
+}
+
+/// The phase's timeline signals from the row's metrics, and the framework that ran it.
+fn phase_signals(row: Option<&Row>) -> Signals {
+    let mut s = Signals::new();
+    let Some(r) = row else { return s };
+    for k in TIMELINE_METRICS {
+        if let Some(m) = r.metrics.get(*k) {
+            s.insert((*k).into(), Val::Num(m.value));
+        }
+    }
+    if let Some(w) = r.metrics.get("timeline_window_us") {
+        s.insert("timeline_window_ms".into(), Val::Num(w.value / 1e3));
+    }
+    let torch = r.origin.as_ref().is_some_and(|o| o.parsers.iter().any(|p| p == "torch-trace")) || r.metrics.contains_key("trace_events");
+    s.insert("framework".into(), Val::Str(if torch { "torch" } else { "other" }.into()));
+    s
+}
+
+/// Findings of `rules` that hold on `s`, the signals they emit, and the unknown conditions
+/// (`signal@rule`) of those that could not decide.
+fn eval_rules<'r>(rules: impl Iterator<Item = &'r crate::rules::FitRule>, s: &Signals, kernel: Option<&str>) -> (Vec<Finding>, Vec<String>, Vec<String>) {
+    let (mut findings, mut emitted, mut unknown) = (Vec::new(), Vec::new(), Vec::new());
+    for r in rules {
+        let (truth, unk) = eval_all(&r.when, s);
+        match truth {
+            Some(true) => {
+                let mut numbers = BTreeMap::new();
+                for n in r.when.iter().map(|c| c.signal.clone()).chain(crate::expr::template_names(&r.text)) {
+                    if n == "kernel" {
+                        continue;
+                    }
+                    if let Some(v) = s.get(&n) {
+                        numbers.insert(n, v.clone());
+                    }
+                }
+                findings.push(Finding {
+                    rule: r.id.clone(),
+                    kind: r.kind.clone(),
+                    kernel: kernel.map(str::to_string),
+                    text: render_template(&r.text, s),
+                    numbers,
+                    when: r.when.iter().map(|c| c.text.clone()).collect(),
+                    source: r.source.clone(),
+                });
+                emitted.extend(r.emits.iter().cloned());
+            }
+            Some(false) => {}
+            None => unknown.extend(unk.into_iter().map(|u| format!("{u}@{}", r.id))),
+        }
+    }
+    (findings, emitted, unknown)
 }
 
 pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
@@ -608,7 +724,14 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
         ));
     }
 
-    let ctx = KernelCtx { atom, product: prod, phase: row.map(|r| r.phase.as_str()), row };
+    // The phase first: its timeline decides before any one kernel does.
+    let mut psig = phase_signals(row);
+    arch_signals(atom, &mut psig);
+    let (phase_findings, phase_emitted, phase_unknown) = eval_rules(rules.fit.rules.iter().filter(|r| r.scope == "phase"), &psig, None);
+    for e in phase_emitted {
+        psig.insert(e, Val::Bool(true));
+    }
+    let ctx = KernelCtx { atom, product: prod, phase: row.map(|r| r.phase.as_str()), row, phase_signals: &psig };
     let mut kernels = Vec::new();
     let mut scope = Scope { isa_kernels: isa_all.len(), isa_kernels_for_arch: isa_for_arch.len(), isa_arches, ..Default::default() };
 
@@ -663,7 +786,13 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
         }
         for (o, k) in isa_for_arch.iter().take(rules.fit.settings.isa_only_limit) {
             // Without a chosen arch, each object is judged against its own atom.
-            let own = KernelCtx { atom: ctx.atom.or_else(|| db.atom(&o.arch)), product: ctx.product, phase: ctx.phase, row: ctx.row };
+            let own = KernelCtx {
+                atom: ctx.atom.or_else(|| db.atom(&o.arch)),
+                product: ctx.product,
+                phase: ctx.phase,
+                row: ctx.row,
+                phase_signals: ctx.phase_signals,
+            };
             kernels.push(fit_kernel(&own, rules, None, Some((MatchLevel::Exact, (*o, *k)))));
         }
         if isa_for_arch.len() > rules.fit.settings.isa_only_limit {
@@ -680,6 +809,21 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     let mut stops = Vec::new();
     let mut caveats = Vec::new();
     let mut missing: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &phase_findings {
+        match f.kind.as_str() {
+            "limit" => likely.push(f.clone()),
+            "left" => left.push(f.clone()),
+            "stop" => stops.push(f.clone()),
+            _ => caveats.push(f.clone()),
+        }
+    }
+    // Phase rules wait on a trace's timeline only when there is a profile to have one.
+    if row.is_some_and(|r| !r.kernels.is_empty()) {
+        for u in &phase_unknown {
+            let (sig, rule) = u.split_once('@').unwrap_or((u, ""));
+            missing.entry(evidence_for(sig).to_string()).or_default().insert(rule.to_string());
+        }
+    }
     for k in &kernels {
         let stopped = k.findings.iter().any(|f| f.kind == "stop");
         for f in &k.findings {
@@ -730,6 +874,10 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
         header,
         evidence,
         scope,
+        phase: PhaseFit {
+            signals: psig.into_iter().filter(|(k, _)| TIMELINE_METRICS.contains(&k.as_str()) || k == "timeline_window_ms" || k == "framework").collect(),
+            findings: phase_findings,
+        },
         kernels,
         quant,
         runtime,
@@ -777,7 +925,7 @@ fn best_match<'a>(name: &str, demangled: Option<&str>, isa: &[Pair<'a>]) -> Opti
 }
 
 fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa: Option<(MatchLevel, Pair)>) -> KernelFit {
-    let mut s = Signals::new();
+    let mut s = ctx.phase_signals.clone();
     arch_signals(ctx.atom, &mut s);
     let name = sample.map(|x| x.name.clone()).or_else(|| isa.map(|(_, (_, k))| k.name.clone())).unwrap_or_default();
     // Rule texts quote a readable name: long demangled signatures lose their template
@@ -809,7 +957,7 @@ fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa
     let in_fams = |list: &[String]| fam.as_ref().is_some_and(|f| list.iter().any(|x| x == f));
     s.insert("is_elementwise".into(), Val::Bool(in_fams(&st.elementwise_families) || lname.contains("elementwise")));
     s.insert("is_reduction".into(), Val::Bool(in_fams(&st.reduction_families) || lname.contains("reduce")));
-    s.insert("library_kernel".into(), Val::Bool(st.library_prefixes.iter().any(|p| name.starts_with(p.as_str()))));
+    s.insert("library_kernel".into(), Val::Bool(is_library_kernel(&st.library_prefixes, &name)));
     kf.op = op;
 
     if let Some(r) = ctx.row {
@@ -817,11 +965,12 @@ fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa
         if let Some(g) = graph {
             s.insert("graph_enabled".into(), Val::Bool(g));
         }
+        // Only env that can change a route is a knob (PYTHONUNBUFFERED=1 is not).
         let knobs: Vec<String> = r
             .variant
             .env
             .iter()
-            .filter(|(k, _)| !crate::suggest::is_instrumentation(k, &r.variant.instrumentation))
+            .filter(|(k, _)| !crate::suggest::is_instrumentation(k, &r.variant.instrumentation) && is_route_env(st, r, k))
             .chain(r.variant.knobs.iter())
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
@@ -1026,36 +1175,8 @@ fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa
     }
 
     // Rules.
-    let mut unknown = Vec::new();
-    let mut emitted = Vec::new();
-    for r in &rules.fit.rules {
-        let (truth, unk) = eval_all(&r.when, &s);
-        match truth {
-            Some(true) => {
-                let mut numbers = BTreeMap::new();
-                for n in r.when.iter().map(|c| c.signal.clone()).chain(crate::expr::template_names(&r.text)) {
-                    if n == "kernel" {
-                        continue;
-                    }
-                    if let Some(v) = s.get(&n) {
-                        numbers.insert(n, v.clone());
-                    }
-                }
-                kf.findings.push(Finding {
-                    rule: r.id.clone(),
-                    kind: r.kind.clone(),
-                    kernel: Some(name.clone()),
-                    text: render_template(&r.text, &s),
-                    numbers,
-                    when: r.when.iter().map(|c| c.text.clone()).collect(),
-                    source: r.source.clone(),
-                });
-                emitted.extend(r.emits.iter().cloned());
-            }
-            Some(false) => {}
-            None => unknown.extend(unk.into_iter().map(|u| format!("{u}@{}", r.id))),
-        }
-    }
+    let (findings, emitted, unknown) = eval_rules(rules.fit.rules.iter().filter(|r| r.scope == "kernel"), &s, Some(&name));
+    kf.findings = findings;
     for e in emitted {
         s.insert(e, Val::Bool(true));
     }

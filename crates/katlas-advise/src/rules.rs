@@ -20,6 +20,11 @@ pub struct FitSettings {
     pub elementwise_families: Vec<String>,
     pub reduction_families: Vec<String>,
     pub library_prefixes: Vec<String>,
+    /// Env prefixes that can change a route (a project's own fit.toml may leave them out).
+    #[serde(default)]
+    pub route_env_prefixes: Vec<String>,
+    #[serde(default)]
+    pub not_route_env: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -35,6 +40,8 @@ pub struct Band {
 struct RawRule {
     id: String,
     kind: String,
+    #[serde(default)]
+    scope: Option<String>,
     when: Vec<String>,
     text: String,
     #[serde(default)]
@@ -47,6 +54,9 @@ pub struct FitRule {
     pub id: String,
     /// `limit`, `left`, `stop` or `caveat`.
     pub kind: String,
+    /// `kernel` (judged per hot kernel, the default) or `phase` (judged once on the phase's
+    /// timeline signals; its findings lead the fit read).
+    pub scope: String,
     pub when: Vec<Cond>,
     pub text: String,
     pub emits: Vec<String>,
@@ -289,8 +299,16 @@ pub fn parse_fit(file: &str, text: &str) -> Result<FitRules, AdviseError> {
         if rules.iter().any(|x: &FitRule| x.id == r.id) {
             return Err(AdviseError::Rules { file: file.into(), line: line_of_id(text, "id", &r.id), message: format!("duplicate rule id `{}`", r.id) });
         }
+        let scope = r.scope.unwrap_or_else(|| "kernel".into());
+        if !matches!(scope.as_str(), "kernel" | "phase") {
+            return Err(AdviseError::Rules {
+                file: file.into(),
+                line: line_of_id(text, "id", &r.id),
+                message: format!("{}.scope: expected kernel or phase, found `{scope}`", r.id),
+            });
+        }
         let when = conds(file, text, &r.id, &r.when, "when")?;
-        rules.push(FitRule { id: r.id, kind: r.kind, when, text: r.text, emits: r.emits, source: r.source });
+        rules.push(FitRule { id: r.id, kind: r.kind, scope, when, text: r.text, emits: r.emits, source: r.source });
     }
     let mut bands = raw.band;
     bands.sort_by(|a, b| b.min_pct.total_cmp(&a.min_pct));

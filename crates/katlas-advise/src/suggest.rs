@@ -147,7 +147,13 @@ pub fn preferred_metric(row: &Row) -> Option<(String, String)> {
             return Some((k.into(), "maximize".into()));
         }
     }
-    let by_unit = |u: &str| row.metrics.iter().find(|(_, m)| m.unit.as_deref() == Some(u)).map(|(k, _)| k.clone());
+    // A trace's timeline: the step time is what graphs, compilation and fewer launches shorten;
+    // the other timeline numbers (gaps, busy time) describe it and are no metric of their own.
+    if row.metrics.contains_key("step_us") {
+        return Some(("step_us".into(), "minimize".into()));
+    }
+    let timeline = |k: &str| crate::fit::TIMELINE_METRICS.contains(&k);
+    let by_unit = |u: &str| row.metrics.iter().find(|(k, m)| m.unit.as_deref() == Some(u) && !timeline(k)).map(|(k, _)| k.clone());
     if let Some(k) = by_unit("tok/s").or_else(|| by_unit("GB/s")).or_else(|| by_unit("GiB/s")) {
         return Some((k, "maximize".into()));
     }
@@ -461,6 +467,14 @@ fn build_one(
     watched.extend(lever.damp.keys().cloned());
     let mut evidence = Vec::new();
     let mut fit_rules = Vec::new();
+    // The phase's own findings (its timeline) come before any kernel's.
+    for f in &fit.phase.findings {
+        let emits = rules.fit.rules.iter().find(|r| r.id == f.rule).map(|r| r.emits.clone()).unwrap_or_default();
+        if emits.iter().any(|e| watched.contains(e)) {
+            fit_rules.push(f.rule.clone());
+            evidence.push(format!("[{}] {}", f.rule, f.text));
+        }
+    }
     for k in kernels {
         if let Some(l) = profile_line(k, phase) {
             evidence.push(l);
@@ -525,7 +539,6 @@ fn build_one(
         Some(k) => format!("{} on {}", lever.name, crate::names::display_name(k)),
         None => format!("{} for {}", lever.name, phase.unwrap_or("the phase")),
     };
-    let _ = fit;
     Some(Suggestion {
         id: suggestion_id(&lever.id, &kernel, target),
         rank: 0,

@@ -32,6 +32,8 @@ struct Event<'a> {
     dur: Option<f64>,
     #[serde(default, borrow)]
     args: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    tid: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
@@ -79,6 +81,12 @@ struct State {
     bad: u64,
     devices: Vec<String>,
     streams: std::collections::BTreeSet<i64>,
+    /// Host launch API calls: (thread, start, duration, driver-level).
+    launch_calls: Vec<(String, f64, f64, bool)>,
+    /// `ProfilerStep#N` ranges seen.
+    step_marks: u64,
+    /// Calls of the step ops (`data/timeline.toml`), by op name.
+    step_ops: HashMap<String, u64>,
 }
 
 fn scan_err(source: &str, e: ScanError) -> ParseError {
@@ -194,8 +202,7 @@ pub fn parse_capped(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, max
 
 /// Categories never used here; events of these are counted, not deserialised
 /// (most of a trace is CPU ops with large argument lists).
-const SKIP_CATS: &[&[u8]] =
-    &[b"cpu_op", b"cuda_runtime", b"cuda_driver", b"python_function", b"user_annotation", b"ac2g", b"overhead", b"fwdbwd", b"Trace", b"cpu_instant_event"];
+const SKIP_CATS: &[&[u8]] = &[b"python_function", b"ac2g", b"overhead", b"fwdbwd", b"Trace", b"cpu_instant_event"];
 
 /// The value of the first `"cat"` key, when it is a plain string.
 fn quick_cat(bytes: &[u8]) -> Option<&[u8]> {
@@ -219,6 +226,9 @@ fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), Strin
     st.events += 1;
     if quick_cat(bytes).is_some_and(|c| SKIP_CATS.contains(&c)) {
         return Ok(());
+    }
+    if quick_cat(bytes).is_some_and(|c| c == b"cpu_op" || c == b"user_annotation") {
+        return host_op(st, bytes);
     }
     let ev: Event = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     let cat = ev.cat.as_deref().unwrap_or("");
@@ -270,6 +280,15 @@ fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), Strin
             st.memset_us += ev.dur.unwrap_or(0.0);
             st.memset_n += 1;
         }
+        "cuda_runtime" | "cuda_driver" | "hip_runtime" | "hip_api" => {
+            let name = ev.name.as_deref().unwrap_or("");
+            if super::timeline::rules().launch_apis.iter().any(|a| a == name) {
+                if let (Some(ts), Some(dur)) = (ev.ts, ev.dur) {
+                    let tid = ev.tid.map(|t| t.get().to_string()).unwrap_or_default();
+                    st.launch_calls.push((tid, ts, dur, cat == "cuda_driver"));
+                }
+            }
+        }
         "gpu_user_annotation" => {
             if let (Some(name), Some(ts), Some(dur)) = (ev.name, ev.ts, ev.dur) {
                 if opts.phases.iter().any(|p| p == name.as_ref()) {
@@ -278,6 +297,26 @@ fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), Strin
             }
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// A CPU op or annotation: read leniently (only what the timeline and shapes use), since
+/// most of a trace is these and their other fields are never needed.
+#[derive(Deserialize)]
+struct HostOp<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+}
+
+fn host_op(st: &mut State, bytes: &[u8]) -> Result<(), String> {
+    let op: HostOp = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    let name = op.name.as_deref().unwrap_or("");
+    let tl = super::timeline::rules();
+    if name.starts_with(tl.step_annotation_prefix.as_str()) {
+        st.step_marks += 1;
+    } else if tl.step_ops.iter().any(|o| o == name) {
+        *st.step_ops.entry(name.to_string()).or_default() += 1;
     }
     Ok(())
 }
@@ -297,16 +336,30 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions) {
         }
     };
     let unphased = if ranges.is_empty() { default_phase.clone() } else { "unannotated".to_string() };
+    let mut intervals: Vec<Vec<(f64, f64)>> = Vec::new();
     for d in &st.dispatches {
         // Last range starting at or before the kernel, if it still covers it.
         let i = ranges.partition_point(|r| r.0 <= d.ts);
         let phase = if i > 0 && d.ts <= ranges[i - 1].1 { ranges[i - 1].2.as_str() } else { unphased.as_str() };
         let p = slot(phase, &mut accs);
+        if intervals.len() <= p {
+            intervals.resize(p + 1, Vec::new());
+        }
+        intervals[p].push((d.ts, d.dur as f64));
         let info = &st.infos[d.id as usize];
         accs[p].1.kernel(&info.name).add_duration(d.dur as f64);
     }
-    for (name, acc) in accs {
+    let host_launch = host_launches(&st.launch_calls);
+    let steps = if st.step_marks > 0 { Some(st.step_marks) } else { super::timeline::rules().step_ops.iter().find_map(|o| st.step_ops.get(o).copied()) };
+    let one_phase = accs.len() == 1;
+    for (i, (name, acc)) in accs.into_iter().enumerate() {
         let mut t = acc.finish(&name);
+        if let Some(b) = intervals.get_mut(i).and_then(|v| super::timeline::busy(v)) {
+            let n = intervals[i].len() as u64;
+            // Host calls and steps are counted over the whole trace: per phase only when it is the only one.
+            let tl = super::timeline::metrics(&b, n, host_launch, if one_phase { steps } else { None });
+            t.metrics.extend(tl);
+        }
         for k in &mut t.kernels {
             let id = st.names[&k.name] as usize;
             fill(k, &st.infos[id]);
@@ -327,6 +380,38 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions) {
     }
 }
 
+/// Total host time and count of launch calls; a driver call inside a runtime call on the
+/// same thread is the same launch.
+fn host_launches(calls: &[(String, f64, f64, bool)]) -> Option<(f64, u64)> {
+    if calls.is_empty() {
+        return None;
+    }
+    let mut runtime: HashMap<&str, Vec<(f64, f64)>> = HashMap::new();
+    for (tid, ts, dur, driver) in calls {
+        if !driver {
+            runtime.entry(tid.as_str()).or_default().push((*ts, ts + dur));
+        }
+    }
+    for v in runtime.values_mut() {
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let nested = |tid: &str, ts: f64| {
+        runtime.get(tid).is_some_and(|v| {
+            let i = v.partition_point(|r| r.0 <= ts);
+            i > 0 && ts <= v[i - 1].1
+        })
+    };
+    let (mut total, mut n) = (0.0, 0u64);
+    for (tid, ts, dur, driver) in calls {
+        if *driver && nested(tid, *ts) {
+            continue;
+        }
+        total += dur;
+        n += 1;
+    }
+    Some((total, n))
+}
+
 fn fill(k: &mut KernelSample, info: &KernelInfo) {
     k.grid = info.grid;
     k.block = info.block;
@@ -340,6 +425,15 @@ fn fill(k: &mut KernelSample, info: &KernelInfo) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_driver_launch_inside_a_runtime_launch_is_one_launch() {
+        let t = |s: &str| s.to_string();
+        let calls = vec![(t("1"), 0.0, 10.0, false), (t("1"), 2.0, 5.0, true), (t("1"), 20.0, 4.0, true), (t("2"), 3.0, 6.0, true)];
+        // The driver call at 2.0 is inside the runtime call on thread 1; the others are their own.
+        assert_eq!(host_launches(&calls), Some((20.0, 3)));
+        assert_eq!(host_launches(&[]), None);
+    }
 
     #[test]
     fn skip_only_by_the_top_level_category() {
