@@ -129,6 +129,12 @@ pub fn attach(tools: &Disassemblers, mode: DisasmMode, data: &[u8], obj: &mut Co
                 set_kernel_mixes(obj, &mixes);
                 return format!("disassembled:{NATIVE_AMD}");
             }
+            // a hostile object (a .symtab of a terabyte) is not handed on to a tool that may
+            // take minutes or gigabytes over it: the refusal is the answer
+            Err(e) if e.starts_with(crate::amd::decode::READ_REFUSED) => {
+                obj.warnings.push(format!("native AMDGPU reader refused the object ({e}); not handed to llvm-objdump"));
+                return format!("failed:native reader refused the object: {e}");
+            }
             Err(e) => obj.warnings.push(format!("native AMDGPU decoder refused the object ({e}); instruction mix from llvm-objdump")),
         }
     }
@@ -170,11 +176,11 @@ pub fn disassemble(tool: &Tool, vendor: Vendor, object: &[u8]) -> Result<HashMap
     // pipe (measured 0.57 s vs 0.90 s for a 2.7 MB object); the file is then parsed streaming
     let listing = tempfile::tempfile().map_err(|e| format!("temp file: {e}"))?;
     let out = listing.try_clone().map_err(|e| format!("temp file: {e}"))?;
-    let result =
-        cmd.stdout(std::process::Stdio::from(out)).stderr(std::process::Stdio::piped()).output().map_err(|e| format!("{}: {e}", tool.path.display()))?;
-    if !result.status.success() {
-        let err = String::from_utf8_lossy(&result.stderr);
-        return Err(format!("{} exited with {}: {}", tool.name, result.status, err.trim().chars().take(300).collect::<String>()));
+    cmd.stdout(std::process::Stdio::from(out)).stderr(std::process::Stdio::piped());
+    let (status, stderr) = run_limited(&mut cmd, &tool.name, ToolLimits::from_env())?;
+    if !status.success() {
+        let err = String::from_utf8_lossy(&stderr);
+        return Err(format!("{} exited with {status}: {}", tool.name, err.trim().chars().take(300).collect::<String>()));
     }
     use std::io::Seek;
     let mut listing = listing;
@@ -184,6 +190,74 @@ pub fn disassemble(tool: &Tool, vendor: Vendor, object: &[u8]) -> Result<HashMap
         Vendor::Amd => split_llvm_objdump_functions(reader, &function_entries(object)),
         Vendor::Nvidia => split_sass_lines(reader),
     })
+}
+
+/// Bounds on one external disassembler run: wall time, CPU time and address space
+/// (`KATLAS_TOOL_TIMEOUT_S`, default 300; `KATLAS_TOOL_MAX_MEM_MB`, default 8192).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolLimits {
+    pub wall: std::time::Duration,
+    pub max_mem_bytes: u64,
+}
+
+impl ToolLimits {
+    pub fn from_env() -> ToolLimits {
+        let num = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.trim().parse::<u64>().ok()).filter(|v| *v > 0).unwrap_or(d);
+        ToolLimits { wall: std::time::Duration::from_secs(num("KATLAS_TOOL_TIMEOUT_S", 300)), max_mem_bytes: num("KATLAS_TOOL_MAX_MEM_MB", 8192) << 20 }
+    }
+}
+
+/// Runs `cmd` under `limits`: the child gets RLIMIT_AS and RLIMIT_CPU, and is killed when the
+/// wall time runs out. Returns its status and stderr.
+pub fn run_limited(cmd: &mut Command, name: &str, limits: ToolLimits) -> Result<(std::process::ExitStatus, Vec<u8>), String> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::os::unix::process::CommandExt;
+        let (mem, cpu) = (limits.max_mem_bytes, limits.wall.as_secs().max(1));
+        // SAFETY: only async-signal-safe setrlimit calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let set = |res, v: u64| {
+                    let r = libc::rlimit { rlim_cur: v as libc::rlim_t, rlim_max: v as libc::rlim_t };
+                    libc::setrlimit(res, &r)
+                };
+                if set(libc::RLIMIT_AS, mem) != 0 || set(libc::RLIMIT_CPU, cpu) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd.spawn().map_err(|e| format!("{name}: {e}"))?;
+    let mut err_pipe = child.stderr.take();
+    // stderr is drained beside the wait so a chatty tool never blocks on a full pipe
+    let reader = std::thread::spawn(move || {
+        let (mut buf, mut chunk) = (Vec::new(), [0u8; 8192]);
+        if let Some(p) = err_pipe.as_mut() {
+            // keep the first MiB, drain the rest
+            while let Ok(n @ 1..) = std::io::Read::read(p, &mut chunk) {
+                if buf.len() < 1 << 20 {
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+            }
+        }
+        buf
+    });
+    let deadline = std::time::Instant::now() + limits.wall;
+    let status = loop {
+        match child.try_wait().map_err(|e| format!("{name}: {e}"))? {
+            Some(s) => break s,
+            None if std::time::Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = reader.join();
+                return Err(format!("{name} ran past {} s (KATLAS_TOOL_TIMEOUT_S) and was stopped", limits.wall.as_secs()));
+            }
+            None => std::thread::sleep(std::time::Duration::from_millis(5)),
+        }
+    };
+    let stderr = reader.join().unwrap_or_default();
+    Ok((status, stderr))
 }
 
 /// Per-symbol accumulation that only touches the map when the symbol changes.

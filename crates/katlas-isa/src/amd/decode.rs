@@ -372,10 +372,14 @@ pub struct Insn<'a> {
 /// to the function (`STT_FUNC` symbol) they lie in: from its entry to the next function's
 /// entry, across local labels (Tensile kernels carry hundreds). `on_symbol` sees each owner
 /// at each label, `on_insn` every instruction. Stops at the first word the tables do not know.
+/// Prefix of a refusal to read the object itself (its ELF structure), as opposed to a word the
+/// opcode tables do not know: no other tool is handed such an object.
+pub const READ_REFUSED: &str = "the ELF structure is refused: ";
+
 pub fn walk<'a>(data: &'a [u8], arch: &str, mut on_symbol: impl FnMut(&'a str), mut on_insn: impl FnMut(&Insn<'a>)) -> Result<(), String> {
     let dec = Decoder::for_arch(arch).ok_or_else(|| format!("no opcode table for {arch}"))?;
-    let elf = Elf::parse(data, "AMDGPU code object").map_err(|e| e.to_string())?;
-    let mut syms = symbols(&elf, "AMDGPU code object").map_err(|e| e.to_string())?;
+    let elf = Elf::parse(data, "AMDGPU code object").map_err(|e| format!("{READ_REFUSED}{e}"))?;
+    let mut syms = symbols(&elf, "AMDGPU code object").map_err(|e| format!("{READ_REFUSED}{e}"))?;
     if syms.iter().all(|s| s.name.is_empty()) {
         // like objdump: a stripped object's dynamic symbols label its code
         syms = dynamic_symbols(&elf)?;
