@@ -63,7 +63,62 @@ fn strings<'a>(v: &'a Value, path: String, out: &mut Vec<(String, &'a str)>) {
     }
 }
 
+/// The deepest nesting an admissions file may have. A real registry is four or five
+/// levels deep (records, a record, artifact, identity); the YAML reader's time grows
+/// with the square of the depth (a 100,000-deep file took 29 s), so deeper input is
+/// refused before it is parsed.
+pub const MAX_DEPTH: usize = 64;
+
+/// The first line whose nesting passes `max`, by a scan that costs one pass: flow
+/// brackets outside quotes and comments, plus block nesting bounded by indentation and
+/// the `- `/`? ` indicators that open a level on a line.
+fn too_deep(text: &str, max: usize) -> Option<usize> {
+    let mut flow = 0usize;
+    for (n, line) in text.lines().enumerate() {
+        let indent = line.len() - line.trim_start_matches([' ', '\t']).len();
+        let mut rest = &line[indent..];
+        let mut block = indent;
+        while let Some(r) = rest.strip_prefix("- ").or_else(|| rest.strip_prefix("? ")).or_else(|| rest.strip_prefix(": ")) {
+            block += 2;
+            rest = r.trim_start_matches(' ');
+        }
+        // Two columns of indentation per level is the shallowest block nesting can be.
+        let block = block.div_ceil(2) + 1;
+        if block > max {
+            return Some(n + 1);
+        }
+        // A `- ` at the start of a line leaves `prev` a space, so `- [` counts.
+        let (mut quote, mut prev) = (None::<char>, ' ');
+        for c in rest.chars() {
+            match (quote, c) {
+                (Some('"'), '\\') if prev == '\\' => {
+                    prev = ' ';
+                    continue;
+                }
+                (Some(q), _) if c == q && !(q == '"' && prev == '\\') => quote = None,
+                (Some(_), _) => {}
+                (None, '#') if prev == ' ' || prev == '\t' => break,
+                (None, '"' | '\'') if matches!(prev, ' ' | '[' | '{' | ',' | ':') => quote = Some(c),
+                // Only where a value may start: `a[1` in a plain scalar opens nothing.
+                (None, '[' | '{') if matches!(prev, ' ' | '\t' | '[' | '{' | ',' | ':') => {
+                    flow += 1;
+                    if flow + block > max {
+                        return Some(n + 1);
+                    }
+                }
+                (None, ']' | '}') => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+            prev = c;
+        }
+    }
+    None
+}
+
 pub fn parse(path: &Path, text: &str) -> Result<Registry, String> {
+    if let Some(line) = too_deep(text, MAX_DEPTH) {
+        return Err(format!("{}:{line}: nested more than {MAX_DEPTH} levels deep, the most an admissions file may nest; not read", path.display()));
+    }
     let doc: Value = serde_norway::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
     let p = path.display();
     let mut reg = Registry::default();
@@ -221,6 +276,26 @@ mod tests {
             ("tp", "1"),
             ("transport", "HIP"),
         ]
+    }
+
+    #[test]
+    fn nesting_past_the_cap_is_refused_at_once_naming_the_file() {
+        let path = Path::new("deep/admissions.yml");
+        for deep in [
+            format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)),
+            "- ".repeat(100_000) + "x\n",
+            format!("a: {}1{}\n", "{b: ".repeat(100_000), "}".repeat(100_000)),
+        ] {
+            let t0 = std::time::Instant::now();
+            let e = parse(path, &deep).unwrap_err();
+            assert!(t0.elapsed() < std::time::Duration::from_secs(2), "{:?}", t0.elapsed());
+            assert_eq!(e, format!("deep/admissions.yml:1: nested more than {MAX_DEPTH} levels deep, the most an admissions file may nest; not read"));
+        }
+        // At the cap it is read (and judged on its content), as are real files.
+        let ok = format!("schema_version: 2\nx: {}1{}\n", "[".repeat(MAX_DEPTH - 1), "]".repeat(MAX_DEPTH - 1));
+        assert!(parse(path, &ok).is_ok(), "{:?}", parse(path, &ok).err());
+        assert!(parse(path, FIXTURE).is_ok());
+        assert!(too_deep("note: see [1 and a[2 and '[[[['\n", 2).is_none());
     }
 
     #[test]
