@@ -195,6 +195,37 @@ fn summary(label: &str, values: &[f64], failed: u32, throttled: u32) -> SideSumm
     }
 }
 
+/// [`guard::first_run_like_baseline`] on the stored samples of a candidate: its first
+/// successful run in run order (a warmup counts: that is where a cache gets filled).
+fn shared_state(o: &Outcome, base: &str, cand: &str, goal: katlas_model::ledger::Goal) -> Option<String> {
+    let mut ordered: Vec<&katlas_model::ledger::EvalSample> = o.samples.iter().filter(|x| x.error.is_none() && x.value.is_some()).collect();
+    ordered.sort_by_key(|x| x.seq);
+    let of = |label: &str| -> Vec<f64> { ordered.iter().filter(|x| x.side == label).filter_map(|x| x.value).collect() };
+    let (b, c) = (of(base), of(cand));
+    let (first, later) = c.split_first()?;
+    guard::first_run_like_baseline(*first, later, crate::stats::median(&b), goal == katlas_model::ledger::Goal::Minimize)
+}
+
+/// Sides that differ in nothing katlas records (the same commit and changes, command,
+/// environment, knobs, binary and named ignored inputs) cannot differ in speed through
+/// anything katlas can attribute: a measured difference came from an input outside the
+/// identity (an ignored or untracked file the program opens by itself, state outside the tree).
+fn indistinguishable(a: &SideInput, b: &SideInput, ia: &Identity, ib: &Identity) -> Option<String> {
+    let same_source = ia.source.commit.is_some() && ia.source.commit == ib.source.commit && ia.source.diff_md5 == ib.source.diff_md5;
+    let bin = |i: &Identity| i.binary.as_ref().and_then(|d| d.md5.clone());
+    let same = same_source && a.side.argv == b.side.argv && a.side.env == b.side.env && a.knobs == b.knobs && bin(ia) == bin(ib) && ia.env == ib.env;
+    same.then(|| {
+        format!(
+            "the sides are identical in everything katlas records (commit {}{}, command, environment{}), so the measured difference comes from \
+             something outside the identity: a git-ignored or untracked file the program opens without the command line naming it, or state \
+             outside the tree. katlas digests only the ignored files a command names; name such inputs on the command line",
+            ia.source.commit_short.as_deref().or(ia.source.commit.as_deref()).unwrap_or("-"),
+            if ia.source.diff_md5.is_some() { " with the same local changes" } else { "" },
+            if bin(ia).is_some() { ", binary" } else { "" }
+        )
+    })
+}
+
 #[allow(clippy::needless_range_loop)] // sides are indexed in parallel vectors
 pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::protocol::Progress<'_>>) -> Result<EvalReport, ProtocolError> {
     let strip = &spec.settings.strip_env;
@@ -209,6 +240,15 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
         if let Some(s) = guard::stale_binary(&identities[0], &identities[k]) {
             pre[k].push(s);
         }
+    }
+    // Git-ignored files the command names: outside the source identity, so digested here.
+    let ignored: Vec<Vec<katlas_model::FileDigest>> = spec
+        .sides
+        .iter()
+        .map(|s| guard::ignored_inputs(&s.side.argv, &s.side.cwd, s.source_root.as_deref().unwrap_or(&s.side.cwd), cx.cache_dir.as_deref()))
+        .collect();
+    for k in 1..n {
+        pre[k].extend(guard::ignored_inputs_differ(&ignored[0], &ignored[k]));
     }
     if let Some(r) = &spec.reference_identity {
         // Evidence recorded elsewhere: only what makes numbers comparable at all.
@@ -230,6 +270,13 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
         if !breach.is_empty() {
             for p in pre.iter_mut().skip(1) {
                 p.push(format!("allowed files breached: {} (allowed: {})", breach.join(", "), allowed.join(", ")));
+            }
+        }
+        // An allowed path that became a link out of the tree is not the file that was allowed.
+        for k in 1..n {
+            let root = spec.sides[k].source_root.as_deref().unwrap_or(&spec.sides[k].side.cwd);
+            for l in guard::links_out_of_tree(root, changed) {
+                pre[k].push(format!("allowed files breached: {l}"));
             }
         }
     }
@@ -309,6 +356,18 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
             if let Some(r) = guard::stale_code_objects(&identities[0], &identities[k]) {
                 verdicts[k] = Verdict::Invalid;
                 reasons[k].insert(0, r);
+            }
+            if verdicts[k] == Verdict::Improved {
+                if let Some(r) = shared_state(o, &spec.sides[0].side.label, &spec.sides[k].side.label, goal) {
+                    verdicts[k] = Verdict::Invalid;
+                    reasons[k].insert(0, r);
+                }
+            }
+            if matches!(verdicts[k], Verdict::Improved | Verdict::Regressed) {
+                if let Some(r) = indistinguishable(&spec.sides[0], &spec.sides[k], &identities[0], &identities[k]) {
+                    verdicts[k] = Verdict::Invalid;
+                    reasons[k].insert(0, r);
+                }
             }
             if let Some(sol) = &spec.sol {
                 if let Some(r) = sol_violation(sol, o, &spec.sides[k].side.label) {

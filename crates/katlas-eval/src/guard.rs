@@ -4,6 +4,7 @@
 
 use katlas_model::{FileDigest, Identity};
 use std::collections::BTreeSet;
+use std::path::Path;
 
 /// Differences between two sides' identities that make them incomparable.
 /// `knobs` are env names the comparison is allowed to differ in; `strip`
@@ -155,6 +156,125 @@ pub fn seconds_of(key: &str, v: f64) -> Option<f64> {
         "ns" => Some(v / 1e9),
         "s" => Some(v),
         _ => None,
+    }
+}
+
+/// Changed files that are symbolic links leading out of the candidate's tree: an allowed
+/// path that is a link can hand the bench any file on the machine, so it is no longer the
+/// file the allowed list allowed.
+pub fn links_out_of_tree(root: &Path, changed: &[String]) -> Vec<String> {
+    let Ok(top) = std::fs::canonicalize(root) else { return Vec::new() };
+    let mut out = Vec::new();
+    for f in changed {
+        let p = root.join(f);
+        let Ok(m) = std::fs::symlink_metadata(&p) else { continue };
+        if !m.file_type().is_symlink() {
+            continue;
+        }
+        let target = std::fs::read_link(&p).map(|t| t.display().to_string()).unwrap_or_else(|_| "?".into());
+        match std::fs::canonicalize(&p) {
+            Ok(real) if real.starts_with(&top) => {}
+            Ok(real) => out.push(format!("{f} is a symbolic link to {} (outside the repository)", real.display())),
+            Err(_) => out.push(format!("{f} is a symbolic link to {target}, which does not resolve inside the repository")),
+        }
+    }
+    out
+}
+
+/// Files the side's command line names that git ignores under `root`: their content is
+/// not in the source identity, so each is digested on its own. Only files the command
+/// names are seen; an ignored file a program opens by itself is not (docs/eval.md).
+pub fn ignored_inputs(argv: &[String], cwd: &Path, root: &Path, cache: Option<&Path>) -> Vec<FileDigest> {
+    let Ok(top) = std::fs::canonicalize(root) else { return Vec::new() };
+    let mut words: Vec<&str> = Vec::new();
+    for a in argv.iter().skip(1) {
+        words.extend(a.split(|c: char| c.is_whitespace() || "'\"=<>|;&()`,:".contains(c)).filter(|w| !w.is_empty()));
+    }
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for w in words.into_iter().take(256) {
+        let p = Path::new(w);
+        let full = if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
+        let Ok(real) = std::fs::canonicalize(&full) else { continue };
+        if !real.is_file() || !real.starts_with(&top) || !seen.insert(real.clone()) {
+            continue;
+        }
+        let rel = real.strip_prefix(&top).unwrap_or(&real).to_path_buf();
+        let ignored = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&top)
+            .args(["check-ignore", "-q", "--"])
+            .arg(&rel)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ignored {
+            let mut d = katlas_identity::file_digest(&real, cache);
+            d.path = Some(rel.display().to_string());
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// Ignored inputs whose content differs between the sides (or that one side lacks).
+pub fn ignored_inputs_differ(a: &[FileDigest], b: &[FileDigest]) -> Vec<String> {
+    let by_path = |v: &[FileDigest]| -> std::collections::BTreeMap<String, Option<String>> {
+        v.iter().map(|d| (d.path.clone().unwrap_or_default(), d.md5.clone())).collect()
+    };
+    let (x, y) = (by_path(a), by_path(b));
+    let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+    let mut out = Vec::new();
+    for k in keys {
+        match (x.get(k), y.get(k)) {
+            (Some(m), Some(n)) if m == n => {}
+            (Some(m), Some(n)) => out.push(format!(
+                "git-ignored input `{k}` differs between the sides (md5 {} vs {}): it is not in the source identity, so the sides do not run the same thing",
+                m.as_deref().unwrap_or("?"),
+                n.as_deref().unwrap_or("?")
+            )),
+            _ => {
+                out.push(format!("git-ignored input `{k}` is there on one side only: it is not in the source identity, so the sides do not run the same thing"))
+            }
+        }
+    }
+    out
+}
+
+/// A side whose runs share state: its first run (warmup included) performed like the
+/// other side, and only its later runs were better, by more than 20% and more than six
+/// robust CVs of those runs. A cache one run leaves for the next (a file in /tmp, in the
+/// tree) looks exactly like this; a real gain shows from the first run on.
+pub fn first_run_like_baseline(first: f64, later: &[f64], baseline_median: f64, minimize: bool) -> Option<String> {
+    if later.len() < 2 || !(first > 0.0 && baseline_median > 0.0) {
+        return None;
+    }
+    let med = crate::stats::median(later);
+    let cv = crate::stats::robust_cv(later);
+    if !(med > 0.0 && cv.is_finite()) {
+        return None;
+    }
+    // How much worse the first run is than the later ones, in the goal's direction.
+    let worse = if minimize { first / med - 1.0 } else { med / first - 1.0 };
+    let like_baseline = (first / baseline_median).ln().abs() < (first / med).ln().abs();
+    (worse > 0.2_f64.max(6.0 * cv) && like_baseline).then(|| {
+        format!(
+            "runs share state: the candidate's first run ({}) performed like the baseline (median {}); only its later runs (median {}) were better. \
+             A cache or file one run leaves for the next is measured, not the code; clear it before every run (a settle command) or warm it for both sides, and re-run",
+            num(first),
+            num(baseline_median),
+            num(med)
+        )
+    })
+}
+
+fn num(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
     }
 }
 
