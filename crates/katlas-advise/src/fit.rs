@@ -247,6 +247,10 @@ pub struct ScopeMatch {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct KernelFit {
     pub name: String,
+    /// Readable name, unique within this view (`elementwise_kernel<MulFunctor, bf16>`);
+    /// rule texts and suggestions quote it. See `names::short_names`.
+    #[serde(default)]
+    pub short_name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub demangled: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -754,7 +758,8 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
         hot.sort_by(|a, b| b.share_pct.unwrap_or(0.0).total_cmp(&a.share_pct.unwrap_or(0.0)).then(b.total_us.total_cmp(&a.total_us)));
         scope.profile_names = hot.len();
         hot.truncate(rules.fit.settings.hot_limit);
-        for s in &hot {
+        let shorts = crate::names::short_names(&hot.iter().map(|k| k.name.as_str()).collect::<Vec<_>>());
+        for (s, short) in hot.iter().zip(&shorts) {
             let m = if input.isa.is_some() { best_match(&s.name, s.demangled.as_deref(), &isa_for_arch) } else { None };
             match &m {
                 Some((lvl, (o, k), also)) => scope.matched.push(ScopeMatch {
@@ -768,7 +773,7 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
                 None => {}
             }
             let isa = m.map(|(lvl, pair, _)| (lvl, pair));
-            kernels.push(fit_kernel(&ctx, rules, Some(s), isa));
+            kernels.push(fit_kernel(&ctx, rules, Some(s), isa, short));
         }
         scope.kind = match (input.isa.is_some(), scope.matched.is_empty()) {
             (false, _) => "profile-only",
@@ -784,7 +789,9 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
                 scope.isa_arches.join(", ")
             ));
         }
-        for (o, k) in isa_for_arch.iter().take(rules.fit.settings.isa_only_limit) {
+        let shown: Vec<&(&CodeObject, &IsaKernel)> = isa_for_arch.iter().take(rules.fit.settings.isa_only_limit).collect();
+        let shorts = crate::names::short_names(&shown.iter().map(|(_, k)| k.name.as_str()).collect::<Vec<_>>());
+        for ((o, k), short) in shown.into_iter().zip(&shorts) {
             // Without a chosen arch, each object is judged against its own atom.
             let own = KernelCtx {
                 atom: ctx.atom.or_else(|| db.atom(&o.arch)),
@@ -793,7 +800,7 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
                 row: ctx.row,
                 phase_signals: ctx.phase_signals,
             };
-            kernels.push(fit_kernel(&own, rules, None, Some((MatchLevel::Exact, (*o, *k)))));
+            kernels.push(fit_kernel(&own, rules, None, Some((MatchLevel::Exact, (*o, *k))), short));
         }
         if isa_for_arch.len() > rules.fit.settings.isa_only_limit {
             scope_notes.push(format!("{} of {} ISA kernels shown (isa_only_limit)", rules.fit.settings.isa_only_limit, isa_for_arch.len()));
@@ -924,14 +931,13 @@ fn best_match<'a>(name: &str, demangled: Option<&str>, isa: &[Pair<'a>]) -> Opti
     })
 }
 
-fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa: Option<(MatchLevel, Pair)>) -> KernelFit {
+fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa: Option<(MatchLevel, Pair)>, short: &str) -> KernelFit {
     let mut s = ctx.phase_signals.clone();
     arch_signals(ctx.atom, &mut s);
     let name = sample.map(|x| x.name.clone()).or_else(|| isa.map(|(_, (_, k))| k.name.clone())).unwrap_or_default();
-    // Rule texts quote a readable name: long demangled signatures lose their template
-    // arguments and parameters (the full name stays on the kernel and its findings).
-    s.insert("kernel".into(), Val::Str(crate::names::display_name(&name)));
-    let mut kf = KernelFit { name: name.clone(), ..Default::default() };
+    // Rule texts quote the view's short name (the full name stays on the kernel and its findings).
+    s.insert("kernel".into(), Val::Str(short.to_string()));
+    let mut kf = KernelFit { name: name.clone(), short_name: short.to_string(), ..Default::default() };
 
     // Phase and op.
     let op = sample.and_then(|x| x.op.clone());

@@ -301,7 +301,7 @@ fn findings_for<'a>(k: &'a KernelFit, rules: &Rules, names: &[String]) -> Vec<&'
 
 fn profile_line(k: &KernelFit, phase: Option<&str>) -> Option<String> {
     let share = k.share_pct?;
-    let mut s = format!("{}: {}% of {} GPU time", crate::names::display_name(&k.name), fmt_num(share, Some(1)), phase.unwrap_or("phase"));
+    let mut s = format!("{}: {}% of {} GPU time", k.short_name, fmt_num(share, Some(1)), phase.unwrap_or("phase"));
     if let (Some(c), Some(a)) = (k.calls, k.avg_us) {
         s.push_str(&format!(", {c} calls x {} us", fmt_num(a, Some(1))));
     }
@@ -345,7 +345,7 @@ pub fn suggest(fit: &FitView, row: Option<&Row>, db: &ArchDb, rules: &Rules, opt
         .filter(|k| {
             let stop = truthy(&k.signals, "amdahl_stop");
             if stop {
-                stopped.push(k.name.clone());
+                stopped.push(k.short_name.clone());
             }
             !stop
         })
@@ -494,7 +494,7 @@ fn build_one(
     if truthy(sig, "library_kernel") && !row_wide {
         evidence.push(format!(
             "{} is a library kernel (its source is not in this project): change how it is called (shapes, dispatch, fusion) or replace it",
-            crate::names::display_name(&kernels[0].name)
+            kernels[0].short_name
         ));
     }
     if triggers.iter().any(|t| t.contains("route_knobs")) {
@@ -524,7 +524,7 @@ fn build_one(
         _ => (vec![], "none known: run `katlas collect` with dispatch roots, or name files in the task".to_string()),
     };
     let arch = target.arch.as_deref().unwrap_or("unknown arch");
-    let who = kernel.as_deref().map(crate::names::display_name).unwrap_or_else(|| format!("{} hot kernels", kernels.len()));
+    let who = if row_wide { format!("{} hot kernels", kernels.len()) } else { kernels[0].short_name.clone() };
     let where_ = match (&target.phase, &target.shape) {
         (Some(p), Some(s)) => format!("{p}, {s}"),
         (Some(p), None) => p.clone(),
@@ -536,7 +536,7 @@ fn build_one(
     let hypothesis =
         format!("On {arch}/{who}/{where_}, {} should improve {metric} because {}; risk is {risk_detail}.", lever.name.to_lowercase(), lever.hypothesis);
     let title = match &kernel {
-        Some(k) => format!("{} on {}", lever.name, crate::names::display_name(k)),
+        Some(_) => format!("{} on {}", lever.name, kernels[0].short_name),
         None => format!("{} for {}", lever.name, phase.unwrap_or("the phase")),
     };
     Some(Suggestion {

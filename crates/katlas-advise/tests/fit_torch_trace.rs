@@ -135,3 +135,31 @@ fn env_that_cannot_change_a_route_is_no_sweep() {
     let k = &fit.kernels[0];
     assert_eq!(k.signals.get("route_knob_list"), Some(&katlas_advise::expr::Val::Str("CUBLASLT_WORKSPACE_SIZE=0".into())));
 }
+
+#[test]
+fn short_names_are_unique_and_readable_on_the_whole_trace() {
+    // Every kernel of the trace (65 names), not only the hot ones: a view of any size is unique.
+    let row = llama();
+    let names: Vec<&str> = row.kernels.iter().map(|k| k.name.as_str()).collect();
+    let shorts = katlas_advise::names::short_names(&names);
+    let set: std::collections::BTreeSet<&String> = shorts.iter().collect();
+    assert_eq!(set.len(), shorts.len(), "{shorts:#?}");
+    for s in &shorts {
+        assert!(!s.ends_with("::") && !s.contains("anonymous") && !s.is_empty() && s.chars().count() <= 64, "{s}");
+    }
+    assert!(shorts.iter().any(|s| s.starts_with("CatArrayBatchedCopy_vectorized")), "{shorts:#?}");
+    assert!(shorts.iter().any(|s| s.contains("MulFunctor")) && shorts.iter().any(|s| s.contains("neg_kernel_cuda")), "{shorts:#?}");
+
+    let rules = Rules::builtin().unwrap();
+    let fit = fit_of(&row, &rules);
+    let hot: std::collections::BTreeSet<&str> = fit.kernels.iter().map(|k| k.short_name.as_str()).collect();
+    assert_eq!(hot.len(), fit.kernels.len());
+    // Rule texts quote the short name.
+    let f = fit
+        .kernels
+        .iter()
+        .flat_map(|k| &k.findings)
+        .find(|f| f.kernel.as_deref().is_some_and(|k| k.starts_with("void at::native")))
+        .expect("a finding on an ATen kernel");
+    assert!(!f.text.contains("void at::native"), "{}", f.text);
+}
