@@ -7,8 +7,8 @@ use crate::ops::OpRules;
 use crate::parse::{parse_with, Input, ParseError, ParseOutput, ParserOptions};
 use crate::spec::{self, CommandSpec, LoadedSpec, ParserEntry};
 use katlas_corpus::{append_jsonl, Fsync, Layout};
-use katlas_proc::{self as runner, RunOutcome, RunRequest};
 use katlas_model::{Identity, Metric, Origin, Route, Row, RunError, RunPolicy, Status, Variant};
+use katlas_proc::{self as runner, RunOutcome, RunRequest};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -89,6 +89,10 @@ pub struct CollectReport {
     pub rows_ok: usize,
     pub rows_error: usize,
     pub interrupted: bool,
+    /// Run directories of an earlier collect that was killed mid-run (meta.json
+    /// `status: unfinished`): they hold no rows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unfinished: Vec<PathBuf>,
     pub rows: Vec<RowSummary>,
 }
 
@@ -117,9 +121,49 @@ struct RunMeta<'a> {
     pass: &'a str,
     run_index: u32,
     started_at: &'a str,
-    outcome: &'a RunOutcome,
+    /// `running` from the moment the run starts, `finished` once it is recorded: a
+    /// meta.json still `running` whose katlas process is gone is an unfinished run.
+    status: &'static str,
+    /// The katlas process that owns the run while it is `running`.
+    katlas_pid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<&'a RunOutcome>,
     parsers: Vec<String>,
     parse_errors: &'a [String],
+}
+
+/// Runs a killed katlas left behind: meta.json still `running`, its katlas process gone.
+/// Each is marked `unfinished` (so it is reported once) and returned, newest last.
+pub fn mark_unfinished_runs(runs_dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(runs_dir) else { return out };
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    dirs.sort();
+    for d in dirs {
+        let meta = d.join("meta.json");
+        let Ok(text) = std::fs::read_to_string(&meta) else { continue };
+        let Ok(mut v) = serde_json::from_str::<Value>(&text) else { continue };
+        if v.get("status").and_then(Value::as_str) != Some("running") {
+            continue;
+        }
+        let owner = v.get("katlas_pid").and_then(Value::as_u64).unwrap_or(0) as u32;
+        if owner != 0 && process_alive(owner) {
+            continue;
+        }
+        v["status"] = json!("unfinished");
+        let _ = katlas_fs::write_atomic(&meta, &serde_json::to_vec_pretty(&v).unwrap_or_default());
+        out.push(d);
+    }
+    out
+}
+
+/// Whether a pid is a live katlas process (a reused pid of another program is not).
+fn process_alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let running = stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'));
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+    let me = std::env::current_exe().ok();
+    running && (exe.is_none() || exe == me)
 }
 
 /// Everything fixed for one matrix combination.
@@ -413,6 +457,7 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
         rows_ok: 0,
         rows_error: 0,
         interrupted: false,
+        unfinished: mark_unfinished_runs(&opts.layout.runs_dir()),
         rows: Vec::new(),
     };
     let mut output: Option<PathBuf> = opts.output.clone();
@@ -458,29 +503,37 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
                 timeout: s.timeout_s.map(Duration::from_secs_f64),
                 kill_grace: opts.kill_grace,
             };
+            let recorded_env = katlas_identity::redact_env(&plan.env);
+            let meta_path = run_dir.join("meta.json");
+            let write_meta = |status: &'static str, outcome: Option<&RunOutcome>, parse_errors: &[String]| {
+                let meta = RunMeta {
+                    schema: RUN_META_SCHEMA,
+                    run_id: &rid,
+                    workload: &ls.name,
+                    spec_source: &ls.source,
+                    argv: &argv,
+                    env: &recorded_env,
+                    cwd: plan.cwd.display().to_string(),
+                    params: &plan.vars,
+                    pass,
+                    run_index,
+                    started_at: &started,
+                    status,
+                    katlas_pid: std::process::id(),
+                    outcome,
+                    parsers: plan.parsers.iter().map(|p| p.name.clone()).collect(),
+                    parse_errors,
+                };
+                katlas_fs::create_dir_all(&run_dir)
+                    .and_then(|()| katlas_fs::write_atomic(&meta_path, &serde_json::to_vec_pretty(&meta).unwrap_or_default()))
+                    .map_err(|e| CollectError::Io { path: meta_path.clone(), source: e })
+            };
+            // Written before the workload starts: a katlas killed mid-run leaves a run that says so.
+            write_meta("running", None, &[])?;
             let outcome = runner::run(&req, &run_dir).map_err(|e| CollectError::Io { path: run_dir.clone(), source: e })?;
             report.runs += 1;
             let (parsed, parse_errors) = if outcome.success() { parse_run(&plan, ls, &outcome, &vars) } else { (ParseOutput::default(), Vec::new()) };
-            let recorded_env = katlas_identity::redact_env(&plan.env);
-            let meta = RunMeta {
-                schema: RUN_META_SCHEMA,
-                run_id: &rid,
-                workload: &ls.name,
-                spec_source: &ls.source,
-                argv: &argv,
-                env: &recorded_env,
-                cwd: plan.cwd.display().to_string(),
-                params: &plan.vars,
-                pass,
-                run_index,
-                started_at: &started,
-                outcome: &outcome,
-                parsers: plan.parsers.iter().map(|p| p.name.clone()).collect(),
-                parse_errors: &parse_errors,
-            };
-            let meta_path = run_dir.join("meta.json");
-            katlas_fs::write_atomic(&meta_path, &serde_json::to_vec_pretty(&meta).unwrap_or_default())
-                .map_err(|e| CollectError::Io { path: meta_path, source: e })?;
+            write_meta("finished", Some(&outcome), &parse_errors)?;
             let mut rows = build_rows(ls, opts, &plan, &identity, &argv, &outcome, parsed, &parse_errors, pass, run_index, &started, &run_dir, &vars)?;
             // What eval must time instead: the same command without the profiler's args
             // and wrapper (their env is in `variant.instrumentation`).

@@ -113,6 +113,9 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
                 ]);
             }
             println!("{t}");
+            for u in &rep.unfinished {
+                println!("unfinished run (katlas was killed while it ran; no rows): {}", crate::output::printable(&u.display().to_string()));
+            }
             println!(
                 "{}: {} runs, {} ok rows, {} error rows -> {}{}",
                 rep.workload,
