@@ -4,6 +4,7 @@
 use crate::expr::fmt_num;
 use crate::fit::{Finding, FitView, KernelFit};
 use crate::suggest::SuggestionQueue;
+use katlas_model::text::printable;
 use std::fmt::Write;
 
 fn opt(v: Option<f64>, d: usize) -> String {
@@ -38,18 +39,21 @@ impl Doc {
             let _ = writeln!(self.out, "\n{}", title.to_uppercase());
         }
     }
+    /// One line each: names in `v` (from files) are made [`printable`].
     fn kv(&mut self, k: &str, v: impl AsRef<str>) {
+        let v = printable(v.as_ref());
         if self.md {
-            let _ = writeln!(self.out, "- **{k}**: {}", v.as_ref());
+            let _ = writeln!(self.out, "- **{k}**: {v}");
         } else {
-            let _ = writeln!(self.out, "  {k:<18} {}", v.as_ref());
+            let _ = writeln!(self.out, "  {k:<18} {v}");
         }
     }
     fn item(&mut self, v: impl AsRef<str>) {
+        let v = printable(v.as_ref());
         if self.md {
-            let _ = writeln!(self.out, "- {}", v.as_ref());
+            let _ = writeln!(self.out, "- {v}");
         } else {
-            let _ = writeln!(self.out, "  - {}", v.as_ref());
+            let _ = writeln!(self.out, "  - {v}");
         }
     }
     fn line(&mut self, v: impl AsRef<str>) {
@@ -73,8 +77,8 @@ fn finding_line(f: &Finding) -> String {
 fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize) {
     // ISA-only kernels of several arches share names: say which object each is.
     let title = match (&k.isa, k.calls) {
-        (Some(i), None) => format!("{} [{}]", k.name, i.arch),
-        _ => k.name.clone(),
+        (Some(i), None) => format!("{} [{}]", printable(&k.name), i.arch),
+        _ => printable(&k.name).into_owned(),
     };
     if d.md {
         d.line(format!("\n### {title}\n"));
@@ -191,12 +195,12 @@ fn fit_doc(v: &FitView, md: bool) -> String {
     d.line(format!(
         "{}{} | {} | {} | {} | {} | {}",
         if md { "\n" } else { "" },
-        or_unknown(&h.arch),
-        h.product.as_deref().unwrap_or("no product"),
-        or_unknown(&h.workload),
-        or_unknown(&h.phase),
-        or_unknown(&h.shape),
-        h.quant.as_deref().unwrap_or("-")
+        printable(or_unknown(&h.arch)),
+        printable(h.product.as_deref().unwrap_or("no product")),
+        printable(or_unknown(&h.workload)),
+        printable(or_unknown(&h.phase)),
+        printable(or_unknown(&h.shape)),
+        printable(h.quant.as_deref().unwrap_or("-"))
     ));
     d.h("Header");
     d.kv("arch", format!("{} (class {}, from {})", or_unknown(&h.arch), or_unknown(&h.arch_class), or_unknown(&h.arch_source)));
@@ -310,7 +314,7 @@ pub fn fit_markdown(v: &FitView) -> String {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    katlas_model::text::printable_lines(s).replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// A standalone HTML page: the markdown-flavoured text in a styled `<pre>` plus bars

@@ -12,6 +12,7 @@ pub mod ledger;
 pub mod row;
 pub mod schema;
 pub mod task;
+pub mod text;
 
 pub use identity::{Device, FileDigest, HostIdentity, Identity, RunPolicy, SourceIdentity};
 pub use ledger::{Disposition, EvalResult, EvalSample, Goal, LedgerEntry, Verdict, EVAL_RESULT_SCHEMA, EVAL_SAMPLE_SCHEMA, LEDGER_SCHEMA};

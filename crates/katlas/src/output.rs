@@ -28,8 +28,59 @@ pub fn print_json<T: Serialize + ?Sized>(v: &T) {
     println!("{}", serde_json::to_string_pretty(v).expect("output serialises"));
 }
 
+/// A table in the text or markdown style whose cells are always [`printable`]: a name
+/// from a file cannot put a control character on the terminal or a second line in a row.
+pub struct SafeTable(Table);
+
+impl SafeTable {
+    pub fn add_row<I, S>(&mut self, row: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.0.add_row(row.into_iter().map(|c| safe_cell(c.as_ref())).collect::<Vec<String>>());
+    }
+}
+
+/// A cell made printable; a whole-cell colour from [`paint`] (SGR only) is kept.
+fn safe_cell(c: &str) -> String {
+    let painted = c.strip_prefix("\x1b[").and_then(|r| {
+        let (code, rest) = r.split_once('m')?;
+        let inner = rest.strip_suffix("\x1b[0m")?;
+        (!code.is_empty() && code.bytes().all(|b| b.is_ascii_digit() || b == b';')).then_some((code, inner))
+    });
+    match painted {
+        Some((code, inner)) => format!("\x1b[{code}m{}\x1b[0m", printable(inner)),
+        None => printable(c).into_owned(),
+    }
+}
+
+/// `println!` for a person: the formatted text with every control character but the
+/// line breaks escaped ([`printable_lines`]).
+macro_rules! say {
+    ($($a:tt)*) => { println!("{}", $crate::output::printable_lines(&format!($($a)*))) };
+}
+/// `eprintln!` for a person, escaped as [`say!`] is.
+macro_rules! say_err {
+    ($($a:tt)*) => { eprintln!("{}", $crate::output::printable_lines(&format!($($a)*))) };
+}
+pub(crate) use {say, say_err};
+
+impl std::ops::Deref for SafeTable {
+    type Target = Table;
+    fn deref(&self) -> &Table {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for SafeTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// A table in the text or markdown style.
-pub fn table(format: Format, header: &[&str]) -> Table {
+pub fn table(format: Format, header: &[&str]) -> SafeTable {
     let mut t = Table::new();
     match format {
         Format::Markdown => {
@@ -40,7 +91,7 @@ pub fn table(format: Format, header: &[&str]) -> Table {
         }
     }
     t.set_header(header.iter().copied());
-    t
+    SafeTable(t)
 }
 
 /// Wrap `s` in an ANSI colour when colour is on (terminal, no NO_COLOR).
@@ -68,11 +119,4 @@ pub fn fmt_num(v: f64) -> String {
     }
 }
 
-/// `s` with control characters (ESC, BEL, newline …) shown as escapes, so a name
-/// from a file or a repository cannot drive the terminal or break a table.
-pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    std::borrow::Cow::Owned(s.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect())
-}
+pub use katlas_model::text::{printable, printable_lines};

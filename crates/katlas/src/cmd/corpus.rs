@@ -1,6 +1,7 @@
 //! `katlas corpus ls|show|validate|import|export`.
 
 use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::output::{say, say_err};
 use crate::output::{fmt_num, fmt_opt, paint, print_json, table, Format, FormatArg};
 use katlas_corpus::{append_jsonl_dedup, read_all, Fsync, LineError, Located, ReadReport};
 use katlas_model::{digest::md5_hex, hipfire, Row, Status, ROW_SCHEMA};
@@ -119,7 +120,7 @@ pub fn load_rows(source: &Source, ctx: &Ctx) -> Result<ReadReport<Row>, CliError
         report.extend(read_all::<Row>(&p, Some(ROW_SCHEMA))?);
     }
     for e in &report.errors {
-        eprintln!("katlas: {}: {e}", if source.strict { "error" } else { "warning" });
+        say_err!("katlas: {}: {e}", if source.strict { "error" } else { "warning" });
     }
     if source.strict && !report.errors.is_empty() {
         return Err(CliError::bad_input(format!("{} bad line(s) in the corpus (--strict)", report.errors.len())));
@@ -207,7 +208,7 @@ fn ls(a: &LsArgs, ctx: &Ctx) -> CmdResult {
                 ]);
             }
             println!("{t}");
-            println!(
+            say!(
                 "{} row(s){}",
                 rows.len(),
                 if report.errors.is_empty() { String::new() } else { format!(", {} bad line(s) skipped", report.errors.len()) }
@@ -253,9 +254,9 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
 }
 
 fn print_row(row: &Row, file: &Path, line: u64, f: Format) {
-    println!("row {}  ({}:{})", row.id, file.display(), line);
+    say!("row {}  ({}:{})", row.id, file.display(), line);
     let status = serde_json::to_value(row.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-    println!(
+    say!(
         "workload {}  phase {}  shape {}  run {}  arch {}  status {status}",
         row.workload,
         row.phase,
@@ -263,23 +264,23 @@ fn print_row(row: &Row, file: &Path, line: u64, f: Format) {
         row.run_index,
         fmt_opt(&row.arch)
     );
-    println!("captured {}", row.captured_at);
+    say!("captured {}", row.captured_at);
     if !row.command.is_empty() {
-        println!("command  {}", row.command.join(" "));
+        say!("command  {}", row.command.join(" "));
     }
     let s = &row.identity.source;
-    println!("source   commit {} dirty {} diff_md5 {}", fmt_opt(&s.commit.as_ref().or(s.commit_short.as_ref())), fmt_opt(&s.dirty), fmt_opt(&s.diff_md5));
+    say!("source   commit {} dirty {} diff_md5 {}", fmt_opt(&s.commit.as_ref().or(s.commit_short.as_ref())), fmt_opt(&s.dirty), fmt_opt(&s.diff_md5));
     if let Some(b) = &row.identity.binary {
-        println!("binary   {} {}", fmt_opt(&b.path), fmt_opt(&b.md5));
+        say!("binary   {} {}", fmt_opt(&b.path), fmt_opt(&b.md5));
     }
     if let Some(e) = &row.error {
-        println!("error    exit {} signal {} timed_out {} {}", fmt_opt(&e.exit_code), fmt_opt(&e.signal), e.timed_out, fmt_opt(&e.message));
+        say!("error    exit {} signal {} timed_out {} {}", fmt_opt(&e.exit_code), fmt_opt(&e.signal), e.timed_out, fmt_opt(&e.message));
         if let Some(t) = &e.stderr_tail {
-            println!("stderr   {}", t.trim_end().replace('\n', "\n         "));
+            say!("stderr   {}", t.trim_end().replace('\n', "\n         "));
         }
     }
     if !row.variant.env.is_empty() {
-        println!("env      {}", row.variant.env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "));
+        say!("env      {}", row.variant.env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "));
     }
     if !row.metrics.is_empty() {
         let mut t = table(f, &["metric", "value", "unit"]);
@@ -305,10 +306,10 @@ fn print_row(row: &Row, file: &Path, line: u64, f: Format) {
     }
     if let Some(route) = &row.route {
         let attrs: Vec<String> = route.attributes.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        println!("route ({}) {}", route.basis, attrs.join(" "));
+        say!("route ({}) {}", route.basis, attrs.join(" "));
     }
     if !row.extra.is_empty() {
-        println!("extra    {}", row.extra.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "));
+        say!("extra    {}", row.extra.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "));
     }
 }
 
@@ -324,7 +325,7 @@ fn validate(a: &ValidateArgs, ctx: &Ctx) -> CmdResult {
         Format::Json => print_json(&Out { valid: report.records.len(), errors: &report.errors }),
         _ => {
             // Bad lines were already printed as warnings by load_rows.
-            println!("{} valid row(s), {} bad line(s)", report.records.len(), report.errors.len());
+            say!("{} valid row(s), {} bad line(s)", report.records.len(), report.errors.len());
         }
     }
     if report.errors.is_empty() {
@@ -443,7 +444,7 @@ fn import(a: &ImportArgs, ctx: &Ctx) -> CmdResult {
         }
     }
     for e in &errors {
-        eprintln!("katlas: {}: {e}", if a.strict { "error" } else { "warning" });
+        say_err!("katlas: {}: {e}", if a.strict { "error" } else { "warning" });
     }
     if a.strict && !errors.is_empty() {
         return Err(CliError::bad_input(format!("{} bad document(s); nothing imported (--strict)", errors.len())));
@@ -521,14 +522,14 @@ fn import(a: &ImportArgs, ctx: &Ctx) -> CmdResult {
             }
             println!("{t}");
             let verb = if a.dry_run { "converted (dry run)" } else { "imported" };
-            println!(
+            say!(
                 "{} row(s) {verb}, {} already present, {} bad document(s)",
                 if a.dry_run { rows.len() } else { written.values().sum() },
                 skipped,
                 errors.len()
             );
             for (dest, n) in &written {
-                println!("  {n} → {}", dest.display());
+                say!("  {n} → {}", dest.display());
             }
         }
     }
@@ -596,7 +597,7 @@ fn export(a: &ExportArgs, ctx: &Ctx) -> CmdResult {
         Some(o) => {
             let path = ctx.resolve(o);
             katlas_fs::write_atomic(&path, text.as_bytes()).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
-            println!("{} row(s) exported to {}", rows.len(), path.display());
+            say!("{} row(s) exported to {}", rows.len(), path.display());
         }
         None => print!("{text}"),
     }

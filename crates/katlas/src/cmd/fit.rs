@@ -2,6 +2,7 @@
 //! handling shared by `katlas suggest` and `katlas task`.
 
 use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::output::{printable_lines, say_err};
 use clap::ValueEnum;
 use katlas_advise::isa::IsaManifest;
 use katlas_advise::{build_fit, render, FitInput, FitView, Rules};
@@ -114,7 +115,7 @@ fn rows_of_file(path: &Path) -> Result<Vec<(u64, Row)>, CliError> {
         }
     }
     for e in &errors {
-        eprintln!("katlas: warning: skipped {e}");
+        say_err!("katlas: warning: skipped {e}");
     }
     if out.is_empty() {
         return Err(bad(format!("{shown}: no usable rows{}", errors.first().map(|e| format!(" ({e})")).unwrap_or_default())));
@@ -144,7 +145,7 @@ fn pick(rows: Vec<(String, Row)>, a: &EvidenceArgs, what: &str) -> Result<(Strin
     let n = cands.len();
     let pos = cands.iter().position(|(_, r)| !r.kernels.is_empty() && r.status == katlas_model::Status::Ok).unwrap_or(0);
     let (src, row) = cands.swap_remove(pos);
-    eprintln!("katlas: note: {what} has {n} matching rows; using {src} (pick with --phase/--index)");
+    say_err!("katlas: note: {what} has {n} matching rows; using {src} (pick with --phase/--index)");
     Ok((src, row))
 }
 
@@ -153,7 +154,7 @@ fn row_from_parse(parser: &str, path: &Path, a: &EvidenceArgs, ctx: &Ctx) -> Res
     let opts = katlas_collect::ParserOptions { phase: a.phase.clone(), ..Default::default() };
     let out = katlas_collect::parse_with(parser, katlas_collect::Input::File(path), &opts).map_err(|e| bad(e.to_string()))?;
     for w in &out.warnings {
-        eprintln!("katlas: warning: {w}");
+        say_err!("katlas: warning: {w}");
     }
     let table = match &a.phase {
         Some(p) => out.phases.iter().find(|t| &t.phase == p).or_else(|| out.phases.iter().find(|t| !t.kernels.is_empty())),
@@ -282,9 +283,9 @@ pub fn run(args: &FitArgs, ctx: &Ctx) -> CmdResult {
     let l = load(&args.evidence, ctx)?;
     match args.format {
         FitFormat::Json => crate::output::print_json(&l.fit),
-        FitFormat::Markdown => print!("{}", render::fit_markdown(&l.fit)),
-        FitFormat::Html => print!("{}", render::fit_html(&l.fit)),
-        FitFormat::Text => print!("{}", render::fit_text(&l.fit)),
+        FitFormat::Markdown => print!("{}", printable_lines(&render::fit_markdown(&l.fit))),
+        FitFormat::Html => print!("{}", printable_lines(&render::fit_html(&l.fit))),
+        FitFormat::Text => print!("{}", printable_lines(&render::fit_text(&l.fit))),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,7 @@
 //! profiler file (debug a workload spec; ingest files you already have).
 
 use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::output::{say, say_err};
 use crate::output::{fmt_num, fmt_opt, print_json, table, Format, FormatArg};
 use katlas_collect::collect::rows_from_output;
 use katlas_collect::ops::OpRules;
@@ -85,7 +86,7 @@ pub fn run(args: &ParseArgs, ctx: &Ctx) -> CmdResult {
         ops.classify_all(&mut p.kernels);
     }
     for w in &out.warnings {
-        eprintln!("katlas: warning: {w}");
+        say_err!("katlas: warning: {w}");
     }
     if let Some(workload) = &args.rows {
         let src = file.display().to_string();
@@ -101,12 +102,12 @@ pub fn run(args: &ParseArgs, ctx: &Ctx) -> CmdResult {
             for (k, v) in &out.metrics {
                 m.add_row(vec![k.clone(), fmt_num(v.value), fmt_opt(&v.unit)]);
             }
-            println!("{} ({})", out.parser, out.source.clone().unwrap_or_default());
+            say!("{} ({})", out.parser, out.source.clone().unwrap_or_default());
             if !out.metrics.is_empty() {
-                println!("{m}");
+                say!("{m}");
             }
             for p in &out.phases {
-                println!(
+                say!(
                     "\nphase {}: {} kernels, {} launches, GPU time {} us{}",
                     p.phase,
                     p.kernels.len(),
@@ -119,7 +120,7 @@ pub fn run(args: &ParseArgs, ctx: &Ctx) -> CmdResult {
                     for (k, v) in &p.metrics {
                         pm.add_row(vec![k.clone(), fmt_num(v.value), fmt_opt(&v.unit)]);
                     }
-                    println!("{pm}");
+                    say!("{pm}");
                 }
                 if p.kernels.is_empty() {
                     continue;
@@ -145,14 +146,14 @@ pub fn run(args: &ParseArgs, ctx: &Ctx) -> CmdResult {
                 }
                 println!("{t}");
                 if p.kernels.len() > args.top {
-                    println!("({} more; --top N or --format json)", p.kernels.len() - args.top);
+                    say!("({} more; --top N or --format json)", p.kernels.len() - args.top);
                 }
             }
             if !out.route.is_empty() {
-                println!("\nroute: {}", serde_json::to_string(&out.route).unwrap_or_default());
+                say!("\nroute: {}", serde_json::to_string(&out.route).unwrap_or_default());
             }
             if !out.tags.is_empty() {
-                println!("tags: {}", out.tags.join(", "));
+                say!("tags: {}", out.tags.join(", "));
             }
         }
     }
