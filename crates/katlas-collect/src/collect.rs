@@ -43,6 +43,9 @@ pub struct CollectOptions {
     pub skip_devices: bool,
     pub ops: OpRules,
     pub kill_grace: Duration,
+    /// `--capture-modules`: the injection library (katlas-capture) that writes every code
+    /// object the CUDA driver loads under `<run_dir>/modules/`.
+    pub capture_lib: Option<PathBuf>,
 }
 
 impl CollectOptions {
@@ -59,6 +62,7 @@ impl CollectOptions {
             skip_devices: false,
             ops: OpRules::with_project(&Layout::for_project(project_root).rules_dir()).unwrap_or_else(|_| OpRules::builtin()),
             kill_grace: Duration::from_secs(3),
+            capture_lib: None,
         }
     }
 }
@@ -462,7 +466,11 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
     };
     let mut output: Option<PathBuf> = opts.output.clone();
     'combos: for combo in &combos {
-        let plan = plan(ls, opts, combo)?;
+        let mut plan = plan(ls, opts, combo)?;
+        if opts.capture_lib.is_some() {
+            // The injection library is instrumentation: eval never times a command with it.
+            plan.instrumentation.push("CUDA_INJECTION64_PATH".into());
+        }
         let identity = identity_for(ls, opts, &plan)?;
         let out_path = output
             .get_or_insert_with(|| {
@@ -495,6 +503,10 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
             bar.set_message(format!("{pass} {run_index} {}", combo.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")));
             let mut env = plan.env.clone();
             env.insert("KATLAS_RUN_DIR".into(), run_dir.display().to_string());
+            if let Some(lib) = &opts.capture_lib {
+                env.insert("CUDA_INJECTION64_PATH".into(), lib.display().to_string());
+                env.insert("KATLAS_CAPTURE_DIR".into(), run_dir.join("modules").display().to_string());
+            }
             let req = RunRequest {
                 argv: argv.clone(),
                 env,

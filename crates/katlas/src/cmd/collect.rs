@@ -31,6 +31,11 @@ pub struct CollectArgs {
     /// Apply the spec's profiling switches ([profile]); recorded as instrumentation.
     #[arg(long)]
     pub profile: bool,
+    /// Write every code object the CUDA driver loads into the run directory (a CUPTI injection
+    /// library, katlas-capture), so `fit` reads the ISA of what ran — cuBLASLt's run-time nvjet
+    /// kernels included — with no scan command. NVIDIA only; needs CUPTI on the machine.
+    #[arg(long)]
+    pub capture_modules: bool,
     /// Append rows here instead of .katlas/corpus/<host>-<day>.jsonl.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -91,6 +96,9 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
     opts.runs = args.runs;
     opts.warmup = args.warmup;
     opts.profile = args.profile;
+    if args.capture_modules {
+        opts.capture_lib = Some(capture_lib()?);
+    }
     opts.output = args.output.as_ref().map(|p| ctx.resolve(p));
     opts.progress = std::io::stderr().is_terminal();
     katlas_proc::install_interrupt_handler();
@@ -131,4 +139,20 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
         return Ok(ExitCode::from(130));
     }
     Ok(if rep.rows_error > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// `$KATLAS_CAPTURE_LIB`, else `libkatlas_capture.so` beside the katlas executable (where
+/// `cargo build` and the release archive put it).
+fn capture_lib() -> Result<PathBuf, CliError> {
+    let lib = match std::env::var_os("KATLAS_CAPTURE_LIB") {
+        Some(p) => PathBuf::from(p),
+        None => std::env::current_exe().map_err(CliError::missing_env)?.with_file_name("libkatlas_capture.so"),
+    };
+    if !lib.is_file() {
+        return Err(CliError::missing_env(format!(
+            "--capture-modules: {} not found (build it with `cargo build -p katlas-capture`, or set KATLAS_CAPTURE_LIB)",
+            lib.display()
+        )));
+    }
+    Ok(lib)
 }

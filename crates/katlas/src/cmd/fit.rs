@@ -76,7 +76,7 @@ fn bad(m: impl std::fmt::Display) -> CliError {
 /// Rows of a JSON document (object or array) or JSONL file, each `(line, row)`.
 fn rows_of_file(path: &Path) -> Result<Vec<(u64, Row)>, CliError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("{shown}: {e}")))?;
+    let text = katlas_corpus::input::read_text(path).map_err(bad)?;
     let convert = |v: serde_json::Value, line: u64| -> Result<Row, CliError> {
         if hipfire::is_v0(&v) {
             return hipfire::import_v0(v, Some(&shown), Some(line)).map_err(|e| bad(format!("{shown}:{line}: {e}")));
@@ -216,8 +216,8 @@ pub fn load_row(a: &EvidenceArgs, ctx: &Ctx) -> Result<Option<(String, Row)>, Cl
     };
     if let Some(parser) = &a.parse {
         let p = ctx.resolve(Path::new(spec));
-        if !p.is_file() {
-            return Err(bad(format!("{}: no such file", p.display())));
+        if let Some(why) = katlas_corpus::input::unreadable(&p) {
+            return Err(bad(format!("{}: {why}", p.display())));
         }
         return row_from_parse(parser, &p, a, ctx).map(Some);
     }
@@ -227,6 +227,12 @@ pub fn load_row(a: &EvidenceArgs, ctx: &Ctx) -> Result<Option<(String, Row)>, Cl
         let shown = p.display().to_string();
         let rows: Vec<(String, Row)> = rows.into_iter().map(|(l, r)| (format!("{shown}:{l}"), r)).collect();
         return pick(rows, a, &shown).map(Some);
+    }
+    // A path that is there but leads nowhere (a link loop, a link to nothing) is not an id.
+    if std::fs::symlink_metadata(&p).is_ok() {
+        if let Some(why) = katlas_corpus::input::unreadable(&p) {
+            return Err(bad(format!("{}: {why}", p.display())));
+        }
     }
     // A corpus id or prefix.
     let layout = ctx.layout()?;
