@@ -110,7 +110,16 @@ impl Kernel {
 
 impl IsaManifest {
     pub fn read(path: &Path) -> Result<IsaManifest, AdviseError> {
-        let text = std::fs::read_to_string(path).map_err(|e| AdviseError::io(path, e))?;
+        // A BOM dropped, bad UTF-8 named by line, a link loop said as one.
+        let text = katlas_corpus::input::read_text(path).map_err(|m| {
+            let shown = path.display().to_string();
+            let rest = m.strip_prefix(&shown).unwrap_or(&m);
+            let message = match rest.strip_prefix(": ") {
+                Some(r) => r.to_string(),
+                None => format!("line {}", rest.trim_start_matches(':')),
+            };
+            AdviseError::Io { path: shown, message }
+        })?;
         let shown = path.display().to_string();
         let mut de = serde_json::Deserializer::from_str(&text);
         let mut value: serde_json::Value =

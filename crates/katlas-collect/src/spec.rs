@@ -409,7 +409,7 @@ pub fn load(project: &katlas_project::Project, name: &str) -> Result<LoadedSpec,
 
 /// Load a standalone spec file.
 pub fn load_file(path: &Path, name: Option<&str>) -> Result<LoadedSpec, SpecError> {
-    let text = std::fs::read_to_string(path).map_err(|e| SpecError::Config(format!("{}: {e}", path.display())))?;
+    let text = katlas_corpus::input::read_text(path).map_err(SpecError::Config)?;
     let source = path.display().to_string();
     let (n, spec) = parse_spec_text(&text, &source, name)?;
     Ok(LoadedSpec { name: n, spec, source })

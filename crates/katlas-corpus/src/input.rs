@@ -108,11 +108,78 @@ fn not_regular(ft: &std::fs::FileType) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, format!("not a regular file ({}); only regular files are read here", file_kind(ft)))
 }
 
+/// The UTF-8 byte order mark some editors put first; JSON, JSONL, CSV and TOML
+/// inputs are read as if it were not there.
+pub const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+pub fn strip_bom(s: &str) -> &str {
+    s.strip_prefix('\u{feff}').unwrap_or(s)
+}
+
+pub fn strip_bom_bytes(b: &[u8]) -> &[u8] {
+    b.strip_prefix(BOM).unwrap_or(b)
+}
+
+/// An I/O error in words a person can act on: a link loop is named as one (ELOOP),
+/// not left as "too many levels of symbolic links (os error 40)".
+pub fn describe(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(ELOOP) => "a symbolic link loop (ELOOP: the links never reach a file)".into(),
+        _ => e.to_string(),
+    }
+}
+
+const ELOOP: i32 = 40;
+
+/// Why `path` cannot be read, when it cannot: `no such file`, a link loop, a link
+/// to nothing. `None` when something is there (what it is is checked on open).
+pub fn unreadable(path: &Path) -> Option<String> {
+    match std::fs::metadata(path) {
+        Ok(_) => None,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Some(match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => "a symbolic link to nothing (its target does not exist)".into(),
+            _ => "no such file".into(),
+        }),
+        Err(e) => Some(describe(&e)),
+    }
+}
+
+/// Where invalid UTF-8 starts: 1-based line and the byte within it.
+pub fn utf8_error_at(bytes: &[u8], e: &std::str::Utf8Error) -> (u64, usize) {
+    let head = &bytes[..e.valid_up_to()];
+    let line = memchr_count(head) + 1;
+    let col = head.len() - head.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) + 1;
+    (line as u64, col)
+}
+
+fn memchr_count(b: &[u8]) -> usize {
+    b.iter().filter(|&&c| c == b'\n').count()
+}
+
+/// A whole small text file (a config, a spec, a registry): a regular file only, a
+/// leading BOM dropped, invalid UTF-8 reported as `PATH:LINE: byte B of the line is
+/// not valid UTF-8`, a link loop or a missing file said as such.
+pub fn read_text(path: &Path) -> Result<String, String> {
+    let p = path.display();
+    let mut f = open_regular(path).map_err(|e| format!("{p}: {}", describe(&e)))?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).map_err(|e| format!("{p}: {}", describe(&e)))?;
+    let body = strip_bom_bytes(&bytes);
+    match std::str::from_utf8(body) {
+        Ok(t) => Ok(t.to_string()),
+        Err(e) => {
+            let (line, col) = utf8_error_at(body, &e);
+            let at = body.get(e.valid_up_to()).map(|b| format!(" (0x{b:02x})")).unwrap_or_default();
+            Err(format!("{p}:{line}: byte {col} of the line{at} is not valid UTF-8"))
+        }
+    }
+}
+
 /// Open `path` for reading if it is a regular file (links followed). Devices,
 /// FIFOs, sockets and directories are refused before opening, so opening
 /// never blocks and reading always ends.
 pub fn open_regular(path: &Path) -> io::Result<File> {
-    let ft = std::fs::metadata(path)?.file_type();
+    let ft = std::fs::metadata(path).map_err(|e| if e.raw_os_error() == Some(ELOOP) { io::Error::new(e.kind(), describe(&e)) } else { e })?.file_type();
     if !ft.is_file() {
         return Err(not_regular(&ft));
     }
@@ -225,5 +292,24 @@ mod tests {
         let e = open_regular(Path::new("/")).unwrap_err();
         assert!(e.to_string().contains("directory"), "{e}");
         assert_eq!(open_regular(Path::new("/nonexistent/x")).unwrap_err().kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn loops_boms_and_bad_utf8_are_named() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        assert!(unreadable(&a).unwrap().contains("symbolic link loop"), "{:?}", unreadable(&a));
+        assert!(open_regular(&a).unwrap_err().to_string().contains("symbolic link loop"));
+        let dangling = d.path().join("dangling");
+        std::os::unix::fs::symlink(d.path().join("nothing"), &dangling).unwrap();
+        assert!(unreadable(&dangling).unwrap().contains("link to nothing"));
+        assert_eq!(unreadable(&d.path().join("absent")).as_deref(), Some("no such file"));
+        let t = d.path().join("t.toml");
+        std::fs::write(&t, b"\xEF\xBB\xBFx = 1\n").unwrap();
+        assert_eq!(read_text(&t).unwrap(), "x = 1\n");
+        std::fs::write(&t, b"x = 1\ny = \"a\xffb\"\n").unwrap();
+        assert_eq!(read_text(&t).unwrap_err(), format!("{}:2: byte 7 of the line (0xff) is not valid UTF-8", t.display()));
     }
 }

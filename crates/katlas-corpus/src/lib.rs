@@ -253,7 +253,8 @@ pub fn read_jsonl_capped<T: DeserializeOwned>(path: &Path, schema: Option<&str>,
             continue;
         }
         let complete = line.last() == Some(&b'\n');
-        let text = match std::str::from_utf8(&line) {
+        let bytes = if lineno == 1 { input::strip_bom_bytes(&line) } else { &line[..] };
+        let text = match std::str::from_utf8(bytes) {
             Ok(t) => t.trim(),
             Err(e) => {
                 report.errors.push(LineError { file: path.into(), line: lineno, reason: format!("not UTF-8: {e}") });

@@ -26,6 +26,9 @@ pub enum ProjectError {
     Config(ConfigError),
     #[error("--project {0}: not a directory")]
     NotADirectory(PathBuf),
+    /// The config file is there but cannot be read as text (message names it).
+    #[error("{0}")]
+    Unreadable(String),
 }
 
 /// A configuration error with its place: `file:line: key: reason`.
@@ -137,10 +140,13 @@ impl Project {
     /// Open the project rooted at `root` (reads `root/katlas.toml` when present).
     pub fn open(root: &Path) -> Result<Project, ProjectError> {
         let path = root.join(CONFIG_FILE);
-        let (config_path, text) = match std::fs::read_to_string(&path) {
-            Ok(t) => (Some(path), t),
+        let (config_path, text) = match std::fs::symlink_metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, String::new()),
-            Err(source) => return Err(ProjectError::Io { path, source }),
+            // A leading BOM dropped, bad UTF-8 named by line, a link loop said as one.
+            _ => match katlas_corpus::input::read_text(&path) {
+                Ok(t) => (Some(path), t),
+                Err(e) => return Err(ProjectError::Unreadable(e)),
+            },
         };
         let config = match &config_path {
             Some(p) => parse_config(p, &text).map_err(ProjectError::Config)?,

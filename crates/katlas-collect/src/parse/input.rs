@@ -49,6 +49,8 @@ pub struct Guard<R> {
     rec_line: u64,
     csv: CsvState,
     failed: Option<String>,
+    /// `inner` is a gzip decoder: its errors are located in the decompressed text.
+    gzip: bool,
 }
 
 impl<R: Read> Guard<R> {
@@ -65,7 +67,13 @@ impl<R: Read> Guard<R> {
             rec_line: 1,
             csv: CsvState::FieldStart,
             failed: None,
+            gzip: false,
         }
+    }
+
+    fn gzip(mut self) -> Self {
+        self.gzip = true;
+        self
     }
 
     fn fail(&mut self, msg: String) -> io::Error {
@@ -162,7 +170,14 @@ impl<R: Read> Read for Guard<R> {
             Some(max) => out.len().min(usize::try_from(max.saturating_sub(self.total).saturating_add(1)).unwrap_or(usize::MAX)),
             None => out.len(),
         };
-        let n = self.inner.read(&mut out[..want])?;
+        let n = match self.inner.read(&mut out[..want]) {
+            Ok(n) => n,
+            // A decoder's error (a corrupt or cut .gz) says where the damage is.
+            Err(e) if self.gzip && e.kind() != io::ErrorKind::Interrupted => {
+                return Err(self.fail(format!("gzip: {e} (at decompressed byte {}, line {})", self.total, self.line)));
+            }
+            Err(e) => return Err(e),
+        };
         self.total += n as u64;
         if let Some(max) = self.max_input {
             if self.total > max {
@@ -182,11 +197,11 @@ impl<R: Read> Read for Guard<R> {
 /// Gzip's magic bytes.
 const GZ_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Read up to two bytes, for the gzip check, without losing them.
-fn sniff(r: &mut dyn Read) -> io::Result<([u8; 2], usize)> {
-    let mut magic = [0u8; 2];
+/// Read up to three bytes, for the gzip and byte-order-mark checks.
+fn sniff(r: &mut dyn Read) -> io::Result<([u8; 3], usize)> {
+    let mut magic = [0u8; 3];
     let mut n = 0;
-    while n < 2 {
+    while n < 3 {
         match r.read(&mut magic[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
@@ -197,15 +212,26 @@ fn sniff(r: &mut dyn Read) -> io::Result<([u8; 2], usize)> {
     Ok((magic, n))
 }
 
+fn is_gzip(magic: &[u8; 3], n: usize) -> bool {
+    n >= 2 && magic[..2] == GZ_MAGIC
+}
+
+/// A leading UTF-8 byte order mark is not text: JSON, JSONL, CSV and text outputs
+/// are read from after it.
+fn is_bom(magic: &[u8; 3], n: usize) -> bool {
+    n == 3 && magic[..] == *katlas_corpus::input::BOM
+}
+
 /// A stream (stdin, a pipe, any reader) for a parser: gunzipped when it
 /// starts with gzip's magic, and capped at `max_input` bytes either way.
 pub fn open_reader<'a>(r: &'a mut dyn Read, framing: Framing, limits: &Limits) -> io::Result<Box<dyn BufRead + 'a>> {
     let (magic, n) = sniff(r)?;
-    let head = io::Cursor::new(magic).take(n as u64);
+    let keep = if is_bom(&magic, n) { 0 } else { n };
+    let head = io::Cursor::new(magic).take(keep as u64);
     let joined = head.chain(r);
-    if n == 2 && magic == GZ_MAGIC {
+    if is_gzip(&magic, n) {
         let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(BUF, joined));
-        Ok(Box::new(BufReader::with_capacity(BUF, Guard::new(gz, framing, limits, Some(limits.max_input)))))
+        Ok(Box::new(BufReader::with_capacity(BUF, Guard::new(gz, framing, limits, Some(limits.max_input)).gzip())))
     } else {
         Ok(Box::new(BufReader::with_capacity(BUF, Guard::new(joined, framing, limits, Some(limits.max_input)))))
     }
@@ -218,10 +244,10 @@ pub fn open_file(path: &Path, framing: Framing, limits: &Limits) -> io::Result<B
     let mut f = open_regular(path)?;
     let (magic, n) = sniff(&mut f)?;
     use std::io::Seek;
-    f.seek(io::SeekFrom::Start(0))?;
-    if n == 2 && magic == GZ_MAGIC {
+    f.seek(io::SeekFrom::Start(if is_bom(&magic, n) { 3 } else { 0 }))?;
+    if is_gzip(&magic, n) {
         let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(BUF, f));
-        Ok(Box::new(BufReader::with_capacity(BUF, Guard::new(gz, framing, limits, Some(limits.max_input)))))
+        Ok(Box::new(BufReader::with_capacity(BUF, Guard::new(gz, framing, limits, Some(limits.max_input)).gzip())))
     } else {
         Ok(Box::new(BufReader::with_capacity(BUF, Guard::new(f, framing, limits, None))))
     }
@@ -229,6 +255,7 @@ pub fn open_file(path: &Path, framing: Framing, limits: &Limits) -> io::Result<B
 
 /// Text already in memory: only the line cap applies.
 pub fn open_text<'a>(text: &'a str, framing: Framing, limits: &Limits) -> Box<dyn BufRead + 'a> {
+    let text = katlas_corpus::input::strip_bom(text);
     Box::new(BufReader::with_capacity(BUF.min(text.len().max(64)), Guard::new(text.as_bytes(), framing, limits, None)))
 }
 

@@ -52,7 +52,7 @@ fn load(path: &Path) -> Result<Registry, CliError> {
     if !path.exists() {
         return Ok(Registry::default());
     }
-    let text = std::fs::read_to_string(path).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
+    let text = katlas_corpus::input::read_text(path).map_err(CliError::bad_input)?;
     parse(path, &text).map_err(CliError::bad_input)
 }
 
@@ -60,8 +60,8 @@ pub fn run(c: &AdmissionsCmd, ctx: &Ctx) -> CmdResult {
     match c {
         AdmissionsCmd::Check(a) => {
             let path = ctx.resolve(&a.file);
-            if !path.exists() {
-                return Err(CliError::bad_input(format!("{}: no such file", path.display())));
+            if let Some(why) = katlas_corpus::input::unreadable(&path) {
+                return Err(CliError::bad_input(format!("{}: {why}", path.display())));
             }
             let reg = load(&path)?;
             if a.format.format == Format::Json {

@@ -1,8 +1,8 @@
 //! `katlas corpus ls|show|validate|import|export`.
 
 use crate::ctx::{CliError, CmdResult, Ctx};
-use crate::output::{say, say_err};
 use crate::output::{fmt_num, fmt_opt, paint, print_json, table, Format, FormatArg};
+use crate::output::{say, say_err};
 use katlas_corpus::{append_jsonl_dedup, read_all, Fsync, LineError, Located, ReadReport};
 use katlas_model::{digest::md5_hex, hipfire, Row, Status, ROW_SCHEMA};
 use serde::Serialize;
@@ -114,8 +114,8 @@ pub fn load_rows(source: &Source, ctx: &Ctx) -> Result<ReadReport<Row>, CliError
     };
     let mut report = ReadReport::default();
     for p in paths {
-        if !p.exists() {
-            return Err(CliError::bad_input(format!("{}: no such file or directory", p.display())));
+        if let Some(why) = katlas_corpus::input::unreadable(&p) {
+            return Err(CliError::bad_input(format!("{}: {why}", p.display())));
         }
         report.extend(read_all::<Row>(&p, Some(ROW_SCHEMA))?);
     }
@@ -208,11 +208,7 @@ fn ls(a: &LsArgs, ctx: &Ctx) -> CmdResult {
                 ]);
             }
             println!("{t}");
-            say!(
-                "{} row(s){}",
-                rows.len(),
-                if report.errors.is_empty() { String::new() } else { format!(", {} bad line(s) skipped", report.errors.len()) }
-            );
+            say!("{} row(s){}", rows.len(), if report.errors.is_empty() { String::new() } else { format!(", {} bad line(s) skipped", report.errors.len()) });
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -341,7 +337,7 @@ type Documents = (Vec<(u64, String)>, Vec<LineError>);
 
 fn documents(path: &Path) -> Result<Documents, CliError> {
     use katlas_corpus::input::{open_regular, read_line_capped, Limits, LineRead, MAX_INPUT_ENV, MAX_LINE_ENV};
-    use std::io::{BufReader, Read, Seek, SeekFrom};
+    use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
     // Read line by line, each at most KATLAS_MAX_LINE_BYTES: a line too long
     // or not UTF-8 is an error naming it, and the lines beside it are kept.
     let io = |e: std::io::Error| CliError::bad_input(format!("{}: {e}", path.display()));
@@ -349,6 +345,9 @@ fn documents(path: &Path) -> Result<Documents, CliError> {
     let f = open_regular(path).map_err(io)?;
     let size = f.metadata().map_err(io)?.len();
     let mut r = BufReader::new(f);
+    // A leading byte order mark is not part of the JSON.
+    let start = if r.fill_buf().map_err(io)?.starts_with(katlas_corpus::input::BOM) { 3 } else { 0 };
+    r.consume(start as usize);
     let mut errors = Vec::new();
     // The first non-blank line decides: `[` starts one document; `{` does too
     // when that line is not a whole value by itself but the file is; else JSON lines.
@@ -366,7 +365,7 @@ fn documents(path: &Path) -> Result<Documents, CliError> {
         _ => false,
     };
     if whole {
-        r.seek(SeekFrom::Start(0)).map_err(io)?;
+        r.seek(SeekFrom::Start(start)).map_err(io)?;
         let starts_array = first.as_deref().is_some_and(|l| l.starts_with(b"["));
         if size > limits.max_input {
             if starts_array {
@@ -387,7 +386,7 @@ fn documents(path: &Path) -> Result<Documents, CliError> {
             }
         }
     }
-    r.seek(SeekFrom::Start(0)).map_err(io)?;
+    r.seek(SeekFrom::Start(start)).map_err(io)?;
     let mut docs = Vec::new();
     let mut lineno = 0u64;
     loop {

@@ -74,7 +74,7 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
         eprintln!("katlas: gate: no baseline file for {arch} in {} (fail closed)", dir.display());
         return Ok(ExitCode::from(exit::NEGATIVE));
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
+    let text = katlas_corpus::input::read_text(&path).map_err(CliError::bad_input)?;
     let file = parse(&path, &text).map_err(CliError::bad_input)?;
     // A key whose direction is unknown cannot be judged: refuse before measuring anything.
     let unknown = unknown_directions(&file, &gcfg.goals, &a.keys);
@@ -95,7 +95,7 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
     };
     for f in &a.from {
         let f = ctx.resolve(f);
-        let t = std::fs::read_to_string(&f).map_err(|e| CliError::bad_input(format!("{}: {e}", f.display())))?;
+        let t = katlas_corpus::input::read_text(&f).map_err(CliError::bad_input)?;
         add(&t, &f.display().to_string())?;
     }
     if let Some(cmd) = &command {

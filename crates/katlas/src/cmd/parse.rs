@@ -2,8 +2,8 @@
 //! profiler file (debug a workload spec; ingest files you already have).
 
 use crate::ctx::{CliError, CmdResult, Ctx};
-use crate::output::{say, say_err};
 use crate::output::{fmt_num, fmt_opt, print_json, table, Format, FormatArg};
+use crate::output::{say, say_err};
 use katlas_collect::collect::rows_from_output;
 use katlas_collect::ops::OpRules;
 use katlas_collect::parse::{parse_with, Input, ParserOptions, PARSERS};
@@ -72,8 +72,8 @@ pub fn run(args: &ParseArgs, ctx: &Ctx) -> CmdResult {
         parse_with(parser, Input::Reader { reader: &mut stdin, source: "<stdin>" }, &opts)
     } else {
         let path = ctx.resolve(file);
-        if !path.exists() {
-            return Err(CliError::bad_input(format!("{}: no such file", path.display())));
+        if let Some(why) = katlas_corpus::input::unreadable(&path) {
+            return Err(CliError::bad_input(format!("{}: {why}", path.display())));
         }
         parse_with(parser, Input::File(&path), &opts)
     }
