@@ -250,6 +250,14 @@ fn fit_doc(v: &FitView, md: bool) -> String {
         d.item(format!("note: {n}"));
     }
 
+    if let Some(t) = timeline_line(v) {
+        d.h("Phase");
+        d.kv("timeline", t);
+        for f in &v.phase.findings {
+            d.item(format!("{}: {}", f.kind, finding_line(f)));
+        }
+    }
+
     d.h("Hot kernels");
     let width = 20;
     for k in &v.kernels {
@@ -305,12 +313,209 @@ fn fit_doc(v: &FitView, md: bool) -> String {
     d.out
 }
 
+/// The default text: the phase's finding and the top kernels' limits first, each once.
 pub fn fit_text(v: &FitView) -> String {
-    fit_doc(v, false)
+    fit_brief(v, false)
 }
 
 pub fn fit_markdown(v: &FitView) -> String {
+    fit_brief(v, true)
+}
+
+/// Everything: per-kernel findings, resources, instruction mix, runtime metrics (`--verbose`).
+pub fn fit_text_verbose(v: &FitView) -> String {
+    fit_doc(v, false)
+}
+
+pub fn fit_markdown_verbose(v: &FitView) -> String {
     fit_doc(v, true)
+}
+
+/// A kernel rule is "common" when it holds on this many hot kernels or more: it is said once,
+/// under "across kernels", instead of on every kernel.
+const COMMON_RULE_KERNELS: usize = 3;
+
+fn stopped(k: &KernelFit) -> bool {
+    k.findings.iter().any(|f| f.kind == "stop")
+}
+
+/// Limit rules that hold on several hot kernels, with the kernels, in rule order of first use.
+fn common_rules(v: &FitView) -> Vec<(String, Vec<&KernelFit>)> {
+    let mut out: Vec<(String, Vec<&KernelFit>)> = Vec::new();
+    for k in &v.kernels {
+        for f in k.findings.iter().filter(|f| f.kind == "limit") {
+            match out.iter_mut().find(|(r, _)| *r == f.rule) {
+                Some((_, ks)) => ks.push(k),
+                None => out.push((f.rule.clone(), vec![k])),
+            }
+        }
+    }
+    out.retain(|(_, ks)| ks.len() >= COMMON_RULE_KERNELS);
+    out
+}
+
+fn brief_finding(f: &Finding) -> String {
+    format!("{} [rule {}]", f.text, f.rule)
+}
+
+fn timeline_line(v: &FitView) -> Option<String> {
+    use crate::expr::Val;
+    let n = |k: &str| match v.phase.signals.get(k) {
+        Some(Val::Num(x)) => Some(*x),
+        _ => None,
+    };
+    let busy = n("gpu_busy_pct")?;
+    let mut s = format!("GPU busy {}% of {} ms", fmt_num(busy, Some(1)), opt(n("timeline_window_ms"), 1));
+    if let Some(l) = n("launches") {
+        s.push_str(&format!("; {} launches", fmt_num(l, Some(0))));
+        if let (Some(per), Some(steps)) = (n("launches_per_step"), n("steps")) {
+            s.push_str(&format!(" ({} per step, {} steps)", fmt_num(per, Some(0)), fmt_num(steps, Some(0))));
+        }
+    }
+    if let Some(a) = n("kernel_avg_us") {
+        s.push_str(&format!("; kernels avg {} us", fmt_num(a, Some(2))));
+    }
+    if let (Some(m), Some(p)) = (n("gap_median_us"), n("gap_p90_us")) {
+        s.push_str(&format!("; gap median {} us, p90 {} us", fmt_num(m, Some(1)), fmt_num(p, Some(1))));
+    }
+    if let Some(h) = n("host_launch_us") {
+        s.push_str(&format!("; host {} us per launch", fmt_num(h, Some(1))));
+    }
+    Some(s)
+}
+
+fn kernel_row(d: &mut Doc, k: &KernelFit) {
+    let t = &k.throughput;
+    let bw = match (t.bw_gbps, t.bw_pct_of_peak) {
+        (Some(b), Some(p)) => format!("{} GB/s = {}% of peak ({})", fmt_num(b, Some(1)), fmt_num(p, Some(1)), t.bw_source.as_deref().unwrap_or("-")),
+        (Some(b), None) => format!("{} GB/s ({})", fmt_num(b, Some(1)), t.bw_source.as_deref().unwrap_or("-")),
+        _ => "bandwidth unknown".into(),
+    };
+    let occ = k.occupancy.as_ref().map(|o| format!("; occupancy {}/{} {} ({})", o.achieved, o.max, o.unit, o.limiter)).unwrap_or_default();
+    let op = k.op.as_ref().map(|o| format!(" ({}.{})", o.family, o.role)).unwrap_or_default();
+    let title = match (&k.isa, k.calls) {
+        (Some(i), None) => format!("{} [{}]", k.short_name, i.arch),
+        _ => k.short_name.clone(),
+    };
+    let time = match (k.share_pct, k.calls) {
+        (Some(sh), Some(c)) => format!("{}%  {c} x {} us  ", fmt_num(sh, Some(1)), opt(k.avg_us, 2)),
+        _ => String::new(),
+    };
+    d.item(format!("{time}{title}{op}: {bw}{occ}"));
+    if let Some(i) = &k.isa {
+        let regs = if i.arch.starts_with("sm_") {
+            format!("{} registers/thread  spill bytes {}", opt_u(i.vgpr), opt(i.spills, 0))
+        } else {
+            format!("VGPR {}  SGPR {}  AGPR {}  spills {}", opt_u(i.vgpr), opt_u(i.sgpr), opt_u(i.agpr), opt(i.spills, 0))
+        };
+        let line = format!("{regs}  LDS/shared {} B  wave {} ({} match)", opt_u(i.lds_bytes), opt_u(i.wave_size), i.how);
+        if d.md {
+            d.line(format!("  - {line}"));
+        } else {
+            d.line(format!("      {line}"));
+        }
+    }
+}
+
+fn fit_brief(v: &FitView, md: bool) -> String {
+    let mut d = Doc { md, out: String::new() };
+    let h = &v.header;
+    d.line(if md { "# katlas fit" } else { "KATLAS FIT" });
+    d.line(format!(
+        "{}{} | {} | {} | {} | {} | {}",
+        if md { "\n" } else { "" },
+        or_unknown(&h.arch),
+        h.product.as_deref().unwrap_or("no product"),
+        or_unknown(&h.workload),
+        or_unknown(&h.phase),
+        or_unknown(&h.shape),
+        h.quant.as_deref().unwrap_or("-")
+    ));
+    let ceiling = match (h.bw_ceiling_gbps, &h.bw_ceiling_label) {
+        (Some(bw), Some(l)) => format!(", {} GB/s ceiling ({l})", fmt_num(bw, Some(1))),
+        _ => String::new(),
+    };
+    d.kv("product", format!("{} ({}){ceiling}", h.product.as_deref().unwrap_or("none"), h.product_source.as_deref().unwrap_or("pass --product")));
+    if let Some(r) = &h.row_source {
+        d.kv("row", r);
+    }
+    let s = &v.scope;
+    let mut scope = s.kind.clone();
+    if v.evidence.isa {
+        scope.push_str(&format!(
+            "; {}/{} hot names matched in {}",
+            s.matched.len(),
+            s.matched.len() + s.unmatched_hot.len(),
+            h.isa_manifest.as_deref().unwrap_or("the manifest")
+        ));
+    }
+    d.kv("scope", scope);
+    if !s.unmatched_hot.is_empty() {
+        d.kv("unmatched hot", s.unmatched_hot.join(", "));
+    }
+    for n in &s.notes {
+        d.item(format!("note: {n}"));
+    }
+
+    let common = common_rules(v);
+    let is_common = |rule: &str| common.iter().any(|(r, _)| r == rule);
+    d.h("Fit read");
+    let phase_leads = v.likely_limit.first().is_some_and(|f| f.kernel.is_none());
+    if let Some(t) = timeline_line(v).filter(|_| !phase_leads) {
+        d.kv("timeline", t);
+    }
+    match v.likely_limit.first() {
+        Some(f) => d.kv("likely limit", brief_finding(f)),
+        None => d.kv("likely limit", "unknown: no limit rule could decide (see missing evidence)"),
+    }
+    for f in v.phase.findings.iter().filter(|f| f.kind != "limit") {
+        d.item(format!("{}: {}", f.kind, brief_finding(f)));
+    }
+    // The top live kernels' own limits, once each (the headline is not repeated).
+    let headline = v.likely_limit.first().map(|f| (f.rule.clone(), f.kernel.clone()));
+    let mut shown = 0;
+    for k in v.kernels.iter().filter(|k| !stopped(k)) {
+        if shown == 3 {
+            break;
+        }
+        let own = k.findings.iter().find(|f| f.kind == "limit" && !is_common(&f.rule) && headline.as_ref() != Some(&(f.rule.clone(), f.kernel.clone())));
+        if let Some(f) = own {
+            d.item(format!("{}: {}", k.short_name, brief_finding(f)));
+            shown += 1;
+        }
+    }
+    for (rule, ks) in &common {
+        let names: Vec<&str> = ks.iter().map(|k| k.short_name.as_str()).collect();
+        let source = v.kernels.iter().flat_map(|k| &k.findings).find(|f| &f.rule == rule).map(|f| f.source.clone()).unwrap_or_default();
+        d.item(format!("on {} of {} hot kernels [rule {rule}]: {source} ({})", ks.len(), v.kernels.len(), names.join(", ")));
+    }
+    let stops: Vec<&str> = v.kernels.iter().filter(|k| stopped(k)).map(|k| k.short_name.as_str()).collect();
+    if !stops.is_empty() {
+        d.kv("stop (Amdahl)", stops.join(", "));
+    }
+    for f in &v.caveats {
+        d.item(format!("caveat: {}", brief_finding(f)));
+    }
+
+    d.h("Hot kernels");
+    for k in &v.kernels {
+        kernel_row(&mut d, k);
+    }
+    if let Some(q) = &v.quant {
+        d.kv("quant", format!("{} ({} bits/weight): {}", q.label, fmt_num(q.bits_per_weight, None), q.fit_question));
+    }
+    if !v.evidence.missing.is_empty() {
+        d.h("Missing evidence");
+        for m in &v.evidence.missing {
+            d.item(&m.evidence);
+        }
+    }
+    d.line(if md {
+        "\n_More: `--verbose` (per-kernel findings, resources, instruction mix, rules waiting)._"
+    } else {
+        "\n(--verbose: per-kernel findings, resources, instruction mix, rules waiting on evidence)"
+    });
+    d.out
 }
 
 fn esc(s: &str) -> String {
@@ -354,7 +559,7 @@ pub fn fit_html(v: &FitView) -> String {
             opt(k.isa.as_ref().and_then(|i| i.spills), 0),
         );
     }
-    let _ = writeln!(o, "</table>\n<pre>{}</pre>\n</body></html>", esc(&fit_doc(v, true)));
+    let _ = writeln!(o, "</table>\n<pre>{}</pre>\n</body></html>", esc(&fit_brief(v, true)));
     o
 }
 

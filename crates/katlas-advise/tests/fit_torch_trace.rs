@@ -163,3 +163,29 @@ fn short_names_are_unique_and_readable_on_the_whole_trace() {
         .expect("a finding on an ATen kernel");
     assert!(!f.text.contains("void at::native"), "{}", f.text);
 }
+
+#[test]
+fn the_default_text_is_short_and_leads_with_the_phase() {
+    let rules = Rules::builtin().unwrap();
+    let fit = fit_of(&llama(), &rules);
+    for (what, out) in [("text", katlas_advise::render::fit_text(&fit)), ("markdown", katlas_advise::render::fit_markdown(&fit))] {
+        let lines = out.lines().count();
+        assert!(lines <= 60, "{what}: {lines} lines\n{out}");
+        // The first finding printed is the phase's.
+        let first = out.lines().find(|l| l.contains("[rule ")).unwrap();
+        assert!(first.contains("likely limit") && first.contains("launch/CPU-bound"), "{what}: {first}");
+        // A rule that holds on most kernels is said once, not on every kernel.
+        for rule in ["grid_underfill", "low_occupancy", "idle_both", "idle_memory"] {
+            let n = out.matches(&format!("rule {rule}")).count();
+            assert!(n <= 1, "{what}: {rule} said {n} times\n{out}");
+        }
+        // Every hot kernel is listed by its short name.
+        for k in &fit.kernels {
+            assert!(out.contains(&k.short_name), "{what}: {}", k.short_name);
+        }
+        assert!(!out.contains("void at::native"), "{what}: full signatures belong to --verbose");
+    }
+    // --verbose keeps every per-kernel finding.
+    let verbose = katlas_advise::render::fit_text_verbose(&fit);
+    assert!(verbose.matches("[rule low_occupancy").count() >= 5 && verbose.contains("void at::native::elementwise_kernel"), "{verbose}");
+}

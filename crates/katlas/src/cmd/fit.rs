@@ -59,6 +59,10 @@ pub struct FitArgs {
     pub evidence: EvidenceArgs,
     #[arg(long, value_enum, default_value_t = FitFormat::Text)]
     pub format: FitFormat,
+    /// Text and markdown: every kernel's findings, resources and instruction mix (the default
+    /// leads with the phase's finding and each top kernel's limit once).
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 /// Everything a fit needs, loaded.
@@ -295,3 +299,5 @@ pub fn run(args: &FitArgs, ctx: &Ctx) -> CmdResult {
     }
     Ok(ExitCode::SUCCESS)
 }
+        FitFormat::Markdown if args.verbose => print!("{}", printable_lines(&render::fit_markdown_verbose(&l.fit))),
+        FitFormat::Text if args.verbose => print!("{}", printable_lines(&render::fit_text_verbose(&l.fit))),
