@@ -272,11 +272,15 @@ pub fn load(a: &EvidenceArgs, ctx: &Ctx) -> Result<Loaded, CliError> {
         Some((s, r)) => (Some(s), Some(r)),
         None => (None, None),
     };
+    let mut notes = Vec::new();
     let isa = match &a.isa {
         Some(p) => Some(IsaManifest::read(&ctx.resolve(p)).map_err(bad)?),
-        None => None,
+        None => match row.as_ref().and_then(|r| captured_isa(r, ctx, &mut notes).transpose()) {
+            Some(m) => Some(m?),
+            None => None,
+        },
     };
-    let fit = build_fit(&FitInput {
+    let mut fit = build_fit(&FitInput {
         row: row.as_ref(),
         isa: isa.as_ref(),
         product: a.product.as_deref(),
@@ -286,6 +290,8 @@ pub fn load(a: &EvidenceArgs, ctx: &Ctx) -> Result<Loaded, CliError> {
         row_source: row_source.clone(),
     })
     .map_err(bad)?;
+    explain_nvjet(&mut fit, isa.is_some() && notes.is_empty());
+    fit.scope.notes.extend(notes);
     Ok(Loaded { row, rules, db, fit })
 }
 
@@ -293,11 +299,57 @@ pub fn run(args: &FitArgs, ctx: &Ctx) -> CmdResult {
     let l = load(&args.evidence, ctx)?;
     match args.format {
         FitFormat::Json => crate::output::print_json(&l.fit),
+        FitFormat::Markdown if args.verbose => print!("{}", printable_lines(&render::fit_markdown_verbose(&l.fit))),
         FitFormat::Markdown => print!("{}", printable_lines(&render::fit_markdown(&l.fit))),
         FitFormat::Html => print!("{}", printable_lines(&render::fit_html(&l.fit))),
+        FitFormat::Text if args.verbose => print!("{}", printable_lines(&render::fit_text_verbose(&l.fit))),
         FitFormat::Text => print!("{}", printable_lines(&render::fit_text(&l.fit))),
     }
     Ok(ExitCode::SUCCESS)
 }
-        FitFormat::Markdown if args.verbose => print!("{}", printable_lines(&render::fit_markdown_verbose(&l.fit))),
-        FitFormat::Text if args.verbose => print!("{}", printable_lines(&render::fit_text_verbose(&l.fit))),
+
+/// The code objects the run loaded, as `collect --capture-modules` wrote them under
+/// `<run_dir>/modules/`: scanned once into `<run_dir>/isa.json` (rescanned when a module is newer)
+/// and used as the row's ISA when no `--isa` is given.
+fn captured_isa(row: &Row, ctx: &Ctx, notes: &mut Vec<String>) -> Result<Option<IsaManifest>, CliError> {
+    let (Some(rel), Ok(p)) = (row.origin.as_ref().and_then(|o| o.run_dir.as_deref()), ctx.project()) else {
+        return Ok(None);
+    };
+    let run_dir = p.root.join(rel);
+    let modules = run_dir.join("modules");
+    let cubins: Vec<PathBuf> = match std::fs::read_dir(&modules) {
+        Ok(rd) => rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "cubin")).collect(),
+        Err(_) => return Ok(None),
+    };
+    if cubins.is_empty() {
+        notes.push(format!("{}: no module was captured (see modules.jsonl: CUPTI may be missing)", modules.display()));
+        return Ok(None);
+    }
+    let manifest = run_dir.join("isa.json");
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let fresh = mtime(&manifest).is_some_and(|t| cubins.iter().all(|c| mtime(c).is_some_and(|c| c <= t)));
+    if !fresh {
+        let opts = katlas_isa::ScanOptions { cache_dir: ctx.layout().ok().map(|l| l.cache_dir().join("isa")), ..Default::default() };
+        let mut m = katlas_isa::scan(std::slice::from_ref(&modules), opts).map_err(|e| bad(format!("{}: {e}", modules.display())))?;
+        let err = |e: std::io::Error| CliError::bad_input(format!("{}: {e}", manifest.display()));
+        let mut buf = Vec::new();
+        katlas_isa::manifest_write::write_compact(&mut m, &mut buf).map_err(err)?;
+        katlas_fs::write_atomic(&manifest, &buf).map_err(err)?;
+    }
+    notes.push(format!("ISA from the {} code object(s) the run loaded ({})", cubins.len(), modules.display()));
+    IsaManifest::read(&manifest).map(Some).map_err(bad)
+}
+
+/// cuBLASLt builds its `nvjet_*` kernels at run time: no library file holds them, so a manifest
+/// scanned from libraries can never match them. Say so per kernel instead of leaving it unknown.
+fn explain_nvjet(fit: &mut FitView, from_files: bool) {
+    let missing: Vec<String> = fit.scope.unmatched_hot.iter().filter(|n| n.starts_with("nvjet_")).cloned().collect();
+    for n in missing {
+        let why = if from_files {
+            "cuBLASLt generates nvjet kernels at run time, so no library file holds them; collect with --capture-modules to read the cubin the driver loaded"
+        } else {
+            "cuBLASLt generates nvjet kernels at run time; collect with --capture-modules (CUDA + CUPTI) to read the cubin the driver loaded"
+        };
+        fit.scope.notes.push(format!("{n}: no ISA: {why}"));
+    }
+}
