@@ -85,6 +85,11 @@ enum Command {
     Route(cmd::route::RouteArgs),
     /// Compare two tensor dumps; bad cells histogrammed by row mod 16, column and lane.
     CheckNumeric(cmd::check_numeric::CheckNumericArgs),
+    /// The SQLite query index over .katlas/ (rebuilt from the files, never trusted over them).
+    #[command(subcommand)]
+    Index(cmd::query::IndexCmd),
+    /// Run one SQL statement over the index's tables and views (docs/corpus.md, "Query index").
+    Query(cmd::query::QueryArgs),
     /// Review and trust the commands a repository's files would run (by content digest, like direnv's allow).
     Trust(cmd::trust::TrustArgs),
 }
@@ -135,6 +140,8 @@ fn main() -> ExitCode {
         Command::Route(a) => cmd::route::run(a, &ctx),
         Command::CheckNumeric(a) => cmd::check_numeric::run(a, &ctx),
         Command::Trust(a) => cmd::trust::run(a, &ctx),
+        Command::Index(c) => cmd::query::run_index(c, &ctx),
+        Command::Query(a) => cmd::query::run_query(a, &ctx),
     };
     match result {
         Ok(code) => code,

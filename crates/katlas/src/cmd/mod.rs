@@ -14,6 +14,7 @@ pub mod ledger;
 pub mod lint;
 pub mod parse;
 pub mod provenance;
+pub mod query;
 pub mod reach;
 pub mod route;
 pub mod schema;

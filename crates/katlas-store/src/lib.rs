@@ -1,0 +1,11 @@
+//! The team corpus on top of katlas's files: the SQLite query index (`.katlas/index.sqlite`),
+//! queries, trends with change points, comparisons, CSV/Parquet export, the HTML report and the
+//! PostgreSQL team store. The files under `.katlas/` stay the source of truth: everything here is
+//! rebuilt from them.
+
+pub mod extract;
+pub mod index;
+pub mod lean;
+pub mod query;
+pub mod schema;
+pub mod sources;

@@ -1,0 +1,97 @@
+//! The files under `.katlas/` the index and the team store are built from (the source of truth).
+
+use katlas_corpus::Layout;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `corpus/*.jsonl`: `katlas.row.v1` lines.
+    Rows,
+    /// `ledger.jsonl`: `katlas.ledger.v1` lines.
+    Ledger,
+    /// `evals/*/result.json` and `tasks/*/evals/*/result.json`.
+    EvalResult,
+    /// `samples.jsonl` beside a `result.json`.
+    EvalSamples,
+    /// `isa/*.json`: `katlas.isa.v1` manifests.
+    Isa,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Rows => "rows",
+            Kind::Ledger => "ledger",
+            Kind::EvalResult => "eval_result",
+            Kind::EvalSamples => "eval_samples",
+            Kind::Isa => "isa",
+        }
+    }
+    /// JSON-lines files grow by appends and are indexed incrementally; the others are whole documents.
+    pub fn is_jsonl(self) -> bool {
+        matches!(self, Kind::Rows | Kind::Ledger | Kind::EvalSamples)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub path: PathBuf,
+    /// Path relative to `.katlas/`, `/`-separated: the name the index and the store know it by.
+    pub rel: String,
+    pub kind: Kind,
+}
+
+/// Every source file of a project, in a stable order.
+pub fn discover(layout: &Layout) -> std::io::Result<Vec<Source>> {
+    let root = &layout.root;
+    let mut out = Vec::new();
+    for p in files_with(&layout.corpus_dir(), "jsonl")? {
+        out.push(source(root, p, Kind::Rows));
+    }
+    let ledger = layout.ledger();
+    if ledger.is_file() {
+        out.push(source(root, ledger, Kind::Ledger));
+    }
+    let mut eval_dirs = subdirs(&root.join("evals"))?;
+    for task in subdirs(&layout.tasks_dir())? {
+        eval_dirs.extend(subdirs(&task.join("evals"))?);
+    }
+    for d in eval_dirs {
+        let result = d.join("result.json");
+        if result.is_file() {
+            out.push(source(root, result, Kind::EvalResult));
+        }
+        let samples = d.join("samples.jsonl");
+        if samples.is_file() {
+            out.push(source(root, samples, Kind::EvalSamples));
+        }
+    }
+    for p in files_with(&layout.isa_dir(), "json")? {
+        out.push(source(root, p, Kind::Isa));
+    }
+    Ok(out)
+}
+
+fn source(root: &Path, path: PathBuf, kind: Kind) -> Source {
+    let rel = path.strip_prefix(root).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+    Source { path, rel, kind }
+}
+
+fn read_dir_sorted(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(std::io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
+    };
+    let mut v: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    v.sort();
+    Ok(v)
+}
+
+fn files_with(dir: &Path, ext: &str) -> std::io::Result<Vec<PathBuf>> {
+    Ok(read_dir_sorted(dir)?.into_iter().filter(|p| p.extension().is_some_and(|e| e == ext) && p.is_file()).collect())
+}
+
+fn subdirs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    Ok(read_dir_sorted(dir)?.into_iter().filter(|p| p.is_dir()).collect())
+}

@@ -1,0 +1,87 @@
+//! `katlas index rebuild|status` and `katlas query "SQL"`: the SQLite query index over the
+//! files under `.katlas/` (docs/corpus.md, "Query index"), or the team store with `--store`.
+
+use crate::ctx::{CliError, CmdResult, Ctx};
+use crate::output::{print_json, table};
+use katlas_store::index;
+use katlas_store::query::{self, QueryResult};
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum IndexCmd {
+    /// Write .katlas/index.sqlite anew from the files.
+    Rebuild(IndexArgs),
+    /// Bring the index up to date (what every query does first) and say what was read.
+    Refresh(IndexArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct IndexArgs {
+    #[command(flatten)]
+    pub format: crate::output::FormatArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum QueryFormat {
+    Text,
+    Json,
+    Csv,
+    Markdown,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct QueryArgs {
+    /// One SQL statement over the tables and views of docs/corpus.md ("Query index").
+    pub sql: String,
+    #[arg(long, value_enum, default_value_t = QueryFormat::Text)]
+    pub format: QueryFormat,
+}
+
+pub fn run_index(c: &IndexCmd, ctx: &Ctx) -> CmdResult {
+    let layout = ctx.layout()?;
+    let (a, stats) = match c {
+        IndexCmd::Rebuild(a) => (a, index::rebuild(&layout)),
+        IndexCmd::Refresh(a) => (a, index::refresh(&layout)),
+    };
+    let stats = stats.map_err(CliError::bad_input)?;
+    if a.format.format == crate::output::Format::Json {
+        print_json(&stats);
+    } else {
+        let what = if stats.rebuilt { "rebuilt" } else { "refreshed" };
+        println!(
+            "index {what}: {} of {} source files read, {} records, {} bad lines, {} ms ({})",
+            stats.sources_read,
+            stats.sources,
+            stats.records,
+            stats.errors,
+            stats.elapsed_ms,
+            index::index_path(&layout).display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_query(a: &QueryArgs, ctx: &Ctx) -> CmdResult {
+    let (conn, _) = index::open(&ctx.layout()?).map_err(CliError::bad_input)?;
+    let result = query::sqlite(&conn, &a.sql).map_err(CliError::bad_input)?;
+    print_result(&result, a.format)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn print_result(r: &QueryResult, format: QueryFormat) -> Result<(), CliError> {
+    match format {
+        QueryFormat::Json => print_json(&query::to_json(r)),
+        QueryFormat::Csv => print!("{}", query::to_csv(r).map_err(CliError::bad_input)?),
+        QueryFormat::Markdown => print!("{}", query::to_markdown(r)),
+        QueryFormat::Text => {
+            let cols: Vec<&str> = r.columns.iter().map(String::as_str).collect();
+            let mut t = table(crate::output::Format::Text, &cols);
+            for row in &r.rows {
+                t.add_row(row.iter().map(|v| crate::output::printable(&query::cell_text(v)).into_owned()));
+            }
+            println!("{t}");
+            println!("{} row{}", r.rows.len(), if r.rows.len() == 1 { "" } else { "s" });
+        }
+    }
+    Ok(())
+}
