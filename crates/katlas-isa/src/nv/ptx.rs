@@ -1,8 +1,22 @@
 //! PTX text: only the `.entry` names are listed (PTX is compiled by the driver at load time).
 
+/// Only lines holding `.entry` are looked at (found with memchr: cuBLASLt's PTX is hundreds of MB).
 pub fn entries(text: &str) -> Vec<String> {
+    entries_in(text.as_bytes())
+}
+
+/// [`entries`] of PTX bytes, without validating the whole text as UTF-8 first.
+pub fn entries_in(b: &[u8]) -> Vec<String> {
     let mut out = Vec::new();
-    for line in text.lines() {
+    let mut last_line = usize::MAX;
+    for at in memchr::memmem::find_iter(b, b".entry") {
+        let start = memchr::memrchr(b'\n', &b[..at]).map_or(0, |p| p + 1);
+        if start == last_line {
+            continue;
+        }
+        last_line = start;
+        let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |p| at + p);
+        let line = String::from_utf8_lossy(&b[start..end]);
         let l = line.trim_start();
         let rest = if let Some(r) = l.strip_prefix(".visible .entry") {
             r
