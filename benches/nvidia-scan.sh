@@ -46,5 +46,5 @@ for lib in "${LIBS[@]}"; do
   bad=$(echo "$cmp" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["mismatches"] or "none")')
   printf '| %s | %.0f | %s | %.2f (%s) | %.2f (%s) | %.1f× | %s |\n' "$(basename "$lib")" "$(echo "$(stat -c %s "$lib") / 1000000" | bc -l)" "$n" \
     "$km" "$(printf '%.2f ' "${k[@]}")" "$cm" "$(printf '%.2f ' "${c[@]}")" "$(echo "$cm / $km" | bc -l)" "$bad"
-  echo "$cmp" > "$WORK/last-compare.json"
+  [[ -n ${COMPARE_DIR:-} ]] && echo "$cmp" > "$COMPARE_DIR/$(basename "$lib").compare.json"
 done
