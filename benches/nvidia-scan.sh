@@ -29,7 +29,7 @@ fi
 for f in "$KATLAS" "$CUOBJDUMP" "${LIBS[@]}"; do [[ -f $f ]] || { echo "missing $f (scripts/fetch-fixtures)" >&2; exit 3; }; done
 WORK=$(mktemp -d); trap 'rm -rf "$WORK"' EXIT
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-wall() { local t0 t1; t0=$(date +%s.%N); "$@"; t1=$(date +%s.%N); echo "$t1 - $t0" | bc -l; }
+wall() { local t0 t1; t0=$(date +%s.%N); "$@"; t1=$(date +%s.%N); awk "BEGIN {print $t1 - $t0}"; }
 echo "$(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), katlas $("$KATLAS" --version 2>/dev/null | head -1), $("$CUOBJDUMP" --version | tail -1)"
 echo
 echo "| library | MB | functions | katlas s (median of $RUNS) | cuobjdump -res-usage s | ratio | fields disagreeing |"
@@ -44,7 +44,7 @@ for lib in "${LIBS[@]}"; do
   cmp=$(python3 "$ROOT/scripts/device/res-usage-compare.py" "$WORK/m.json" "$WORK/res.txt")
   n=$(echo "$cmp" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["functions_compared"])')
   bad=$(echo "$cmp" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["mismatches"] or "none")')
-  printf '| %s | %.0f | %s | %.2f (%s) | %.2f (%s) | %.1f× | %s |\n' "$(basename "$lib")" "$(echo "$(stat -c %s "$lib") / 1000000" | bc -l)" "$n" \
-    "$km" "$(printf '%.2f ' "${k[@]}")" "$cm" "$(printf '%.2f ' "${c[@]}")" "$(echo "$cm / $km" | bc -l)" "$bad"
+  printf '| %s | %.0f | %s | %.2f (%s) | %.2f (%s) | %.1f× | %s |\n' "$(basename "$lib")" "$(awk "BEGIN {print $(stat -c %s "$lib") / 1000000}")" "$n" \
+    "$km" "$(printf '%.2f ' "${k[@]}")" "$cm" "$(printf '%.2f ' "${c[@]}")" "$(awk "BEGIN {print $cm / $km}")" "$bad"
   [[ -n ${COMPARE_DIR:-} ]] && echo "$cmp" > "$COMPARE_DIR/$(basename "$lib").compare.json"
 done
