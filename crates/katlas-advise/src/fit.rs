@@ -464,6 +464,22 @@ fn bytes_from_counters(s: &KernelSample) -> bool {
     s.counters.keys().any(|k| k.starts_with("dram__bytes") || k == "FETCH_SIZE" || k == "WRITE_SIZE")
 }
 
+/// Where a sample's per-call bytes come from, as the view labels them.
+fn bytes_label(s: &KernelSample) -> &'static str {
+    if bytes_from_counters(s) {
+        "dram counters"
+    } else if from_shapes(s) {
+        "from shapes"
+    } else {
+        "bytes per call"
+    }
+}
+
+/// Bytes and FLOPs derived from the launching op's shapes (`data/shapes.toml`), not measured.
+fn from_shapes(s: &KernelSample) -> bool {
+    s.extra.get("bytes_source").and_then(|v| v.as_str()) == Some("shapes")
+}
+
 fn phase_kind(phase: &str) -> (bool, bool) {
     let p = phase.to_ascii_lowercase();
     (p.contains("prefill") || p.starts_with("pp"), p.contains("decode") || p == "ar" || p.contains("gen"))
@@ -1005,7 +1021,7 @@ fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa
         // Bandwidth: counters, bytes per call, then what the workload reported.
         // `bytes` is per call (collect parsers: per-launch mean of the DRAM counters).
         let bw = if let (Some(b), Some(avg)) = (x.bytes, x.avg_us.filter(|a| *a > 0.0)) {
-            Some((b / avg / 1e3, if bytes_from_counters(x) { "dram counters" } else { "bytes per call" }))
+            Some((b / avg / 1e3, bytes_label(x)))
         } else {
             x.achieved_gbps.map(|g| (g, "reported by workload"))
         };
@@ -1041,7 +1057,8 @@ fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa
                     s.insert("compute_pct".into(), Val::Num(pct));
                     s.insert("compute_peak".into(), Val::Num(peak));
                     s.insert("compute_peak_key".into(), Val::Str(k.into()));
-                    s.insert("compute_source".into(), Val::Str(format!("{} TFLOP/s of {peak} TFLOP/s {k}", crate::expr::fmt_num(tflops, Some(1)))));
+                    let how = if from_shapes(x) { ", from shapes" } else { "" };
+                    s.insert("compute_source".into(), Val::Str(format!("{} TFLOP/s of {peak} TFLOP/s {k}{how}", crate::expr::fmt_num(tflops, Some(1)))));
                 }
             }
         }

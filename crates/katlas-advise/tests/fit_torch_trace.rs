@@ -189,3 +189,32 @@ fn the_default_text_is_short_and_leads_with_the_phase() {
     let verbose = katlas_advise::render::fit_text_verbose(&fit);
     assert!(verbose.matches("[rule low_occupancy").count() >= 5 && verbose.contains("void at::native::elementwise_kernel"), "{verbose}");
 }
+
+#[test]
+fn gemv_and_gemm_kernels_show_bandwidth_from_shapes() {
+    let rules = Rules::builtin().unwrap();
+    let row = llama();
+    let fit = fit_of(&row, &rules);
+    let gemms: Vec<_> = fit.kernels.iter().filter(|k| k.name.starts_with("nvjet_")).collect();
+    assert!(gemms.len() >= 3);
+    for k in &gemms {
+        let t = &k.throughput;
+        assert_eq!(t.bw_source.as_deref(), Some("from shapes"), "{}", k.name);
+        let pct = t.bw_pct_of_peak.unwrap();
+        assert!(pct > 1.0 && pct < 100.0, "{}: {pct}%", k.name);
+        assert!(t.compute_pct_of_peak.is_some() && t.tflops.is_some(), "{}", k.name);
+    }
+    // The hottest GEMV: x[1,2048] W[2048,3840] bf16 per call (15.74 MB) in 6.85 us = 2298 GB/s.
+    let top = &gemms[0];
+    assert!((top.throughput.bw_gbps.unwrap() - 2298.0).abs() < 5.0, "{:?}", top.throughput);
+    let text = katlas_advise::render::fit_text(&fit);
+    assert!(text.contains("% of peak (from shapes)"), "{text}");
+    // The trace records its shapes; the parser says so.
+    let out = katlas_collect::parse_with(
+        "torch-trace",
+        katlas_collect::Input::File(&common::shared().join("h200/torch_llama_decode_trace.json.gz")),
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(out.artifacts.get("record_shapes"), Some(&serde_json::json!(true)));
+}

@@ -31,6 +31,7 @@ pub mod kv;
 pub mod ncu;
 pub mod rocprof;
 pub mod rows;
+pub mod shapes;
 pub mod timeline;
 pub mod torch_trace;
 

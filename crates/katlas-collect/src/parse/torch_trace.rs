@@ -50,6 +50,8 @@ struct KernelArgs {
     device: Option<u32>,
     #[serde(default)]
     stream: Option<i64>,
+    #[serde(default, rename = "External id")]
+    ext: Option<i64>,
 }
 
 struct KernelInfo {
@@ -65,6 +67,8 @@ struct Dispatch {
     ts: f64,
     dur: f32,
     id: u32,
+    /// The launching CPU op's `External id` (-1: none).
+    ext: i64,
 }
 
 #[derive(Default)]
@@ -87,6 +91,11 @@ struct State {
     step_marks: u64,
     /// Calls of the step ops (`data/timeline.toml`), by op name.
     step_ops: HashMap<String, u64>,
+    /// Cost from shapes of the CPU ops with a formula (`data/shapes.toml`), by `External id`:
+    /// (formula index, cost; `None` when an input could not be read).
+    op_costs: HashMap<i64, (u16, Option<super::shapes::Cost>)>,
+    /// The trace says `record_shapes` was on.
+    record_shapes: bool,
 }
 
 fn scan_err(source: &str, e: ScanError) -> ParseError {
@@ -179,6 +188,8 @@ pub fn parse_capped(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, max
                         }
                     }
                 }
+            } else if key == "record_shapes" {
+                st.record_shapes = serde_json::from_slice::<Value>(bytes).ok().is_some_and(|v| v.as_i64() == Some(1) || v.as_bool() == Some(true));
             } else if matches!(key.as_str(), "cuda_runtime_version" | "cuda_driver_version" | "cupti_version" | "roctracer_version") {
                 if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
                     out.artifacts.insert(key, v);
@@ -270,7 +281,7 @@ fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), Strin
                     id
                 }
             };
-            st.dispatches.push(Dispatch { ts, dur: dur as f32, id });
+            st.dispatches.push(Dispatch { ts, dur: dur as f32, id, ext: args.ext.unwrap_or(-1) });
         }
         "gpu_memcpy" => {
             st.memcpy_us += ev.dur.unwrap_or(0.0);
@@ -307,6 +318,30 @@ fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), Strin
 struct HostOp<'a> {
     #[serde(default, borrow)]
     name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    args: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct OpArgs {
+    #[serde(default, rename = "External id")]
+    ext: Option<i64>,
+    #[serde(default, rename = "Input Dims")]
+    dims: Vec<Value>,
+    #[serde(default, rename = "Input type")]
+    types: Vec<String>,
+}
+
+/// The op's inputs as shapes reads them: a tensor list (nested dims) has no dims here.
+fn op_inputs(a: &OpArgs) -> Vec<super::shapes::Input> {
+    a.dims
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let dims = d.as_array().and_then(|v| v.iter().map(|x| x.as_f64()).collect::<Option<Vec<f64>>>());
+            super::shapes::Input { dims, ty: a.types.get(i).cloned().unwrap_or_default() }
+        })
+        .collect()
 }
 
 fn host_op(st: &mut State, bytes: &[u8]) -> Result<(), String> {
@@ -317,6 +352,16 @@ fn host_op(st: &mut State, bytes: &[u8]) -> Result<(), String> {
         st.step_marks += 1;
     } else if tl.step_ops.iter().any(|o| o == name) {
         *st.step_ops.entry(name.to_string()).or_default() += 1;
+    }
+    let sr = super::shapes::rules();
+    if let (Some(fi), Some(raw)) = (sr.formula_for(name), op.args) {
+        // Shapes are optional evidence: args that do not read are no cost, not a bad event.
+        if let Ok(a) = serde_json::from_str::<OpArgs>(raw.get()) {
+            if let Some(ext) = a.ext {
+                let c = if a.dims.is_empty() { None } else { super::shapes::cost(sr, &sr.op[fi], &op_inputs(&a)) };
+                st.op_costs.insert(ext, (fi as u16, c));
+            }
+        }
     }
     Ok(())
 }
@@ -337,7 +382,18 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions) {
     };
     let unphased = if ranges.is_empty() { default_phase.clone() } else { "unannotated".to_string() };
     let mut intervals: Vec<Vec<(f64, f64)>> = Vec::new();
-    for d in &st.dispatches {
+    // One op's bytes and FLOPs go to its longest kernel (split-K GEMM + reduce is one op).
+    let mut longest: HashMap<i64, usize> = HashMap::new();
+    for (i, d) in st.dispatches.iter().enumerate() {
+        if d.ext >= 0 && st.op_costs.contains_key(&d.ext) {
+            let e = longest.entry(d.ext).or_insert(i);
+            if st.dispatches[*e].dur < d.dur {
+                *e = i;
+            }
+        }
+    }
+    let mut shaped: HashMap<(usize, u32), ShapeAcc> = HashMap::new();
+    for (di, d) in st.dispatches.iter().enumerate() {
         // Last range starting at or before the kernel, if it still covers it.
         let i = ranges.partition_point(|r| r.0 <= d.ts);
         let phase = if i > 0 && d.ts <= ranges[i - 1].1 { ranges[i - 1].2.as_str() } else { unphased.as_str() };
@@ -346,6 +402,12 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions) {
             intervals.resize(p + 1, Vec::new());
         }
         intervals[p].push((d.ts, d.dur as f64));
+        let acc = shaped.entry((p, d.id)).or_default();
+        match st.op_costs.get(&d.ext) {
+            Some((fi, Some(c))) if longest.get(&d.ext) == Some(&di) => acc.add(*fi, c),
+            Some((_, Some(_))) => acc.secondary += 1,
+            _ => {}
+        }
         let info = &st.infos[d.id as usize];
         accs[p].1.kernel(&info.name).add_duration(d.dur as f64);
     }
@@ -363,6 +425,9 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions) {
         for k in &mut t.kernels {
             let id = st.names[&k.name] as usize;
             fill(k, &st.infos[id]);
+            if let Some(a) = shaped.get(&(i, id as u32)) {
+                a.fill(k);
+            }
         }
         out.phases.push(t);
     }
@@ -377,6 +442,55 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions) {
     }
     if !st.streams.is_empty() {
         out.route.insert("streams".into(), json!(st.streams));
+    }
+    out.artifacts.insert("record_shapes".into(), json!(st.record_shapes));
+}
+
+/// Bytes and FLOPs from shapes of one kernel's calls.
+#[derive(Default)]
+struct ShapeAcc {
+    calls: u64,
+    bytes: f64,
+    flops: f64,
+    m_max: Option<f64>,
+    m1_calls: u64,
+    formulas: std::collections::BTreeSet<u16>,
+    /// Calls that were not their op's longest kernel (no bytes of their own).
+    secondary: u64,
+}
+
+impl ShapeAcc {
+    fn add(&mut self, fi: u16, c: &super::shapes::Cost) {
+        self.calls += 1;
+        self.bytes += c.bytes;
+        self.flops += c.flops;
+        self.formulas.insert(fi);
+        if let Some(m) = c.m {
+            self.m_max = Some(self.m_max.map_or(m, |x: f64| x.max(m)));
+            if m == 1.0 {
+                self.m1_calls += 1;
+            }
+        }
+    }
+
+    /// Per-call bytes and FLOPs when every call of the kernel has them; counts otherwise.
+    fn fill(&self, k: &mut KernelSample) {
+        if self.calls == 0 {
+            return;
+        }
+        let sr = super::shapes::rules();
+        let names: Vec<&str> = self.formulas.iter().map(|f| sr.op[*f as usize].name.as_str()).collect();
+        k.extra.insert("shapes_formula".into(), json!(names.join("+")));
+        k.extra.insert("shapes_calls".into(), json!(self.calls));
+        if self.calls == k.calls {
+            k.bytes = Some(self.bytes / self.calls as f64);
+            k.flops = Some(self.flops / self.calls as f64);
+            k.extra.insert("bytes_source".into(), json!("shapes"));
+        }
+        if let Some(m) = self.m_max {
+            k.extra.insert("shapes_m_max".into(), json!(m));
+            k.extra.insert("shapes_m1_calls".into(), json!(self.m1_calls));
+        }
     }
 }
 
