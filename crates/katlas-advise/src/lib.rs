@@ -6,8 +6,8 @@
 //!   ranked queue of one-lever experiments that remembers ledger verdicts.
 //! - [`task`]: task packets (`katlas.task.v1` + `TASK.md`) for one experiment.
 //!
-//! Rules are data: the TOML files are embedded with `include_str!` and a project
-//! overrides any of them with a file of the same name under `.katlas/rules/`.
+//! Rules are data: the TOML files are embedded with `include_str!` and a project adds to,
+//! replaces or disables their entries by id with a file of the same name under `.katlas/rules/`.
 
 pub mod error;
 pub mod expr;
@@ -16,6 +16,7 @@ pub mod history;
 pub mod isa;
 pub mod levers;
 pub mod names;
+mod overlay;
 pub mod render;
 pub mod rules;
 pub mod suggest;

@@ -1,5 +1,5 @@
-//! The three rules files: fit rules, quant intent, lever catalog. Embedded defaults,
-//! each replaceable whole by `<project>/.katlas/rules/<name>.toml`.
+//! The three rules files: fit rules, quant intent, lever catalog. Embedded defaults, each
+//! extended by `<project>/.katlas/rules/<name>.toml` (entries added, replaced or disabled by id).
 
 use crate::error::AdviseError;
 use crate::expr::Cond;
@@ -25,6 +25,9 @@ pub struct FitSettings {
     pub route_env_prefixes: Vec<String>,
     #[serde(default)]
     pub not_route_env: Vec<String>,
+    /// Words (lower case) in a kernel or phase name that say it is batched, never a one-token GEMV.
+    #[serde(default)]
+    pub batched_words: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -228,22 +231,23 @@ impl Rules {
         })
     }
 
-    /// Embedded rules with each file replaced by `<rules_dir>/<name>.toml` when present.
+    /// Embedded rules with `<rules_dir>/<name>.toml` laid over each when present
+    /// ([`crate::overlay`]: entries added or replaced by id, `disable = [ids]`).
     pub fn load(rules_dir: Option<&Path>) -> Result<Rules, AdviseError> {
-        let read = |name: &str, builtin: &'static str| -> Result<(String, String), AdviseError> {
-            if let Some(dir) = rules_dir {
-                let p = dir.join(name);
-                if p.is_file() {
-                    let text = std::fs::read_to_string(&p).map_err(|e| AdviseError::io(&p, e))?;
-                    return Ok((p.display().to_string(), text));
-                }
-            }
-            Ok((format!("data/{name}"), builtin.to_string()))
-        };
-        let (ff, ft) = read("fit.toml", FIT_TOML)?;
-        let (qf, qt) = read("quant.toml", QUANT_TOML)?;
-        let (lf, lt) = read("levers.toml", LEVERS_TOML)?;
-        Ok(Rules { fit: parse_fit(&ff, &ft)?, quant: parse_quant(&qf, &qt)?, quant_file: qf, levers: parse_levers(&lf, &lt)? })
+        fn read<T>(dir: Option<&Path>, name: &str, builtin: &str, parse: fn(&str, &str) -> Result<T, AdviseError>) -> Result<(String, T), AdviseError> {
+            let Some(p) = dir.map(|d| d.join(name)).filter(|p| p.is_file()) else {
+                return Ok((format!("data/{name}"), parse(&format!("data/{name}"), builtin)?));
+            };
+            let file = p.display().to_string();
+            let text = std::fs::read_to_string(&p).map_err(|e| AdviseError::io(&p, e))?;
+            let merged = crate::overlay::merge(builtin, name, &file, &text)?;
+            let parsed = parse(&file, &merged).map_err(|e| crate::overlay::remap(e, &merged, &file, &text))?;
+            Ok((file, parsed))
+        }
+        let (_, fit) = read(rules_dir, "fit.toml", FIT_TOML, parse_fit)?;
+        let (quant_file, quant) = read(rules_dir, "quant.toml", QUANT_TOML, parse_quant)?;
+        let (_, levers) = read(rules_dir, "levers.toml", LEVERS_TOML, parse_levers)?;
+        Ok(Rules { fit, quant, quant_file, levers })
     }
 
     /// Quant intent for a row's quant string (first prefix match, case-insensitive).
