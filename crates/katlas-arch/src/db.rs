@@ -200,6 +200,12 @@ impl ArchDb {
                 _ => return Err(e("variant_of", format!("`{v}` is not another atom of the same vendor"))),
             }
         }
+        for r in &a.runs_on {
+            match self.atoms.iter().find(|x| x.name == *r) {
+                Some(d) if d.vendor == a.vendor => {}
+                _ => return Err(e("runs_on", format!("`{r}` is not an atom of the same vendor"))),
+            }
+        }
         if let Some(amd) = &a.amd {
             for w in &a.wave_sizes {
                 match amd.vgpr(*w) {
@@ -394,6 +400,10 @@ fn inherit_chain(all: &[Located<RawAtom>], loc: &Located<RawAtom>) -> Result<Loc
     // Variants and inheritance never pass a parent's `variant_of` down silently.
     if loc.item.variant_of.is_none() {
         merged.variant_of = None;
+    }
+    // which devices run the code is said per target, never inherited
+    if loc.item.runs_on.is_none() {
+        merged.runs_on = None;
     }
     Ok(Located { file: loc.file.clone(), text_line: loc.text_line, item: merged })
 }

@@ -57,6 +57,11 @@ pub struct Atom {
     pub codenames: Vec<String>,
     /// For accelerator variants (`sm_90a`): the base atom (`sm_90`).
     pub variant_of: Option<String>,
+    /// NVIDIA `a`/`f` targets: the atoms whose devices may run code built for this one
+    /// (`sm_90a`: `sm_90` only; `sm_100f`: the family, `sm_100` and `sm_103`). Empty for plain
+    /// targets (a cubin runs on its compute capability and later minors of the same major).
+    #[serde(default)]
+    pub runs_on: Vec<String>,
     /// Supported wave (warp) sizes.
     pub wave_sizes: Vec<u32>,
     /// Wave size compilers use by default (HIP: 32 on gfx10+, 64 on gfx9).

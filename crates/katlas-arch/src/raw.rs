@@ -34,6 +34,7 @@ pub(crate) struct RawAtom {
     pub class: Option<String>,
     pub codenames: Option<Vec<String>>,
     pub variant_of: Option<String>,
+    pub runs_on: Option<Vec<String>>,
     pub wave_sizes: Option<Vec<u32>>,
     pub default_wave_size: Option<u32>,
     pub caps: Option<Vec<String>>,
@@ -195,7 +196,7 @@ impl RawNv {
 impl RawAtom {
     /// Applies the keys `o` sets over `self` (nested vendor tables key by key).
     pub(crate) fn patch(&mut self, o: &RawAtom) {
-        patch!(self, o; inherit, vendor, family, also_families, class, codenames, variant_of, wave_sizes,
+        patch!(self, o; inherit, vendor, family, also_families, class, codenames, variant_of, runs_on, wave_sizes,
             default_wave_size, caps, matrix, dot, source, notes);
         if let Some(s) = &o.sources {
             self.sources.get_or_insert_with(BTreeMap::new).extend(s.clone());
@@ -273,6 +274,7 @@ pub(crate) fn resolve_atom(loc: &Located<RawAtom>) -> Result<Atom, ArchError> {
         class,
         codenames: r.codenames.clone().unwrap_or_default(),
         variant_of: r.variant_of.clone(),
+        runs_on: r.runs_on.clone().unwrap_or_default(),
         wave_sizes,
         default_wave_size,
         caps: r.caps.clone().unwrap_or_default(),

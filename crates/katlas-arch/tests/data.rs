@@ -186,8 +186,8 @@ fn atom_lookup_accepts_tool_spellings() {
         assert_eq!(db.atom(spelling).map(|a| a.name.as_str()), Some(atom), "{spelling}");
     }
     // Accelerator suffixes not in the table share the base atom's resources.
-    assert_eq!(db.atom("sm_120a").map(|a| a.name.as_str()), Some("sm_120"));
-    assert_eq!(db.atom("sm_100f").map(|a| a.name.as_str()), Some("sm_100"));
+    assert_eq!(db.atom("sm_89a").map(|a| a.name.as_str()), Some("sm_89"));
+    assert_eq!(db.atom("sm_86f").map(|a| a.name.as_str()), Some("sm_86"));
     assert!(db.atom("sm_75a").is_none());
     assert!(db.atom("gfx1300").is_none());
     assert!(db.atom("").is_none());
@@ -430,4 +430,32 @@ fn product_rates_agree_with_units_and_clocks() {
         }
     }
     assert!(checked >= 35, "{checked}");
+}
+
+/// Issue 16: what `a` and `f` code may run on. Architecture-specific (`a`): that compute
+/// capability only; family-specific (`f`, CUDA 12.9+): every member of the family with the same
+/// major and an equal or later minor (NVIDIA's CUDA 12.9 family-specific features note).
+#[test]
+fn arch_and_family_specific_targets_say_which_devices_run_them() {
+    let db = ArchDb::builtin();
+    let runs = |a: &str| db.atom(a).map(|x| (x.name.clone(), x.runs_on.clone()));
+    assert_eq!(runs("sm_100f"), Some(("sm_100f".into(), vec!["sm_100".into(), "sm_103".into()])));
+    assert_eq!(runs("sm_120f"), Some(("sm_120f".into(), vec!["sm_120".into(), "sm_121".into()])));
+    assert_eq!(runs("sm_90a"), Some(("sm_90a".into(), vec!["sm_90".into()])));
+    assert_eq!(runs("sm_100a"), Some(("sm_100a".into(), vec!["sm_100".into()])));
+    assert_eq!(runs("sm_120a"), Some(("sm_120a".into(), vec!["sm_120".into()])));
+    // every family member shares the major version, the family tag and the base's resources
+    for f in ["sm_100f", "sm_120f"] {
+        let a = db.atom(f).unwrap();
+        let base = db.atom(a.variant_of.as_deref().unwrap()).unwrap();
+        assert_eq!(a.nvidia, base.nvidia, "{f}: resources of its base");
+        for d in &a.runs_on {
+            let dev = db.atom(d).unwrap();
+            assert_eq!(dev.family, base.family, "{f} runs on {d}");
+            let major = |x: &katlas_arch::Atom| x.nvidia.as_ref().unwrap().compute_capability.split('.').next().unwrap().to_string();
+            assert_eq!(major(dev), major(base));
+        }
+    }
+    // plain targets say nothing: runs_on is not inherited
+    assert!(db.atom("sm_100").unwrap().runs_on.is_empty() && db.atom("sm_103").unwrap().runs_on.is_empty());
 }

@@ -171,6 +171,9 @@ fn show(db: &ArchDb, a: &ShowArgs) -> CmdResult {
         if let Some(v) = &atom.variant_of {
             t.add_row(vec!["variant of".into(), v.clone()]);
         }
+        if !atom.runs_on.is_empty() {
+            t.add_row(vec!["code runs on".into(), atom.runs_on.join(", ")]);
+        }
         t.add_row(vec!["codenames".into(), atom.codenames.join(", ")]);
         t.add_row(vec!["wave sizes (default)".into(), format!("{:?} ({})", atom.wave_sizes, atom.default_wave_size)]);
         t.add_row(vec!["caps".into(), atom.caps.join(", ")]);
