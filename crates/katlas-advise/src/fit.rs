@@ -62,6 +62,7 @@ pub const COMPUTED_SIGNALS: &[&str] = &[
     "phase_decode",
     "is_gemm",
     "decode_gemv",
+    "gemv_evidence",
     "projection",
     "op_family",
     "op_role",
@@ -509,6 +510,38 @@ fn is_route_env(st: &crate::rules::FitSettings, r: &Row, k: &str) -> bool {
         return false;
     }
     r.identity.env.contains_key(k) || st.route_env_prefixes.iter().any(|p| k.starts_with(p.as_str()))
+}
+
+/// Why a kernel is a one-token GEMV, or `None` when nothing says so: M = 1 on every call from
+/// the launching op's shapes (a larger M says it is not), else a profiled kernel of a decode
+/// phase whose op is a GEMV or projection, in no batched phase and with no matrix-tile name
+/// (`[settings] batched_words`: DFlash verify, WMMA/MFMA GEMMs). An ISA-only kernel has no
+/// launch to judge.
+fn gemv_evidence(
+    st: &crate::rules::FitSettings,
+    name: &str,
+    op: Option<&OpClass>,
+    sample: Option<&KernelSample>,
+    phase: Option<&str>,
+    decode_gemm: bool,
+) -> Option<String> {
+    let x = sample?;
+    let num = |k: &str| x.extra.get(k).and_then(|v| v.as_f64());
+    if let Some(m) = num("shapes_m_max") {
+        let m1 = num("shapes_m1_calls").unwrap_or(0.0);
+        return (m == 1.0 && m1 >= x.calls as f64).then(|| format!("M = 1 from shapes on all {} calls", x.calls));
+    }
+    if !decode_gemm {
+        return None;
+    }
+    let lname = name.to_ascii_lowercase();
+    let lphase = phase.unwrap_or("").to_ascii_lowercase();
+    if st.batched_words.iter().any(|w| lname.contains(w.as_str()) || lphase.contains(w.as_str())) {
+        return None;
+    }
+    let role = op.map(|o| o.role.to_ascii_lowercase()).unwrap_or_default();
+    let gemv_op = role.contains("gemv") || role.contains("projection") || lname.contains("gemv") || lname.contains("matvec");
+    gemv_op.then(|| format!("decode phase `{}`, op {}, profiled", phase.unwrap_or("?"), if role.is_empty() { "gemv by name".to_string() } else { role }))
 }
 
 fn is_projection(name: &str, op: Option<&OpClass>) -> bool {
@@ -964,10 +997,21 @@ fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa
         s.insert("phase_decode".into(), Val::Bool(dec));
         let gemm = is_gemm_like(&name, op.as_ref());
         s.insert("is_gemm".into(), Val::Bool(gemm));
-        s.insert("decode_gemv".into(), Val::Bool(gemm && dec && !pre));
+        let ev = gemv_evidence(&rules.fit.settings, &name, op.as_ref(), sample, Some(p), gemm && dec && !pre);
+        s.insert("decode_gemv".into(), Val::Bool(ev.is_some()));
+        if let Some(e) = ev {
+            s.insert("gemv_evidence".into(), Val::Str(e));
+        }
         s.insert("projection".into(), Val::Bool(is_projection(&name, op.as_ref())));
     } else {
-        s.insert("is_gemm".into(), Val::Bool(is_gemm_like(&name, op.as_ref())));
+        let gemm = is_gemm_like(&name, op.as_ref());
+        s.insert("is_gemm".into(), Val::Bool(gemm));
+        // Without a phase only shapes can say a GEMM is one token.
+        let ev = gemv_evidence(&rules.fit.settings, &name, op.as_ref(), sample, None, false);
+        s.insert("decode_gemv".into(), Val::Bool(ev.is_some()));
+        if let Some(e) = ev {
+            s.insert("gemv_evidence".into(), Val::Str(e));
+        }
     }
     if let Some(o) = &op {
         s.insert("op_family".into(), Val::Str(o.family.clone()));
