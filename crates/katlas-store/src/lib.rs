@@ -3,9 +3,14 @@
 //! PostgreSQL team store. The files under `.katlas/` stay the source of truth: everything here is
 //! rebuilt from them.
 
+pub mod compare;
 pub mod extract;
 pub mod index;
 pub mod lean;
 pub mod query;
 pub mod schema;
 pub mod sources;
+pub mod trend;
+
+/// The index connection type, for callers that hold one.
+pub use rusqlite::Connection;

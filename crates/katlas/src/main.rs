@@ -90,6 +90,8 @@ enum Command {
     Index(cmd::query::IndexCmd),
     /// Run one SQL statement over the index's tables and views (docs/corpus.md, "Query index").
     Query(cmd::query::QueryArgs),
+    /// A metric's history by commit, day or host, with the change points in it and where they entered.
+    Trend(cmd::trend::TrendArgs),
     /// Review and trust the commands a repository's files would run (by content digest, like direnv's allow).
     Trust(cmd::trust::TrustArgs),
 }
@@ -142,6 +144,7 @@ fn main() -> ExitCode {
         Command::Trust(a) => cmd::trust::run(a, &ctx),
         Command::Index(c) => cmd::query::run_index(c, &ctx),
         Command::Query(a) => cmd::query::run_query(a, &ctx),
+        Command::Trend(a) => cmd::trend::run_trend(a, &ctx),
     };
     match result {
         Ok(code) => code,

@@ -134,3 +134,88 @@ fn isa_manifests_of_real_cubins_are_indexed_by_object_and_kernel() {
     assert!(rows.iter().all(|r| r["vendor"] == "nvidia" && r["arch"].as_str().unwrap().starts_with("sm_9")), "{rows:?}");
     assert!(rows.iter().all(|r| r["vgpr"].as_i64().unwrap() > 0), "registers per thread are read: {rows:?}");
 }
+
+/// 12 commits × 4 runs on box-a, gen_tok_s ≈ 100 (±1%, fixed pattern), −5% from commit 7 on;
+/// two variants of vram_bytes; then the same commit 11 on box-b.
+fn history(p: &Path) {
+    let mut rows = Vec::new();
+    let jitter = [0.99, 1.01, 1.0, 0.995, 1.005, 1.0];
+    for c in 0..12u64 {
+        for r in 0..4u64 {
+            let mut row = katlas_model::Row::new("qwen3.5-9b", "decode");
+            row.captured_at = katlas_model::row::format_unix_utc(1_767_225_600 + (c * 3600 + r * 60) as i64);
+            row.identity.source.commit = Some(format!("{:040x}", 0xabc000 + c));
+            row.identity.host.hostname = Some("box-a".into());
+            let level = if c >= 7 { 95.0 } else { 100.0 };
+            let v = level * jitter[((c * 4 + r) % 6) as usize];
+            row.metrics.insert("gen_tok_s".into(), katlas_model::Metric::new(v, Some("tok/s")));
+            let kv = if r % 2 == 0 { "asym3" } else { "q8" };
+            row.variant.knobs.insert("HIPFIRE_KV_MODE".into(), kv.into());
+            row.metrics.insert("vram_bytes".into(), katlas_model::Metric::new(if kv == "q8" { 9e9 } else { 6e9 }, Some("B")));
+            row.kernels.push(katlas_model::KernelSample { name: "gemv".into(), calls: 10, total_us: 1000.0 / v * 100.0, ..Default::default() });
+            rows.push(row);
+        }
+    }
+    let mut other = rows[rows.len() - 4..].to_vec();
+    for r in &mut other {
+        r.id = katlas_model::row::new_id();
+        r.identity.host.hostname = Some("box-b".into());
+    }
+    rows.extend(other);
+    let text: String = rows.iter().map(|r| serde_json::to_string(r).unwrap() + "\n").collect();
+    std::fs::write(p.join("history.jsonl"), text).unwrap();
+    ok(katlas(p, &["corpus", "import", "history.jsonl"]));
+}
+
+#[test]
+fn trend_names_the_commit_where_the_step_entered() {
+    let d = project();
+    let p = d.path();
+    history(p);
+    let j = json(&ok(katlas(p, &["trend", "gen_tok_s", "--workload", "qwen3.5-9b", "--format", "json"])));
+    let cps = j["change_points"].as_array().unwrap();
+    assert_eq!(cps.len(), 1, "{j}");
+    assert_eq!(cps[0]["key"], format!("{:040x}", 0xabc000 + 7));
+    assert!((cps[0]["relative_change"].as_f64().unwrap() + 0.05).abs() < 0.01);
+    let text = stdout(&ok(katlas(p, &["trend", "gen_tok_s"])));
+    assert!(text.starts_with(&format!("gen_tok_s: -5.0% entered at commit {:040x}", 0xabc000 + 7)), "{text}");
+    // By host: box-b ran only the slow commit, box-a's history is mixed; nothing claimed from one group pair.
+    let j = json(&ok(katlas(p, &["trend", "gen_tok_s", "--by", "host", "--format", "json"])));
+    assert_eq!(j["groups"].as_array().unwrap().len(), 2);
+    let o = katlas(p, &["trend", "no_such_metric"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn compare_and_pareto_over_groups_of_rows() {
+    let d = project();
+    let p = d.path();
+    history(p);
+    let a = format!("commit_sha={:040x}", 0xabc000 + 6);
+    let b = format!("commit_sha={:040x}", 0xabc000 + 7);
+    let j = json(&ok(katlas(p, &["corpus", "compare", &a, &b, "--format", "json"])));
+    assert_eq!((j["rows_a"].as_u64(), j["rows_b"].as_u64()), (Some(4), Some(4)));
+    let m = j["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == "gen_tok_s").unwrap().clone();
+    assert!((m["relative_change"].as_f64().unwrap() + 0.05).abs() < 0.01, "{m}");
+    let ci = m["ci"].as_array().unwrap();
+    assert!(ci[1].as_f64().unwrap() < 0.0, "the interval excludes no change: {m}");
+    assert!(j["warnings"].as_array().unwrap().is_empty());
+    assert!(j["kernels"][0]["relative_change"].as_f64().unwrap() > 0.04, "the kernel got slower: {j}");
+    // Same commit on two hosts: compared, and flagged cross-host.
+    let c11 = format!("{:040x}", 0xabc000 + 11);
+    let j = json(&ok(katlas(p, &["corpus", "compare", &format!("commit_sha={c11},host=box-a"), &format!("commit_sha={c11},host=box-b"), "--format", "json"])));
+    assert!(j["warnings"][0].as_str().unwrap().starts_with("cross-host"), "{j}");
+    // A selector that matches nothing, an unknown column: bad input.
+    assert_eq!(katlas(p, &["corpus", "compare", "host=nowhere", &a]).status.code(), Some(2));
+    assert_eq!(katlas(p, &["corpus", "compare", "colour=red", &a]).status.code(), Some(2));
+    // Pareto: asym3 uses less VRAM, q8 gives more tok/s? Both variants have the same tok/s
+    // pattern here except the jitter, so the front holds asym3 (lower VRAM) at least.
+    let j = json(&ok(katlas(p, &["corpus", "pareto", "gen_tok_s", "vram_bytes:min", "--format", "json"])));
+    let pts = j["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 2);
+    let asym = pts.iter().find(|p| p["variant"] == "HIPFIRE_KV_MODE=asym3").unwrap();
+    assert_eq!(asym["front"], true);
+    let q8 = pts.iter().find(|p| p["variant"] == "HIPFIRE_KV_MODE=q8").unwrap();
+    assert_eq!(q8["front"], q8["x"].as_f64() > asym["x"].as_f64(), "q8 is on the front only if it is faster: {j}");
+    assert_eq!(katlas(p, &["corpus", "pareto", "gen_tok_s", "vram_bytes"]).status.code(), Some(2), "direction of vram_bytes unknown");
+}

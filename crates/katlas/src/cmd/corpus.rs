@@ -23,6 +23,10 @@ pub enum CorpusCmd {
     Import(ImportArgs),
     /// Export rows as JSON lines in another format (hipfire.kernel_atlas.v0 for hipfire's Atlas).
     Export(ExportArgs),
+    /// Two rows or groups of rows side by side: metrics with intervals, kernels, identity warnings.
+    Compare(super::trend::CompareArgs),
+    /// Variants' medians over two metrics and the Pareto front (e.g. `gen_tok_s vram_bytes:min`).
+    Pareto(super::trend::ParetoArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -95,6 +99,8 @@ pub fn run(cmd: &CorpusCmd, ctx: &Ctx) -> CmdResult {
         CorpusCmd::Validate(a) => validate(a, ctx),
         CorpusCmd::Import(a) => import(a, ctx),
         CorpusCmd::Export(a) => export(a, ctx),
+        CorpusCmd::Compare(a) => super::trend::run_compare(a, ctx),
+        CorpusCmd::Pareto(a) => super::trend::run_pareto(a, ctx),
     }
 }
 

@@ -20,4 +20,5 @@ pub mod route;
 pub mod schema;
 pub mod suggest;
 pub mod task;
+pub mod trend;
 pub mod trust;
