@@ -9,7 +9,7 @@
 //! so a resumed eval stops exactly where an uninterrupted one would have.
 
 use crate::telemetry;
-use crate::verdict::{is_final, judge, JudgeConfig, Judgement, Plan};
+use crate::verdict::{is_final, judge_at, JudgeConfig, Judgement, Plan};
 use katlas_corpus::{append_jsonl, read_jsonl, Fsync};
 use katlas_model::ledger::{EvalSample, Protocol, SampleRef, Verdict, EVAL_SAMPLE_SCHEMA};
 use katlas_model::row::now_rfc3339;
@@ -339,10 +339,10 @@ impl Runner<'_> {
             // A look happens when every side has reached the look's count.
             let block_done = plan.get(i + 1).is_none_or(|q| q.block != p.block);
             if !p.warmup && block_done && look < s.plan.looks.len() && measured.iter().all(|m| *m >= s.plan.looks[look]) {
-                let level = s.plan.look_level(look, s.judge.alpha);
                 let last_look = look + 1 == s.plan.looks.len();
-                let js: Vec<Judgement> =
-                    (1..n).map(|k| judge(&values[0], &values[k], level, &JudgeConfig { lazy_bootstrap: !last_look, ..s.judge.clone() })).collect();
+                let lazy = JudgeConfig { lazy_bootstrap: !last_look, ..s.judge.clone() };
+                let js: Vec<Judgement> = (1..n).map(|k| judge_at(&values[0], &values[k], &s.plan, look, &lazy)).collect();
+                let at = look;
                 looks_taken += 1;
                 look += 1;
                 let done = last_look || js.iter().all(|j| is_final(j.verdict));
@@ -350,7 +350,7 @@ impl Runner<'_> {
                 if done {
                     if !last_look {
                         // Final verdict at an interim look: recompute with the bootstrap for the report.
-                        judgements = (1..n).map(|k| judge(&values[0], &values[k], level, &s.judge)).collect();
+                        judgements = (1..n).map(|k| judge_at(&values[0], &values[k], &s.plan, at, &s.judge)).collect();
                     }
                     break;
                 }

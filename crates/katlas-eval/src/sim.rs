@@ -3,7 +3,7 @@
 //! one; only the measurements are drawn in-process, seeded, so a 200-trial
 //! experiment runs in seconds and gives the same answer every time.
 
-use crate::verdict::{is_final, judge, JudgeConfig, Plan};
+use crate::verdict::{is_final, judge_at, JudgeConfig, Plan};
 use katlas_model::ledger::Verdict;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -61,7 +61,7 @@ pub struct TrialOutcome {
 }
 
 /// One eval under `plan`: samples arrive in pairs, the verdict is drawn at each
-/// planned look with the look's spending level, stopping at the first final one.
+/// planned look with the look's efficacy and futility levels, stopping at the first final one.
 pub fn run_trial(sc: Scenario, plan: &Plan, cfg: &JudgeConfig, seed: u64) -> TrialOutcome {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut a = Vec::new();
@@ -73,7 +73,7 @@ pub fn run_trial(sc: Scenario, plan: &Plan, cfg: &JudgeConfig, seed: u64) -> Tri
             a.push(sc.draw(&mut rng, sc.level));
             b.push(sc.draw(&mut rng, sc.level * (1.0 + sc.effect)));
         }
-        last = judge(&a, &b, plan.look_level(k, cfg.alpha), &cfg).verdict;
+        last = judge_at(&a, &b, plan, k, &cfg).verdict;
         if is_final(last) || k + 1 == plan.looks.len() {
             break;
         }

@@ -141,6 +141,11 @@ pub fn relative_change(a: &[f64], b: &[f64]) -> f64 {
 /// Seeded percentile bootstrap CI of `tmean(b)/tmean(a) - 1` (20%-trimmed means), both sides
 /// resampled independently. Deterministic for a given seed.
 pub fn bootstrap_relative_change_ci(a: &[f64], b: &[f64], level: f64, resamples: u32, seed: u64) -> Option<[f64; 2]> {
+    bootstrap_relative_change_cis(a, b, &[level], resamples, seed).map(|v| v[0])
+}
+
+/// The same bootstrap read at several levels (one resampling, one interval per level).
+pub fn bootstrap_relative_change_cis(a: &[f64], b: &[f64], levels: &[f64], resamples: u32, seed: u64) -> Option<Vec<[f64; 2]>> {
     let a = sorted(a);
     let b = sorted(b);
     if a.is_empty() || b.is_empty() || resamples == 0 {
@@ -162,8 +167,15 @@ pub fn bootstrap_relative_change_ci(a: &[f64], b: &[f64], level: f64, resamples:
         stats.push(mb / ma - 1.0);
     }
     stats.sort_by(|x, y| x.total_cmp(y));
-    let alpha = 1.0 - level;
-    Some([quantile_sorted(&stats, alpha / 2.0), quantile_sorted(&stats, 1.0 - alpha / 2.0)])
+    Some(
+        levels
+            .iter()
+            .map(|level| {
+                let alpha = 1.0 - level;
+                [quantile_sorted(&stats, alpha / 2.0), quantile_sorted(&stats, 1.0 - alpha / 2.0)]
+            })
+            .collect(),
+    )
 }
 
 /// Linear-interpolated quantile (type 7) of sorted data.
@@ -180,6 +192,23 @@ pub fn quantile_sorted(v: &[f64], q: f64) -> f64 {
 /// Welch-t CI of the ratio of geometric means, as a relative change
 /// (`exp(mean(ln b) - mean(ln a)) - 1`). Needs two positive samples per side.
 pub fn welch_log_ci(a: &[f64], b: &[f64], level: f64) -> Option<[f64; 2]> {
+    let w = welch_log(a, b)?;
+    if w.se <= 0.0 {
+        return Some([w.d.exp() - 1.0, w.d.exp() - 1.0]);
+    }
+    let hw = t_quantile(1.0 - (1.0 - level) / 2.0, w.df) * w.se;
+    Some([(w.d - hw).exp() - 1.0, (w.d + hw).exp() - 1.0])
+}
+
+/// Difference of mean logs, its standard error and Welch–Satterthwaite degrees of freedom.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WelchLog {
+    pub d: f64,
+    pub se: f64,
+    pub df: f64,
+}
+
+pub fn welch_log(a: &[f64], b: &[f64]) -> Option<WelchLog> {
     if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|x| *x <= 0.0 || !x.is_finite()) {
         return None;
     }
@@ -187,16 +216,9 @@ pub fn welch_log_ci(a: &[f64], b: &[f64], level: f64) -> Option<[f64; 2]> {
     let lb: Vec<f64> = b.iter().map(|x| x.ln()).collect();
     let (na, nb) = (la.len() as f64, lb.len() as f64);
     let (va, vb) = (variance(&la) / na, variance(&lb) / nb);
-    let d = mean(&lb) - mean(&la);
     let se2 = va + vb;
-    if se2 <= 0.0 {
-        return Some([d.exp() - 1.0, d.exp() - 1.0]);
-    }
-    // Welch–Satterthwaite degrees of freedom.
-    let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
-    let t = t_quantile(1.0 - (1.0 - level) / 2.0, df);
-    let hw = t * se2.sqrt();
-    Some([(d - hw).exp() - 1.0, (d + hw).exp() - 1.0])
+    let df = if se2 > 0.0 { se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0)) } else { f64::INFINITY };
+    Some(WelchLog { d: mean(&lb) - mean(&la), se: se2.sqrt(), df })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -16,6 +16,7 @@
 //! - entirely inside `[-threshold, +threshold]`: `no_change`
 //! - otherwise `inconclusive`.
 
+use crate::spending::{self, Curve};
 use crate::stats;
 use katlas_model::ledger::{Effect, Goal, Verdict};
 
@@ -41,6 +42,10 @@ pub struct JudgeConfig {
     /// The smallest change the user cares about. A band wider than it cannot show
     /// that such a change is absent, so `no_change` against it is `inconclusive`.
     pub min_effect: Option<f64>,
+    /// Futility error: the chance, at a true effect of `min_effect`, that the eval
+    /// stops for futility (`no_change`) instead of finding it. 0 turns futility off
+    /// (the `--aa` calibration wants the whole plan's efficacy interval).
+    pub beta: f64,
 }
 
 impl Default for JudgeConfig {
@@ -56,6 +61,7 @@ impl Default for JudgeConfig {
             cv_limit: 0.10,
             lazy_bootstrap: false,
             min_effect: None,
+            beta: DEFAULT_BETA,
         }
     }
 }
@@ -69,9 +75,68 @@ pub struct Judgement {
     pub drift: Vec<(String, f64)>,
 }
 
+/// Where a look stands: the efficacy interval's level, and the futility interval's
+/// level when the eval may stop for futility at this look.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Look {
+    pub level: f64,
+    pub futility_level: Option<f64>,
+    /// Runs per side and two-sided alpha of the plan's last look (for the futility
+    /// stop's check that the whole budget could not clear the band either).
+    pub final_n: u32,
+    pub final_alpha: f64,
+}
+
 /// Judge candidate series `b` against baseline `a`, both in run order, with a
-/// decision interval at `level`.
+/// decision interval at `level` and no futility stop.
 pub fn judge(a: &[f64], b: &[f64], level: f64, cfg: &JudgeConfig) -> Judgement {
+    judge_look(a, b, Look { level, futility_level: None, final_n: a.len() as u32, final_alpha: 1.0 - level }, cfg)
+}
+
+/// Judge at look `k` of `plan`: its efficacy level and, with `--min-effect`, its futility level.
+pub fn judge_at(a: &[f64], b: &[f64], plan: &Plan, k: usize, cfg: &JudgeConfig) -> Judgement {
+    judge_look(a, b, plan.look(k, cfg), cfg)
+}
+
+fn hull(boot: Option<[f64; 2]>, welch: Option<[f64; 2]>) -> Option<[f64; 2]> {
+    match (boot, welch) {
+        (Some(x), Some(y)) => Some([x[0].min(y[0]), x[1].max(y[1])]),
+        (Some(x), None) => Some(x),
+        (None, y) => y,
+    }
+}
+
+/// How far above the current estimate, in standard errors, the futility stop's projection
+/// looks. The estimate alone (0) stops too many small real effects at the first looks,
+/// where the estimate is itself uncertain; the futility interval's own bound (~2) keeps
+/// A/A evals running to 13 runs. 0.5 keeps the power of fixed N=10 on a 3% effect at CV 1%
+/// and 2% (the sweep: `cargo run --release -p katlas-eval --example seq_design`).
+pub const FUTILITY_OPTIMISM: f64 = 0.5;
+
+/// Whether an effect half a standard error larger than the current estimate
+/// (`FUTILITY_OPTIMISM`), measured with the whole budget (`look.final_n` runs per side at the
+/// last look's level, the spread as now), would clear the band `±t`: then a small real
+/// effect may still be on its way to a verdict, and futility must not end the eval.
+fn budget_could_clear(a: &[f64], b: &[f64], look: &Look, t: f64) -> bool {
+    let Some(w) = stats::welch_log(a, b) else { return false };
+    let n = a.len().min(b.len()).max(2) as f64;
+    let nk = (look.final_n as f64).max(n);
+    let q = stats::t_quantile(1.0 - look.final_alpha / 2.0, 2.0 * nk - 2.0);
+    let best = w.d.abs() + FUTILITY_OPTIMISM * w.se;
+    best - q * w.se * (n / nk).sqrt() > (1.0 + t).ln()
+}
+
+/// Whether `ci` lies strictly inside `(-m, m)`.
+fn inside(ci: [f64; 2], m: f64) -> bool {
+    ci[0] > -m && ci[1] < m
+}
+
+/// Judge with an efficacy interval at `look.level` and, when `look.futility_level` and
+/// `cfg.min_effect` are set, a futility interval: when that interval lies inside
+/// ±min_effect, an effect of the size asked about is ruled out and the verdict is
+/// `no_change` (the equivalence half of the sequential test).
+pub fn judge_look(a: &[f64], b: &[f64], look: Look, cfg: &JudgeConfig) -> Judgement {
+    let level = look.level;
     let mut reasons = Vec::new();
     let mut drift_out = Vec::new();
     if a.is_empty() {
@@ -96,35 +161,46 @@ pub fn judge(a: &[f64], b: &[f64], level: f64, cfg: &JudgeConfig) -> Judgement {
             }
         }
     }
+    let futility = match (look.futility_level, cfg.min_effect) {
+        (Some(l), Some(m)) if m > 0.0 && l > 0.0 && l < 1.0 => Some((l, m)),
+        _ => None,
+    };
     let rel = stats::relative_change(a, b);
     let welch = stats::welch_log_ci(a, b, level);
+    let welch_f = futility.and_then(|(l, _)| stats::welch_log_ci(a, b, l));
     let sign = match cfg.goal {
         Goal::Maximize => 1.0,
         Goal::Minimize => -1.0,
     };
-    let boot = if cfg.lazy_bootstrap && welch.is_some_and(|w| classify(w, sign, cfg.threshold) == Verdict::Inconclusive) {
-        None
+    // The hull only widens the Welch interval, so when Welch alone can neither decide nor
+    // stop for futility, neither can the hull.
+    let undecidable = welch.is_some_and(|w| classify(w, sign, cfg.threshold) == Verdict::Inconclusive)
+        && futility.is_none_or(|(_, m)| welch_f.is_some_and(|w| !inside(w, m)));
+    let (boot, boot_f) = if cfg.lazy_bootstrap && undecidable {
+        (None, None)
     } else {
-        stats::bootstrap_relative_change_ci(a, b, level, cfg.resamples, cfg.seed)
+        let levels: Vec<f64> = std::iter::once(level).chain(futility.map(|(l, _)| l)).collect();
+        match stats::bootstrap_relative_change_cis(a, b, &levels, cfg.resamples, cfg.seed) {
+            Some(v) => (Some(v[0]), v.get(1).copied()),
+            None => (None, None),
+        }
     };
-    let hull = match (boot, welch) {
-        (Some(x), Some(y)) => Some([x[0].min(y[0]), x[1].max(y[1])]),
-        (Some(x), None) => Some(x),
-        (None, y) => y,
-    };
+    let ci_eff = hull(boot, welch);
+    let ci_fut = hull(boot_f, welch_f);
     let p = stats::mann_whitney(a, b).map(|m| m.p);
-    let effect =
-        hull.map(|ci| Effect { relative_change: rel, ci, ci_level: level, bootstrap_ci: boot, gain: sign * rel, p_value: p, resamples: cfg.resamples });
+    let mut effect =
+        ci_eff.map(|ci| Effect { relative_change: rel, ci, ci_level: level, bootstrap_ci: boot, gain: sign * rel, p_value: p, resamples: cfg.resamples });
     let verdict = if unstable {
         Verdict::Unstable
-    } else if a.len() < 2 || b.len() < 2 || hull.is_none() {
+    } else if a.len() < 2 || b.len() < 2 || ci_eff.is_none() {
         reasons.push(format!("too few samples for an interval ({} vs {})", a.len(), b.len()));
         Verdict::Inconclusive
     } else {
-        let ci = hull.expect("checked");
-        let (glo, ghi) = if sign > 0.0 { (ci[0], ci[1]) } else { (-ci[1], -ci[0]) };
+        let ci = ci_eff.expect("checked");
+        let gain_ci = |ci: [f64; 2]| if sign > 0.0 { ci } else { [-ci[1], -ci[0]] };
         let t = cfg.threshold;
         let mut v = classify(ci, sign, t);
+        let [glo, ghi] = gain_ci(ci);
         reasons.push(format!(
             "gain {:+.2}%, {:.1}% interval [{:+.2}%, {:+.2}%] against noise threshold ±{:.2}%",
             sign * rel * 100.0,
@@ -133,6 +209,24 @@ pub fn judge(a: &[f64], b: &[f64], level: f64, cfg: &JudgeConfig) -> Judgement {
             ghi * 100.0,
             t * 100.0
         ));
+        if let (Verdict::Inconclusive, Some((fl, m)), Some(fci)) = (v, futility, ci_fut) {
+            // Futility needs both: an effect of the size asked about is ruled out, and the
+            // interval still reaches the noise band. An interval inside ±min_effect but clear of
+            // the band is a real effect smaller than asked about: more runs will show it.
+            if inside(fci, m) && !budget_could_clear(a, b, &look, t) {
+                v = Verdict::NoChange;
+                let [flo, fhi] = gain_ci(fci);
+                reasons.push(format!(
+                    "no change of ±{:.2}% or more (--min-effect): the {:.1}% futility interval [{:+.2}%, {:+.2}%] lies inside it, so the eval stopped for futility",
+                    m * 100.0,
+                    fl * 100.0,
+                    flo * 100.0,
+                    fhi * 100.0
+                ));
+                // The interval shown is the one that decided.
+                effect = effect.map(|e| Effect { ci: fci, ci_level: fl, bootstrap_ci: boot_f, ..e });
+            }
+        }
         if let Some(m) = cfg.min_effect.filter(|m| v == Verdict::NoChange && t > *m) {
             v = Verdict::Inconclusive;
             reasons.push(format!(
@@ -163,34 +257,39 @@ pub fn classify(ci: [f64; 2], sign: f64, t: f64) -> Verdict {
 
 /// First look of the default adaptive plan, in runs per side.
 pub const DEFAULT_MIN_RUNS: u32 = 3;
-/// Budget of the default adaptive plan, in runs per side. Chosen by the
-/// experiments in docs/PERF.md: on the heavy-tailed noise of real processes (a
-/// fifth of the runs a few percent slow) it still finds a 5% slowdown in ≥ 90%
-/// of evals, where a budget of 11 finds it in ~70%; a 10% effect still ends at
-/// the first look. `--max-runs 11` is the cheaper plan for clean noise: a 3%
-/// effect at 2% CV is then decided right as often as by fixed N = 10, in fewer runs.
+/// Budget of the default adaptive plan, in runs per side (see docs/PERF.md).
 pub const DEFAULT_MAX_RUNS: u32 = 20;
+/// Runs per side between two looks of the default plan.
+pub const DEFAULT_STEP: u32 = 1;
+/// Default futility error (see `JudgeConfig::beta`).
+pub const DEFAULT_BETA: f64 = 0.05;
 
-/// Planned looks of an eval: per-side sample counts at which a verdict may be drawn.
+/// Planned looks of an eval: per-side sample counts at which a verdict may be drawn,
+/// and how the efficacy and futility errors are spent over them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub looks: Vec<u32>,
+    pub efficacy: Curve,
+    pub futility: Curve,
 }
 
 impl Plan {
     /// A fixed-N protocol: one look.
     pub fn fixed(n: u32) -> Self {
-        Self { looks: vec![n.max(1)] }
+        Self { looks: vec![n.max(1)], efficacy: spending::EFFICACY, futility: spending::FUTILITY }
     }
-    /// Adaptive: first look at `min`, then a look every two runs per side, ending at `max`.
+    /// Adaptive: first look at `min`, then a look every `DEFAULT_STEP` runs per side, ending at `max`.
     /// Looks are cheap under group-sequential spending (see `spending`), so
     /// they are frequent enough that an eval stops soon after its interval clears.
     pub fn adaptive(min: u32, max: u32) -> Self {
+        Self::adaptive_every(min, max, DEFAULT_STEP)
+    }
+    pub fn adaptive_every(min: u32, max: u32, step: u32) -> Self {
         let min = min.max(2);
         let max = max.max(min);
-        let mut looks: Vec<u32> = (min..max).step_by(2).collect();
+        let mut looks: Vec<u32> = (min..max).step_by(step.max(1) as usize).collect();
         looks.push(max);
-        Self { looks }
+        Self { looks, efficacy: spending::EFFICACY, futility: spending::FUTILITY }
     }
     /// The `--auto` plan with the default run counts.
     pub fn default_adaptive() -> Self {
@@ -204,11 +303,24 @@ impl Plan {
     /// boundaries, so the chance that any look wrongly leaves the band is
     /// `alpha` (normal theory), not the `alpha` per look a naive repeated test has.
     pub fn look_alphas(&self, alpha: f64) -> Vec<f64> {
-        crate::spending::nominal_alphas(&self.looks, alpha)
+        spending::nominal_alphas(&self.looks, alpha, self.efficacy)
+    }
+    /// Two-sided alpha of each look's futility interval: `beta` spent over the looks,
+    /// each side of the equivalence test getting `beta` (so the interval's two-sided
+    /// level is `1 - 2·increment`).
+    pub fn futility_alphas(&self, beta: f64) -> Vec<f64> {
+        spending::nominal_alphas(&self.looks, 2.0 * beta, self.futility)
     }
     /// Confidence level of look `k` (0-based).
     pub fn look_level(&self, k: usize, alpha: f64) -> f64 {
         1.0 - self.look_alphas(alpha)[k.min(self.looks.len() - 1)]
+    }
+    /// Look `k`'s efficacy and futility levels under `cfg`.
+    pub fn look(&self, k: usize, cfg: &JudgeConfig) -> Look {
+        let k = k.min(self.looks.len() - 1);
+        let futility_level = (cfg.beta > 0.0 && cfg.min_effect.is_some()).then(|| 1.0 - self.futility_alphas(cfg.beta)[k]);
+        let final_alpha = self.look_alphas(cfg.alpha)[self.looks.len() - 1];
+        Look { level: self.look_level(k, cfg.alpha), futility_level, final_n: self.max(), final_alpha }
     }
     pub fn is_adaptive(&self) -> bool {
         self.looks.len() > 1
@@ -303,15 +415,56 @@ mod tests {
 
     #[test]
     fn plans() {
-        assert_eq!(Plan::adaptive(3, 11).looks, vec![3, 5, 7, 9, 11]);
-        assert_eq!(Plan::adaptive(3, 12).looks, vec![3, 5, 7, 9, 11, 12]);
+        assert_eq!(Plan::adaptive(3, 8).looks, vec![3, 4, 5, 6, 7, 8]);
+        assert_eq!(Plan::adaptive_every(3, 11, 2).looks, vec![3, 5, 7, 9, 11]);
+        assert_eq!(Plan::adaptive_every(3, 12, 2).looks, vec![3, 5, 7, 9, 11, 12]);
         assert_eq!(Plan::fixed(10).looks, vec![10]);
-        let p = Plan::adaptive(3, 11);
+        let p = Plan::default_adaptive();
         let alphas = p.look_alphas(0.05);
-        assert_eq!(alphas.len(), 5);
-        assert!((p.look_level(0, 0.05) - 0.975).abs() < 0.002, "{alphas:?}");
-        assert!(p.look_level(4, 0.05) > 0.975 && p.look_level(4, 0.05) < 0.985, "{alphas:?}");
+        assert_eq!(alphas.len(), 18);
+        let first = 1.0 - spending::EFFICACY.first_share * 0.05;
+        assert!((p.look_level(0, 0.05) - first).abs() < 0.002, "{alphas:?}");
+        assert!(p.look_level(17, 0.05) > 0.95 && p.look_level(17, 0.05) < 0.999, "{alphas:?}");
         assert_eq!(Plan::fixed(10).look_level(0, 0.05), 0.95);
         assert_eq!(Plan::adaptive(5, 5).looks, vec![5]);
+        // Futility only with an effect to rule out.
+        let cfg = JudgeConfig::default();
+        assert_eq!(p.look(3, &cfg).futility_level, None);
+        let with = JudgeConfig { min_effect: Some(0.05), ..cfg.clone() };
+        let l = p.look(3, &with);
+        assert!(l.futility_level.is_some_and(|f| f > 0.5 && f < 1.0) && l.final_n == 20, "{l:?}");
+        assert_eq!(p.look(3, &JudgeConfig { beta: 0.0, ..with }).futility_level, None);
+    }
+
+    #[test]
+    fn futility_rules_out_the_effect_asked_about() {
+        // Two series at 1% CV, no real change: the 95% interval straddles the ±0.5% band
+        // (inconclusive without futility), but an effect of 5% is clearly ruled out.
+        let a = series(100.0, 6, 0.01);
+        let b = series(100.3, 6, 0.01);
+        let plan = Plan::default_adaptive();
+        let base = JudgeConfig { threshold: 0.005, ..JudgeConfig::default() };
+        assert_eq!(judge_at(&a, &b, &plan, 3, &base).verdict, Verdict::Inconclusive, "no --min-effect: no futility stop");
+        let cfg = JudgeConfig { min_effect: Some(0.05), ..base.clone() };
+        let j = judge_at(&a, &b, &plan, 3, &cfg);
+        assert_eq!(j.verdict, Verdict::NoChange, "{:?}", j.reasons);
+        assert!(j.reasons.iter().any(|r| r.contains("stopped for futility")), "{:?}", j.reasons);
+        let e = j.effect.unwrap();
+        assert_eq!(Some(e.ci_level), plan.look(3, &cfg).futility_level, "the deciding interval is shown: {e:?}");
+        assert!(e.ci[0] > -0.05 && e.ci[1] < 0.05, "{e:?}");
+        // A band wider than the effect asked about never gives no_change, futility or not.
+        let wide = JudgeConfig { threshold: 0.08, ..cfg.clone() };
+        assert_eq!(judge_at(&a, &b, &plan, 3, &wide).verdict, Verdict::Inconclusive);
+        // A small real effect clear of the band is left to run: the whole budget can show it.
+        let b = series(102.5, 6, 0.002);
+        let a = series(100.0, 6, 0.002);
+        let j = judge_at(&a, &b, &plan, 0, &JudgeConfig { threshold: 0.01, ..cfg.clone() });
+        assert_ne!(j.verdict, Verdict::NoChange, "{:?}", j.reasons);
+        // At the last look there is no budget left to wait for.
+        let fixed = Plan::fixed(6);
+        let noisy_a = series(100.0, 6, 0.01);
+        let noisy_b = series(101.0, 6, 0.01);
+        let j = judge_at(&noisy_a, &noisy_b, &fixed, 0, &JudgeConfig { threshold: 0.01, ..cfg });
+        assert_eq!(j.verdict, Verdict::NoChange, "{:?}", j.reasons);
     }
 }

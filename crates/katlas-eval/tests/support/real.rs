@@ -52,7 +52,8 @@ pub fn evals(dir: &std::path::Path, tag: &str, factor: f64, jitter: f64, plan: &
             seed: i as u64,
             settle: None,
             timeout: Duration::from_secs(60),
-            judge: JudgeConfig { goal: Goal::Minimize, seed: i as u64, ..JudgeConfig::default() },
+            // As `katlas eval` judges by default: --min-effect 5% (futility stops on).
+            judge: JudgeConfig { goal: Goal::Minimize, seed: i as u64, min_effect: Some(0.05), ..JudgeConfig::default() },
             telemetry: false,
             strip_env: vec![],
         };

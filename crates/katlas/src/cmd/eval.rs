@@ -556,7 +556,12 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     let noise_key = fingerprint(&[&format!("{:?}", sides[0].side.argv), &metric]);
     // An A/A calibrates its own band; it is never judged against an older one.
     let band = band(p, &ecfg, if a.aa { None } else { calibration(ctx, &noise_key)? })?;
-    let st = settings(p, &ecfg, metric.clone(), g, parser, band.value, strip)?;
+    let mut st = settings(p, &ecfg, metric.clone(), g, parser, band.value, strip)?;
+    if a.aa {
+        // A calibration measures the noise over the whole plan at the efficacy level; a
+        // futility stop would end it early with a narrower, lower-level interval.
+        st.judge.beta = 0.0;
+    }
     let min_effect = st.judge.min_effect.unwrap_or(0.05);
     check_programs(&sides)?;
     let sol = sol_spec(a, &metric)?;
