@@ -41,6 +41,19 @@ struct ModuleResourceData {
 
 type Callback = unsafe extern "C" fn(*mut c_void, u32, u32, *const c_void);
 type Subscribe = unsafe extern "C" fn(*mut *mut c_void, Callback, *mut c_void) -> u32;
+type SubscribeV2 = unsafe extern "C" fn(*mut *mut c_void, Callback, *mut c_void, *mut SubscriberParams) -> u32;
+
+/// `CUpti_SubscriberParams` (CUPTI 12.6+): asks CUPTI to let other clients subscribe too, so
+/// a profiler in the workload (PyTorch's Kineto) keeps working beside us.
+#[repr(C)]
+struct SubscriberParams {
+    struct_size: usize,
+    name: *const u8,
+    old_name: *mut u8,
+    old_name_size: usize,
+    allow_multiple: u8,
+    padding: [u8; 7],
+}
 type EnableDomain = unsafe extern "C" fn(u32, *mut c_void, u32) -> u32;
 
 /// The capture directory and the open CUPTI library (kept loaded for the process's lifetime).
@@ -130,13 +143,31 @@ fn initialize() -> Result<(), String> {
             "no CUPTI library".to_string()
         })?;
     // SAFETY: the symbols have the C signatures of cupti_callbacks.h.
-    unsafe {
-        let subscribe: libloading::Symbol<Subscribe> = cupti.get(b"cuptiSubscribe\0").map_err(|e| e.to_string())?;
+    let how = unsafe {
         let enable: libloading::Symbol<EnableDomain> = cupti.get(b"cuptiEnableDomain\0").map_err(|e| e.to_string())?;
         let mut sub: *mut c_void = std::ptr::null_mut();
-        let r = subscribe(&mut sub, on_callback, std::ptr::null_mut());
+        // Prefer the subscription that leaves room for the workload's own profiler; CUPTI before
+        // 12.6 has only the exclusive one.
+        let (r, how) = match cupti.get::<SubscribeV2>(b"cuptiSubscribe_v2\0") {
+            Ok(subscribe) => {
+                let mut old = [0u8; 256];
+                let mut p = SubscriberParams {
+                    struct_size: std::mem::size_of::<SubscriberParams>(),
+                    name: c"katlas-capture".as_ptr().cast(),
+                    old_name: old.as_mut_ptr(),
+                    old_name_size: old.len(),
+                    allow_multiple: 1,
+                    padding: [0; 7],
+                };
+                (subscribe(&mut sub, on_callback, std::ptr::null_mut(), &mut p), "shared")
+            }
+            Err(_) => {
+                let subscribe: libloading::Symbol<Subscribe> = cupti.get(b"cuptiSubscribe\0").map_err(|e| e.to_string())?;
+                (subscribe(&mut sub, on_callback, std::ptr::null_mut()), "exclusive")
+            }
+        };
         if r != 0 {
-            log_line(&dir, &format!(r#"{{"error":"cuptiSubscribe failed","code":{r}}}"#));
+            log_line(&dir, &format!(r#"{{"error":"cuptiSubscribe failed","code":{r},"subscription":"{how}"}}"#));
             return Err(format!("cuptiSubscribe: {r}"));
         }
         let r = enable(1, sub, DOMAIN_RESOURCE);
@@ -144,8 +175,9 @@ fn initialize() -> Result<(), String> {
             log_line(&dir, &format!(r#"{{"error":"cuptiEnableDomain failed","code":{r}}}"#));
             return Err(format!("cuptiEnableDomain: {r}"));
         }
-    }
-    log_line(&dir, &format!(r#"{{"ready":true,"pid":{}}}"#, std::process::id()));
+        how
+    };
+    log_line(&dir, &format!(r#"{{"ready":true,"pid":{},"subscription":"{how}"}}"#, std::process::id()));
     if let Ok(mut g) = STATE.lock() {
         *g = Some(State { dir, _cupti: cupti });
     }
