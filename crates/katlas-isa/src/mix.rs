@@ -260,15 +260,48 @@ pub fn run_limited(cmd: &mut Command, name: &str, limits: ToolLimits) -> Result<
     Ok((status, stderr))
 }
 
+/// AMD alignment padding after a kernel's last `s_endpgm` (`s_code_end`, `s_nop`) is not part
+/// of the kernel: it is held back and counted only when real code follows it (a second exit
+/// path), and dropped at the function's end. One rule for the native decoder and llvm-objdump.
+pub(crate) struct TrailingPad<T> {
+    after_end: bool,
+    pending: Vec<T>,
+}
+
+impl<T> Default for TrailingPad<T> {
+    fn default() -> Self {
+        TrailingPad { after_end: false, pending: Vec::new() }
+    }
+}
+
+impl<T> TrailingPad<T> {
+    pub(crate) fn feed(&mut self, op: &str, item: T, mut count: impl FnMut(T)) {
+        if self.after_end && (op == "s_code_end" || op.starts_with("s_nop")) {
+            self.pending.push(item);
+            return;
+        }
+        for p in self.pending.drain(..) {
+            count(p);
+        }
+        self.after_end = op == "s_endpgm";
+        count(item);
+    }
+    pub(crate) fn reset(&mut self) {
+        self.after_end = false;
+        self.pending.clear();
+    }
+}
+
 /// Per-symbol accumulation that only touches the map when the symbol changes.
 struct Splitter {
     out: HashMap<String, InstructionMix>,
     current: Option<(String, InstructionMix)>,
+    pad: TrailingPad<(String, &'static str)>,
 }
 
 impl Splitter {
     fn new() -> Self {
-        Splitter { out: HashMap::new(), current: None }
+        Splitter { out: HashMap::new(), current: None, pad: TrailingPad::default() }
     }
     fn start(&mut self, name: &str) {
         self.flush();
@@ -276,6 +309,7 @@ impl Splitter {
         self.current = Some((name.to_string(), prev));
     }
     fn flush(&mut self) {
+        self.pad.reset();
         if let Some((n, m)) = self.current.take() {
             self.out.insert(n, m);
         }
@@ -283,6 +317,13 @@ impl Splitter {
     fn add(&mut self, op: &str, category: &'static str) {
         if let Some((_, m)) = self.current.as_mut() {
             add(m, op, category);
+        }
+    }
+    /// [`Splitter::add`] for AMD listings: trailing padding after `s_endpgm` is not counted.
+    fn add_amd(&mut self, op: &str, category: &'static str) {
+        let Splitter { current, pad, .. } = self;
+        if let Some((_, m)) = current.as_mut() {
+            pad.feed(op, (op.to_string(), category), |(o, c)| add(m, &o, c));
         }
     }
     fn finish(mut self) -> HashMap<String, InstructionMix> {
@@ -385,7 +426,7 @@ fn llvm_objdump_line(sp: &mut Splitter, line: &str, entries: &HashMap<u64, Strin
     if op.is_empty() || op.starts_with("//") || op.starts_with('.') || op.starts_with('<') {
         return;
     }
-    sp.add(op, amd_category(op));
+    sp.add_amd(op, amd_category(op));
 }
 
 pub fn split_llvm_objdump(text: &str) -> HashMap<String, InstructionMix> {
@@ -434,7 +475,11 @@ pub fn amd_category(op: &str) -> &'static str {
     if op.starts_with("ds_") {
         return "lds";
     }
-    let vmem = ["global_", "buffer_", "flat_", "scratch_", "tbuffer_", "image_"];
+    // flat-scratch loads and stores are the spills (and private arrays) of the kernel
+    if op.starts_with("scratch_") {
+        return if has("_store") { "scratch_store" } else { "scratch_load" };
+    }
+    let vmem = ["global_", "buffer_", "flat_", "tbuffer_", "image_"];
     if vmem.iter().any(|p| op.starts_with(p)) {
         return if has("_store") || has("_atomic") || op.starts_with("image_atomic") { "vmem_store" } else { "vmem_load" };
     }

@@ -468,6 +468,7 @@ pub fn object_mix(data: &[u8], arch: &str) -> Result<HashMap<String, Instruction
     // consecutive instructions share an owner: keep its map at hand (compared by address:
     // Tensile names run to hundreds of bytes) instead of a lookup per instruction
     let mut cur: Option<(&str, Ops)> = None;
+    let mut pad = crate::mix::TrailingPad::<&'static str>::default();
     walk(
         data,
         arch,
@@ -477,12 +478,13 @@ pub fn object_mix(data: &[u8], arch: &str) -> Result<HashMap<String, Instruction
                 if let Some((n, m)) = cur.take() {
                     counts.insert(n, m);
                 }
+                pad.reset();
                 let prev = counts.remove(insn.symbol).unwrap_or_default();
                 cur = Some((insn.symbol, prev));
             }
             if let Some((_, m)) = cur.as_mut() {
                 // mnemonics are interned: the address names one
-                m.entry(insn.mnemonic.as_ptr() as usize).or_insert((insn.mnemonic, 0)).1 += 1;
+                pad.feed(insn.mnemonic, insn.mnemonic, |op| m.entry(op.as_ptr() as usize).or_insert((op, 0)).1 += 1);
             }
         },
     )?;
