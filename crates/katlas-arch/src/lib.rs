@@ -14,12 +14,14 @@ mod model;
 mod names;
 mod occupancy;
 mod raw;
+mod tags;
 
 pub use db::{ArchDb, BUILTIN_FILES};
 pub use error::ArchError;
 pub use model::*;
 pub use names::canonical_atom;
 pub use occupancy::{occupancy, occupancy_with, total_vgprs, KernelResources, Limiter, Occupancy, OccupancyOptions};
+pub use tags::{looks_like_arch_tag, tag_reach, FamilyRule, FileTag, TagKind};
 
 /// Schema string of the architecture data files and of JSON dumps of atoms/products.
 pub const SCHEMA: &str = "katlas.arch.v1";

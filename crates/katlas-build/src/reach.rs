@@ -246,7 +246,8 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
                     .filter_map(|o| embeds(&o.file).map(|at| (o, at)))
                     .collect();
                 let a = s.atom(&atoms[0]);
-                let fam_ok = |t: &str| a.family == t || a.also_families.iter().any(|f| f == t) || s.family_rule.prefix_family(&a.name).as_deref() == Some(t);
+                let fams: Vec<String> = [FamilyRule::Table, s.family_rule].iter().flat_map(|r| s.db.family_tags(&a.name, *r)).collect();
+                let fam_ok = |t: &str| fams.iter().any(|f| f == t);
                 let sib = emb
                     .iter()
                     .find(|(o, _)| o.tag.as_deref() == Some(a.name.as_str()))

@@ -4,6 +4,7 @@
 
 use crate::config::{Settings, TagMode};
 use crate::sources::{groups, Lang, Source, TagKind};
+use katlas_arch::FamilyRule;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -30,12 +31,14 @@ pub struct Resolution {
 
 /// True when `src`'s tag reaches `atom` (chip: exact name; family: the atom's declared families).
 pub fn tag_reaches(s: &Settings, src: &Source, atom: &str) -> Option<Via> {
-    let a = s.atom(atom);
-    match (src.tag.as_deref(), src.tag_kind) {
-        (None, _) => Some(Via::Base),
-        (Some(t), Some(TagKind::Chip)) => (t == a.name).then_some(Via::Chip),
-        (Some(t), Some(TagKind::Family)) => (a.family == t || a.also_families.iter().any(|f| f == t)).then_some(Via::Family),
-        _ => None,
+    let Some(t) = src.tag.as_deref() else {
+        return Some(Via::Base);
+    };
+    let a = &s.atom(atom).name;
+    match katlas_arch::tag_reach(t, a, &s.db.family_tags(a, FamilyRule::Table))? {
+        TagKind::Chip => Some(Via::Chip),
+        TagKind::Family => Some(Via::Family),
+        TagKind::Unknown => None,
     }
 }
 

@@ -2,7 +2,9 @@
 //! tag, `name.hip` the base. A tag is read against the architecture table: a chip tag must be
 //! an atom's exact name, a family tag a family the table declares (an atom's `family` or
 //! `also_families`). A dotted suffix that looks like an arch (`gfx`/`sm_`) but is neither is
-//! an unknown tag and never compiled; any other dot is part of the kernel name.
+//! an unknown tag and never compiled; any other dot is part of the kernel name. The tag rules
+//! themselves are katlas-arch's ([`katlas_arch::TagKind`], [`katlas_arch::tag_reach`]), shared
+//! with provenance and the lab.
 
 use crate::config::Settings;
 use crate::error::{BuildError, Result};
@@ -33,14 +35,7 @@ impl Lang {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum TagKind {
-    Chip,
-    Family,
-    /// Looks like an arch tag, but the table knows no such atom or family.
-    Unknown,
-}
+pub use katlas_arch::TagKind;
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Source {
@@ -67,20 +62,6 @@ impl Source {
     }
 }
 
-/// Classify a tag string against the table.
-pub fn classify_tag(s: &Settings, tag: &str) -> Option<TagKind> {
-    if s.db.atoms().any(|a| a.name == tag) {
-        return Some(TagKind::Chip);
-    }
-    if s.db.atoms().any(|a| a.family == tag || a.also_families.iter().any(|f| f == tag)) {
-        return Some(TagKind::Family);
-    }
-    if tag.starts_with("gfx") || tag.starts_with("sm_") {
-        return Some(TagKind::Unknown);
-    }
-    None
-}
-
 /// Parse one file name; `None` when the extension is not a kernel language.
 pub fn parse_name(s: &Settings, file_name: &str) -> Option<(String, Lang, Option<String>, Option<TagKind>)> {
     let (stem, ext) = file_name.rsplit_once('.')?;
@@ -92,7 +73,7 @@ pub fn parse_name(s: &Settings, file_name: &str) -> Option<(String, Lang, Option
         return None;
     };
     if let Some((name, tag)) = stem.rsplit_once('.') {
-        if let Some(kind) = classify_tag(s, tag) {
+        if let Some(kind) = s.db.classify_tag(tag) {
             if !name.is_empty() {
                 return Some((name.to_string(), lang, Some(tag.to_string()), Some(kind)));
             }

@@ -116,53 +116,8 @@ pub fn parse_patterns(list: &[String]) -> Result<Vec<LoadPattern>, String> {
 // ---------------------------------------------------------------------------------------------
 // Family rule
 
-/// How the project's runtime maps an arch to the family tag it takes (`name.FAMILY.hip`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FamilyRule {
-    /// The arch table's `family` and `also_families` (gfx1151 is `gfx115`).
-    #[default]
-    Table,
-    /// The first N characters of the arch name (hipfire: 5, so gfx1151 takes `gfx11`).
-    Prefix(usize),
-}
-
-impl FamilyRule {
-    /// `table`, `prefixN` or `prefix:N` (1 <= N <= 16).
-    pub fn parse(s: &str) -> Result<FamilyRule, String> {
-        let t = s.trim();
-        if t == "table" {
-            return Ok(FamilyRule::Table);
-        }
-        let n = t.strip_prefix("prefix").map(|r| r.trim_start_matches(':'));
-        match n.and_then(|n| n.parse::<usize>().ok()) {
-            Some(n) if (1..=16).contains(&n) => Ok(FamilyRule::Prefix(n)),
-            _ => Err(format!("unknown family rule `{s}` (expected `table` or `prefixN`, e.g. `prefix5`: the first 5 characters of the arch name)")),
-        }
-    }
-
-    pub fn name(&self) -> String {
-        match self {
-            FamilyRule::Table => "table".into(),
-            FamilyRule::Prefix(n) => format!("prefix{n}"),
-        }
-    }
-
-    /// The family tag the rule gives `atom` when it is a prefix rule (`gfx1151` -> `gfx11`).
-    pub fn prefix_family(&self, atom: &str) -> Option<String> {
-        match self {
-            FamilyRule::Prefix(n) if atom.len() > *n && atom.is_char_boundary(*n) => Some(atom[..*n].to_string()),
-            _ => None,
-        }
-    }
-
-    /// Human wording: "the arch table" / "the first 5 characters of the arch name".
-    pub fn describe(&self) -> String {
-        match self {
-            FamilyRule::Table => "the arch table".into(),
-            FamilyRule::Prefix(n) => format!("the first {n} characters of the arch name"),
-        }
-    }
-}
+/// How the runtime maps an arch to a family tag: one definition, in katlas-arch.
+pub use katlas_arch::FamilyRule;
 
 /// An atom's class, with APU/dGPU when the product table says (`rdna3p5, APU`).
 fn atom_kind(db: &ArchDb, a: &katlas_arch::Atom) -> String {
@@ -181,7 +136,7 @@ fn atom_kind(db: &ArchDb, a: &katlas_arch::Atom) -> String {
 /// gfx115: gfx11 is gfx1100 gfx1101 gfx1102 [rdna3_dgpu, dGPU], gfx1103 [rdna3_apu] in the arch table").
 pub fn rule_family_hazard(db: &ArchDb, atom: &str, tag: &str) -> Option<String> {
     let a = db.atom(atom)?;
-    if a.family == tag || a.also_families.iter().any(|f| f == tag) {
+    if db.family_tags(atom, FamilyRule::Table).iter().any(|f| f == tag) {
         return None;
     }
     let mut by_kind: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -84,25 +84,10 @@ impl ProvenanceOptions {
     /// and every family tag the rule gives but the table does not is recorded as a hazard.
     pub fn with_arch(mut self, db: &katlas_arch::ArchDb, arch: &str) -> Self {
         self.arch = Some(arch.to_string());
-        self.table_families = families_of(db, arch);
-        self.families = match self.family_rule {
-            FamilyRule::Table => self.table_families.clone(),
-            rule => rule.prefix_family(arch).into_iter().collect(),
-        };
+        self.table_families = db.family_tags(arch, FamilyRule::Table);
+        self.families = db.family_tags(arch, self.family_rule);
         self.family_hazards = self.families.iter().filter_map(|f| rule_family_hazard(db, arch, f).map(|h| (f.clone(), h))).collect();
         self
-    }
-}
-
-/// An atom's family tags: its `family` then `also_families`; empty for an unknown atom.
-pub fn families_of(db: &katlas_arch::ArchDb, arch: &str) -> Vec<String> {
-    match db.atom(arch) {
-        Some(a) => {
-            let mut f = vec![a.family.clone()];
-            f.extend(a.also_families.iter().cloned());
-            f
-        }
-        None => Vec::new(),
     }
 }
 
@@ -328,13 +313,6 @@ fn name_after(t: &str, mut i: usize) -> Option<String> {
     None
 }
 
-/// `gfx1201`, `gfx12`, `gfx115`, `sm_90`, `sm_9x`, `sm90a`.
-fn looks_like_arch_tag(t: &str) -> bool {
-    let t = t.to_ascii_lowercase();
-    (t.starts_with("gfx") && t.len() > 3 && t[3..].chars().all(|c| c.is_ascii_hexdigit()))
-        || (t.starts_with("sm") && t.trim_start_matches("sm").trim_start_matches('_').chars().all(|c| c.is_ascii_alphanumeric()) && t.len() > 2)
-}
-
 /// One kernel source: its name parts and the kernels it defines.
 #[derive(Debug, Clone)]
 struct KFile {
@@ -384,24 +362,11 @@ impl ProvenanceIndex {
         let mut kfiles = Vec::new();
         for path in files_under(&opts.root, &opts.kernel_roots, &opts.source_exts, opts.max_file_bytes) {
             let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
-            let parts: Vec<&str> = file_name.split('.').collect();
-            // name.ext or name.tag.ext
-            let (stem, tag) = match parts.len() {
-                0 | 1 => continue,
-                2 => (parts[0].to_string(), None),
-                _ => (parts[0].to_string(), Some(parts[1..parts.len() - 1].join("."))),
+            let Some(t) = katlas_arch::FileTag::parse(&file_name) else {
+                continue;
             };
-            let (tag_arch, tag_rest) = match &tag {
-                Some(t) => {
-                    let (first, rest) = t.split_once('.').map(|(a, b)| (a, Some(b.to_string()))).unwrap_or((t.as_str(), None));
-                    if looks_like_arch_tag(first) {
-                        (Some(first.to_string()), rest)
-                    } else {
-                        (None, None)
-                    }
-                }
-                None => (None, None),
-            };
+            let own = |s: Option<&str>| s.map(str::to_string);
+            let (stem, tag, tag_arch, tag_rest) = (t.name.to_string(), own(t.tag), own(t.arch), own(t.rest));
             let bytes = std::fs::read(&path).unwrap_or_default();
             stats.reads += 1;
             let text = String::from_utf8_lossy(&bytes);
@@ -518,11 +483,13 @@ impl ProvenanceIndex {
             let mut score = 0.0;
             // A selector that loads this very file on the arch.
             let choice = active.iter().find_map(|s| s.choices().iter().position(|(_, file)| *file == f.file_name || *file == f.rel).map(|pos| (*s, pos)));
-            let (tag_kind, tag_ok) = match (&f.tag, &f.tag_arch) {
-                (None, _) | (Some(_), None) => ("base", true),
-                (Some(_), Some(t)) if arch == Some(t.as_str()) => ("chip", true),
-                (Some(_), Some(t)) if opts.families.iter().any(|x| x == t) => ("family", true),
-                _ => ("other-arch", false),
+            let (tag_kind, tag_ok) = match f.tag_arch.as_deref() {
+                None => ("base", true),
+                Some(t) => match arch.and_then(|a| katlas_arch::tag_reach(t, a, &opts.families)) {
+                    Some(katlas_arch::TagKind::Chip) => ("chip", true),
+                    Some(_) => ("family", true),
+                    None => ("other-arch", false),
+                },
             };
             if !tag_ok && choice.is_none() {
                 continue; // built for another chip or family

@@ -19,11 +19,10 @@ pub const SOURCES: &[(&str, &str)] = &[
 pub const HEADERS: &[(&str, &str)] =
     &[("lab_cuda.h", include_str!("../../../lab/kernels/lab_cuda.h")), ("hfq4_common.h", include_str!("../../../lab/kernels/hfq4_common.h"))];
 
-/// The arch a source file is tagged for (`name.sm_90.cu` → `sm_90`), if any.
+/// The arch a source file is tagged for (`name.sm_90.cu` → `sm_90`), if any (katlas-arch's
+/// tag convention, the one build and provenance read).
 pub fn file_arch(file: &str) -> Option<&str> {
-    let stem = file.strip_suffix(".cu")?;
-    let (_, tag) = stem.rsplit_once('.')?;
-    tag.starts_with("sm_").then_some(tag)
+    file.ends_with(".cu").then(|| katlas_arch::FileTag::parse(file)).flatten()?.arch
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
