@@ -5,35 +5,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn katlas(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_katlas"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("KATLAS_CONFIG_DIR", dir.join(".katlas/test-user-config"))
-        .env_remove("KATLAS_ARCH")
-        .output()
-        .expect("katlas runs")
-}
-
-fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "exit {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).to_string()
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_str(&ok(o)).expect("json output")
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn fixture(rel: &str) -> PathBuf {
-    let p = repo().join("fixtures").join(rel);
-    assert!(p.exists(), "fixture {} is required (repository fixtures/)", p.display());
-    p
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{fixture, json, katlas, ok, repo};
 
 fn isa_fixture() -> PathBuf {
     let p = repo().join("crates/katlas-isa/tests/fixtures/kernels.gfx1201.hsaco");
@@ -120,9 +94,12 @@ fn fit_h200_torch_trace_runs_with_the_h200() {
     let v = json(&katlas(d.path(), &["fit", "--parse", "torch-trace", tr.to_str().unwrap(), "--product", "NVIDIA H200", "--format", "json"]));
     assert_eq!(v["header"]["product"], "NVIDIA H200");
     assert!(!v["kernels"].as_array().unwrap().is_empty());
-    // A trace has times but no bytes: the view says so instead of inventing a bandwidth.
-    let missing = v["evidence"]["missing"].to_string();
-    assert!(missing.contains("bytes moved"), "{missing}");
+    // The trace recorded shapes: the GEMVs' bytes come from them, labelled so (issue 17.2).
+    let top = &v["kernels"][0];
+    assert_eq!(top["throughput"]["bw_source"], "from shapes", "{top}");
+    assert!(top["throughput"]["bw_pct_of_peak"].as_f64().is_some_and(|p| p > 1.0 && p < 100.0), "{top}");
+    // The phase's timeline leads.
+    assert_eq!(v["likely_limit"][0]["rule"], "host_bound");
 }
 
 #[test]
@@ -360,6 +337,26 @@ fn project_rules_override_and_corpus_ids() {
     // --index picks among a file's rows.
     let v = json(&katlas(p, &["fit", "rows.jsonl", "--index", "2", "--format", "json"]));
     assert_eq!(v["header"]["phase"], "decode_dflash");
+}
+
+#[test]
+fn project_rules_add_and_disable_by_id() {
+    let d = project();
+    let p = d.path();
+    let rules = "disable = [\"amdahl\"]\n\n[[rule]]\nid = \"local_stop\"\nkind = \"stop\"\nwhen = [\"share_pct < 5\"]\ntext = \"{kernel}: below the project's 5% floor\"\nsource = \"project\"\n";
+    std::fs::create_dir_all(p.join(".katlas/rules")).unwrap();
+    std::fs::write(p.join(".katlas/rules/fit.toml"), rules).unwrap();
+    let v = json(&katlas(p, &["fit", "rows.jsonl", "--phase", "decode_ar", "--format", "json"]));
+    let stops: Vec<&str> = v["stops"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap()).collect();
+    assert!(stops.contains(&"local_stop"), "the project's rule fires: {stops:?}");
+    assert!(!stops.contains(&"amdahl"), "the disabled rule does not: {stops:?}");
+    assert!(v["likely_limit"][0]["rule"].as_str().is_some_and(|r| !r.is_empty()), "built-in limit rules still apply: {}", v["likely_limit"]);
+    // An id the built-in file does not have is an error naming the project file and line.
+    std::fs::write(p.join(".katlas/rules/fit.toml"), "# local\ndisable = [\"amdhal\"]\n").unwrap();
+    let o = katlas(p, &["fit", "rows.jsonl", "--phase", "decode_ar"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("fit.toml:2") && err.contains("amdhal"), "{err}");
 }
 
 #[test]
