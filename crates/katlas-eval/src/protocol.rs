@@ -184,15 +184,24 @@ impl Outcome {
     }
 }
 
-/// Progress callback: (runs done, runs planned at most, message).
-pub type Progress<'a> = &'a dyn Fn(usize, usize, &str);
+/// What the progress callback hears about.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'e> {
+    /// A run is about to start: runs done, runs planned at most, which run.
+    Run { done: usize, planned: usize, what: &'e str },
+    /// A look was taken: its number (1-based), measured runs per side, each comparison's judgement.
+    Look { look: usize, runs_per_side: u32, judgements: &'e [Judgement] },
+}
+
+/// Progress callback.
+pub type Progress<'a> = &'a dyn Fn(Event<'_>);
 
 pub struct Runner<'a> {
     pub dir: PathBuf,
     pub eval_id: String,
     pub sides: &'a [Side],
     pub settings: &'a Settings,
-    /// Progress callback: (runs done, runs planned at most, message).
+    /// Progress callback (runs and looks).
     pub progress: Option<Progress<'a>>,
 }
 
@@ -300,7 +309,8 @@ impl Runner<'_> {
                         }
                     }
                     if let Some(cb) = self.progress {
-                        cb(i, plan.len(), &format!("{} {}", self.sides[p.side].name, if p.warmup { "warmup" } else { "run" }));
+                        let what = format!("{} {}", self.sides[p.side].name, if p.warmup { "warmup" } else { "run" });
+                        cb(Event::Run { done: i, planned: plan.len(), what: &what });
                     }
                     let x = self.run_one(p)?;
                     append_jsonl(&path, std::slice::from_ref(&x), Fsync::Batch)?;
@@ -344,6 +354,9 @@ impl Runner<'_> {
                 let js: Vec<Judgement> = (1..n).map(|k| judge_at(&values[0], &values[k], &s.plan, look, &lazy)).collect();
                 let at = look;
                 looks_taken += 1;
+                if let Some(cb) = self.progress {
+                    cb(Event::Look { look: looks_taken as usize, runs_per_side: measured.iter().copied().min().unwrap_or(0), judgements: &js });
+                }
                 look += 1;
                 let done = last_look || js.iter().all(|j| is_final(j.verdict));
                 judgements = js;

@@ -314,13 +314,32 @@ fn check_programs(sides: &[SideInput]) -> Result<(), CliError> {
     Ok(())
 }
 
-type ProgressBox = Box<dyn Fn(usize, usize, &str)>;
+type ProgressBox = Box<dyn Fn(katlas_eval::protocol::Event<'_>)>;
 
 /// On a terminal, a bar with elapsed time and an estimate of what is left (runs are
-/// planned to the budget; an adaptive eval that stops early finishes sooner).
-fn progress_fn() -> Option<ProgressBox> {
+/// planned to the budget; an adaptive eval that stops early finishes sooner). Without a
+/// terminal (CI, a pipe, a log file), one line per look: elapsed time, runs so far and the
+/// current interval, so a long eval shows it is alive without control characters.
+fn progress_fn(metric: &str, goal: Goal) -> Option<ProgressBox> {
+    use katlas_eval::protocol::Event;
     if !std::io::stderr().is_terminal() {
-        return None;
+        let start = std::time::Instant::now();
+        let (better, worse) = if Goal::infer(metric).is_some() { ("faster", "slower") } else { ("better", "worse") };
+        return Some(Box::new(move |ev| {
+            let Event::Look { look, runs_per_side, judgements } = ev else { return };
+            let parts: Vec<String> = judgements
+                .iter()
+                .map(|j| match &j.effect {
+                    Some(e) => {
+                        let [lo, hi] = katlas_eval::words::gain_interval(e, goal);
+                        let w = |x: f64| format!("{:+.1}%", x * 100.0);
+                        format!("gain {} ({:.1}% interval [{}, {}], + = {better}, - = {worse}) → {}", w(e.gain), e.ci_level * 100.0, w(lo), w(hi), j.verdict)
+                    }
+                    None => format!("no interval yet → {}", j.verdict),
+                })
+                .collect();
+            eprintln!("katlas eval: {:.1} s, look {look}, {runs_per_side} runs/side: {}", start.elapsed().as_secs_f64(), parts.join("; "));
+        }));
     }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
@@ -328,11 +347,12 @@ fn progress_fn() -> Option<ProgressBox> {
             .expect("valid template")
             .progress_chars("=> "),
     );
-    Some(Box::new(move |i, n, m| {
-        bar.set_length(n as u64);
-        bar.set_position(i as u64);
-        bar.set_message(m.to_string());
-        if i + 1 >= n {
+    Some(Box::new(move |ev| {
+        let Event::Run { done, planned, what } = ev else { return };
+        bar.set_length(planned as u64);
+        bar.set_position(done as u64);
+        bar.set_message(what.to_string());
+        if done + 1 >= planned {
             bar.finish_and_clear();
         }
     }))
@@ -581,9 +601,9 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         project_root: root,
         threshold_source: Some(band.source),
     };
-    let pf = progress_fn();
+    let pf = progress_fn(&metric, g);
     let report = run_eval(&spec, &cx(ctx)?, pf.as_deref()).map_err(map_err)?;
-    if pf.is_some() {
+    if pf.is_some() && std::io::stderr().is_terminal() {
         eprintln!();
     }
     print_report(&report, a.format.format, ctx.color, min_effect);
@@ -878,9 +898,9 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
         project_root: root,
         threshold_source: Some(band.source),
     };
-    let pf = progress_fn();
+    let pf = progress_fn(&metric, g);
     let report = run_eval(&spec, &cx(ctx)?, pf.as_deref()).map_err(map_err)?;
-    if pf.is_some() {
+    if pf.is_some() && std::io::stderr().is_terminal() {
         eprintln!();
     }
     if a.format.format == Format::Json {
