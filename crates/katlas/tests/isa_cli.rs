@@ -68,3 +68,59 @@ fn isa_scan_show_diff_and_export() {
     assert_eq!(g.status.code(), Some(2), "nothing readable is bad input");
     assert!(String::from_utf8_lossy(&g.stderr).contains("CCOB"), "{}", String::from_utf8_lossy(&g.stderr));
 }
+
+/// NVIDIA rows speak NVIDIA: registers/thread, shared memory, warps/SM; never AMD's VGPR, LDS
+/// or waves per SIMD (issue 16.5). Over our NVRTC cubins, the fatbin and the real H200 Triton
+/// cache, in text and markdown, for `isa scan` and `isa show` of every kernel, with the
+/// instruction mix (nvdisasm from the fixture cache) so its categories are checked too.
+#[test]
+fn nvidia_rows_use_nvidia_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let fx = fixtures();
+    let triton = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/h200/triton-cache");
+    let nvdisasm = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/fixtures/pypi/nvdisasm/nvidia/cu13/bin");
+    assert!(nvdisasm.join("nvdisasm").is_file(), "nvdisasm missing under {}: run scripts/fetch-fixtures", nvdisasm.display());
+    let path = format!("{}:{}", nvdisasm.display(), std::env::var("PATH").unwrap_or_default());
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_katlas")).args(args).current_dir(d).env("NO_COLOR", "1").env("PATH", &path).output().expect("run katlas");
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let amd_words = |text: &str, what: &str| {
+        for line in text.lines() {
+            let l = line.to_ascii_lowercase();
+            // words, not substrings ("value" is no `valu`); `lds_bytes` counts as `lds`
+            for t in l.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|t| !t.is_empty()) {
+                for w in ["vgpr", "sgpr", "agpr", "lds", "simd", "wave", "waves", "vmem", "valu", "salu"] {
+                    assert!(t != w && !t.starts_with(&format!("{w}_")), "{what}: AMD word `{w}` in an NVIDIA line:\n{line}");
+                }
+            }
+        }
+    };
+    let m = d.join("m.json");
+    let inputs: Vec<PathBuf> =
+        ["kernels.sm_80.cubin", "kernels.sm_90.cubin", "kernels.sm_90a.cubin", "kernels.fatbin"].iter().map(|f| fx.join(f)).chain([triton]).collect();
+    let mut args: Vec<&str> = vec!["isa", "scan", "--disasm", "auto", "--no-cache", "--output", m.to_str().unwrap()];
+    args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    let mut shown = 0;
+    for fmt in ["text", "markdown"] {
+        let mut a = args.clone();
+        a.extend(["--format", fmt]);
+        let text = run(&a);
+        assert!(text.contains("registers/thread") && text.contains("warps/SM"), "{fmt} scan:\n{text}");
+        assert!(text.contains("98304") && text.contains("triton 8 warps"), "the Triton matmul's dynamic shared memory and block:\n{text}");
+        amd_words(&text, &format!("isa scan --format {fmt}"));
+        let manifest: Value = serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+        for o in manifest["objects"].as_array().unwrap() {
+            for k in o["kernels"].as_array().unwrap() {
+                let name = k["name"].as_str().unwrap();
+                let show = run(&["isa", "show", name, "--manifest", m.to_str().unwrap(), "--arch", o["arch"].as_str().unwrap(), "--format", fmt]);
+                assert!(show.contains("registers/thread") && show.contains("shared memory static"), "{show}");
+                amd_words(&show, &format!("isa show {name} --format {fmt}"));
+                shown += 1;
+            }
+        }
+    }
+    assert!(shown >= 2 * 14, "{shown} kernels shown");
+}

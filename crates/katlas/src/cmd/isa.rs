@@ -2,7 +2,7 @@
 
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{fmt_opt, print_json, table, Format, FormatArg};
-use katlas_isa::manifest::{CodeObject, IsaManifest, Kernel};
+use katlas_isa::manifest::{CodeObject, IsaManifest, Kernel, Vendor};
 use katlas_isa::{DisasmMode, ScanFailure, ScanOptions};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -236,6 +236,110 @@ fn short(s: &str, n: usize) -> String {
     }
 }
 
+/// The tail of an object's chain: one kernel name in three objects is three rows that must
+/// say which object each is.
+fn object_label(o: &CodeObject) -> String {
+    let n = o.chain_text.chars().count();
+    if n <= 48 {
+        o.chain_text.clone()
+    } else {
+        "…".to_string() + &o.chain_text.chars().skip(n - 47).collect::<String>()
+    }
+}
+
+fn matrix_ops(k: &Kernel) -> String {
+    k.mix.as_ref().map(|m| m.categories.get("matrix").copied().unwrap_or(0).to_string()).unwrap_or_else(|| "-".into())
+}
+
+/// NVIDIA in NVIDIA's words (registers/thread, shared memory, warps/SM), AMD in AMD's
+/// (VGPR/SGPR/AGPR, LDS, waves/SIMD): one table per vendor.
+fn print_kernel_tables(m: &IsaManifest, fmt: Format) {
+    let kernels = |v: Vendor| m.objects.iter().filter(move |o| o.vendor == v).flat_map(|o| o.kernels.iter().map(move |k| (o, k)));
+    if kernels(Vendor::Amd).next().is_some() {
+        let mut t = table(fmt, &["kernel", "object", "arch", "vgpr", "sgpr", "agpr", "spill v/s", "lds", "scratch", "wave", "matrix ops", "occupancy"]);
+        for (o, k) in kernels(Vendor::Amd) {
+            let r = &k.resources;
+            t.add_row(vec![
+                short(k.demangled.as_deref().unwrap_or(&k.name), 50),
+                object_label(o),
+                o.arch.clone(),
+                fmt_opt(&r.vgpr),
+                fmt_opt(&r.sgpr),
+                fmt_opt(&r.agpr),
+                spills(k),
+                fmt_opt(&r.lds_bytes),
+                fmt_opt(&r.scratch_bytes),
+                fmt_opt(&r.wave_size),
+                matrix_ops(k),
+                occ(k),
+            ]);
+        }
+        println!("{t}");
+    }
+    if kernels(Vendor::Nvidia).next().is_some() {
+        let mut t = table(
+            fmt,
+            &[
+                "kernel",
+                "object",
+                "arch",
+                "registers/thread",
+                "shared static B",
+                "shared dynamic B",
+                "shared reserved B",
+                "stack B",
+                "block",
+                "matrix ops",
+                "occupancy",
+            ],
+        );
+        for (o, k) in kernels(Vendor::Nvidia) {
+            let n = k.nvidia.clone().unwrap_or_default();
+            t.add_row(vec![
+                short(k.demangled.as_deref().unwrap_or(&k.name), 50),
+                object_label(o),
+                o.arch.clone(),
+                fmt_opt(&n.regcount),
+                n.shared_static_bytes.saturating_sub(n.shared_reserved_bytes).to_string(),
+                k.triton.as_ref().map(|t| t.shared_dynamic_bytes.to_string()).unwrap_or_else(|| "-".into()),
+                n.shared_reserved_bytes.to_string(),
+                fmt_opt(&k.resources.scratch_bytes),
+                block(k),
+                matrix_ops(k),
+                occ(k),
+            ]);
+        }
+        println!("{t}");
+    }
+}
+
+/// The launch block when known (Triton's JSON, `__launch_bounds__`/reqntid), else `-`.
+fn block(k: &Kernel) -> String {
+    if let Some(t) = &k.triton {
+        return format!("{} (triton {} warps{})", t.block_size, t.num_warps, t.num_stages.map(|s| format!(", {s} stages")).unwrap_or_default());
+    }
+    match (k.resources.reqd_workgroup_size, k.resources.max_workgroup_size) {
+        (Some(r), _) => format!("{}x{}x{}", r[0], r[1], r[2]),
+        (None, Some(m)) => format!("≤{m}"),
+        _ => "-".into(),
+    }
+}
+
+/// The instruction-mix categories of SASS in NVIDIA's words (the manifest keeps one set of
+/// category keys for both vendors).
+fn sass_word(category: &str) -> &str {
+    match category {
+        "vmem_load" => "global/local load",
+        "vmem_store" => "global/local store",
+        "smem" => "constant load",
+        "lds" => "shared memory",
+        "valu" => "alu",
+        "salu" => "uniform alu",
+        "wait" => "barrier/wait",
+        c => c,
+    }
+}
+
 fn print_scan_text(m: &IsaManifest, fmt: Format, manifest: Option<&Path>, export: Option<&Path>) {
     let s = &m.summary;
     println!(
@@ -262,25 +366,7 @@ fn print_scan_text(m: &IsaManifest, fmt: Format, manifest: Option<&Path>, export
         println!("… {} more objects (--format json for all)", m.objects.len() - 200);
     }
     if s.kernels <= 100 {
-        let mut t = table(fmt, &["kernel", "arch", "vgpr", "sgpr", "agpr", "spill v/s", "lds", "scratch", "wave", "occupancy"]);
-        for o in &m.objects {
-            for k in &o.kernels {
-                let r = &k.resources;
-                t.add_row(vec![
-                    short(k.demangled.as_deref().unwrap_or(&k.name), 50),
-                    o.arch.clone(),
-                    fmt_opt(&r.vgpr),
-                    fmt_opt(&r.sgpr),
-                    fmt_opt(&r.agpr),
-                    spills(k),
-                    fmt_opt(&r.lds_bytes),
-                    fmt_opt(&r.scratch_bytes),
-                    fmt_opt(&r.wave_size),
-                    occ(k),
-                ]);
-            }
-        }
-        println!("{t}");
+        print_kernel_tables(m, fmt);
     }
     for e in m.errors.iter().take(20) {
         eprintln!("error: {}: {}: {}", e.path, e.chain, e.message);
@@ -358,11 +444,15 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         println!("{}  [{}]", k.demangled.as_deref().unwrap_or(&k.name), o.target);
         println!("  object: {}", o.chain_text);
         println!("  symbol: {}", k.symbol);
-        let r = serde_json::to_value(&k.resources).unwrap_or_default();
         let mut t = table(a.format.format, &["resource", "value"]);
-        if let Some(map) = r.as_object() {
-            for (key, v) in map {
-                t.add_row(vec![key.clone(), v.to_string()]);
+        if let Some(n) = &k.nvidia {
+            nvidia_rows(&mut t, k, n);
+        } else {
+            let r = serde_json::to_value(&k.resources).unwrap_or_default();
+            if let Some(map) = r.as_object() {
+                for (key, v) in map {
+                    t.add_row(vec![key.clone(), v.to_string()]);
+                }
             }
         }
         if let Some(kd) = k.amd.as_ref().and_then(|x| x.descriptor.as_ref()) {
@@ -370,10 +460,6 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
             t.add_row(vec!["kd.sgpr_alloc".into(), fmt_opt(&kd.sgpr_alloc)]);
             t.add_row(vec!["kd.wave32".into(), kd.wave32.to_string()]);
             t.add_row(vec!["kd.enable_private_segment".into(), kd.enable_private_segment.to_string()]);
-        }
-        if let Some(n) = &k.nvidia {
-            t.add_row(vec!["shared_reserved_bytes".into(), n.shared_reserved_bytes.to_string()]);
-            t.add_row(vec!["constant0_bytes".into(), n.constant0_bytes.to_string()]);
         }
         t.add_row(vec!["occupancy".into(), occ(k)]);
         println!("{t}");
@@ -383,7 +469,8 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
             }
         }
         if let Some(mix) = &k.mix {
-            let cats: Vec<String> = mix.categories.iter().map(|(c, n)| format!("{c}={n}")).collect();
+            let nv = o.vendor == Vendor::Nvidia;
+            let cats: Vec<String> = mix.categories.iter().map(|(c, n)| format!("{}={n}", if nv { sass_word(c) } else { c })).collect();
             println!("  mix ({} instructions): {}", mix.total, cats.join(" "));
         }
         if let Some(n) = &k.occupancy_note {
@@ -391,6 +478,53 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn nvidia_rows(t: &mut crate::output::SafeTable, k: &Kernel, n: &katlas_isa::manifest::NvKernel) {
+    let r = &k.resources;
+    let mut row = |key: &str, v: String| t.add_row(vec![key.to_string(), v]);
+    let src = match n.regcount_source.as_deref() {
+        Some(katlas_isa::nv::cubin::REGCOUNT_FROM_SECTION) => " (from the .text section header)",
+        _ => "",
+    };
+    row("registers/thread", format!("{}{src}", fmt_opt(&n.regcount)));
+    row("shared memory static", format!("{} B", n.shared_static_bytes.saturating_sub(n.shared_reserved_bytes)));
+    row(
+        "shared memory dynamic",
+        k.triton.as_ref().map(|t| format!("{} B (Triton launch)", t.shared_dynamic_bytes)).unwrap_or_else(|| "set at launch (unknown here)".into()),
+    );
+    row("shared memory reserved", format!("{} B", n.shared_reserved_bytes));
+    row("stack (local memory)", format!("{} B", r.scratch_bytes.unwrap_or(0)));
+    if n.local_bytes > 0 {
+        row("local memory section", format!("{} B", n.local_bytes));
+    }
+    if let (Some(st), Some(ld)) = (r.spill_store_bytes, r.spill_load_bytes) {
+        row("spill stores/loads", format!("{st} B / {ld} B"));
+    }
+    row("warp size", "32".into());
+    row("block", block(k));
+    if let Some(m) = r.max_workgroup_size {
+        row("max threads/block", m.to_string());
+    }
+    if let Some(b) = r.barriers {
+        row("barriers", b.to_string());
+    }
+    row("parameter bytes", fmt_opt(&r.kernarg_bytes));
+    row("constant bank 0", format!("{} B", n.constant0_bytes));
+    if let Some(tr) = &k.triton {
+        row("triton kernel", format!("{}{}", tr.name, tr.source.as_deref().map(|s| format!(" at {s}")).unwrap_or_default()));
+        row(
+            "triton config",
+            format!(
+                "num_warps {} num_stages {} num_ctas {} target {} (Triton {})",
+                tr.num_warps,
+                fmt_opt(&tr.num_stages),
+                fmt_opt(&tr.num_ctas),
+                tr.arch.as_deref().unwrap_or("-"),
+                tr.triton_version.as_deref().unwrap_or("-")
+            ),
+        );
+    }
 }
 
 fn load_or_scan(p: &Path) -> Result<IsaManifest, CliError> {
