@@ -4,6 +4,7 @@
 //! rebuilt from them.
 
 pub mod compare;
+pub mod export;
 pub mod extract;
 pub mod index;
 pub mod lean;

@@ -92,6 +92,8 @@ enum Command {
     Query(cmd::query::QueryArgs),
     /// A metric's history by commit, day or host, with the change points in it and where they entered.
     Trend(cmd::trend::TrendArgs),
+    /// A table of the query index as CSV or Parquet (rows, kernels, ledger, samples …).
+    Export(cmd::export::ExportArgs),
     /// Review and trust the commands a repository's files would run (by content digest, like direnv's allow).
     Trust(cmd::trust::TrustArgs),
 }
@@ -145,6 +147,7 @@ fn main() -> ExitCode {
         Command::Index(c) => cmd::query::run_index(c, &ctx),
         Command::Query(a) => cmd::query::run_query(a, &ctx),
         Command::Trend(a) => cmd::trend::run_trend(a, &ctx),
+        Command::Export(a) => cmd::export::run(a, &ctx),
     };
     match result {
         Ok(code) => code,

@@ -219,3 +219,17 @@ fn compare_and_pareto_over_groups_of_rows() {
     assert_eq!(q8["front"], q8["x"].as_f64() > asym["x"].as_f64(), "q8 is on the front only if it is faster: {j}");
     assert_eq!(katlas(p, &["corpus", "pareto", "gen_tok_s", "vram_bytes"]).status.code(), Some(2), "direction of vram_bytes unknown");
 }
+
+#[test]
+fn export_writes_csv_and_parquet_of_a_table() {
+    let d = imported();
+    let p = d.path();
+    let csv = stdout(&ok(katlas(p, &["export", "--format", "csv", "--table", "kernels", "--out", "-"])));
+    let q = stdout(&ok(katlas(p, &["query", "SELECT * FROM kernels ORDER BY row_id, idx", "--format", "csv"])));
+    assert_eq!(csv.lines().count(), q.lines().count());
+    assert!(csv.starts_with("row_id,idx,name,demangled,calls,total_us"), "{csv}");
+    ok(katlas(p, &["export", "--format", "parquet", "--table", "rows", "--out", "rows.parquet"]));
+    let b = std::fs::read(p.join("rows.parquet")).unwrap();
+    assert!(b.starts_with(b"PAR1") && b.ends_with(b"PAR1"), "a Parquet file");
+    assert_eq!(katlas(p, &["export", "--format", "csv", "--table", "sources", "--out", "-"]).status.code(), Some(2));
+}

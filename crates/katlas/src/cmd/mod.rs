@@ -5,6 +5,7 @@ pub mod check_numeric;
 pub mod collect;
 pub mod corpus;
 pub mod eval;
+pub mod export;
 pub mod fit;
 pub mod gate;
 pub mod identity;
