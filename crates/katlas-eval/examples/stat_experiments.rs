@@ -16,7 +16,8 @@ fn main() {
     println!();
     println!("| noise | plan | A/A calls (band 1% / 0%) | A/A runs | 3%: found, no_change, runs | 5% | 10% | mean runs 3/5/10% | vs fixed 10 |");
     println!("|---|---|---|---|---|---|---|---|---|");
-    let noises: Vec<(&str, Box<dyn Fn(f64) -> Scenario>)> = vec![
+    type Noise = Box<dyn Fn(f64) -> Scenario>;
+    let noises: Vec<(&str, Noise)> = vec![
         ("CV 1%", Box::new(|e| Scenario::new(e, 0.01))),
         ("CV 2%", Box::new(|e| Scenario::new(e, 0.02))),
         ("CV 3%", Box::new(|e| Scenario::new(e, 0.03))),
