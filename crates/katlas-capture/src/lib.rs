@@ -148,24 +148,36 @@ fn initialize() -> Result<(), String> {
         let mut sub: *mut c_void = std::ptr::null_mut();
         // Prefer the subscription that leaves room for the workload's own profiler; CUPTI before
         // 12.6 has only the exclusive one.
-        let (r, how) = match cupti.get::<SubscribeV2>(b"cuptiSubscribe_v2\0") {
-            Ok(subscribe) => {
-                let mut old = [0u8; 256];
+        let mut attempts = Vec::new();
+        let mut r = u32::MAX;
+        let mut how = "shared";
+        if let Ok(subscribe) = cupti.get::<SubscribeV2>(b"cuptiSubscribe_v2\0") {
+            // Named first (the profiler then sees who holds CUPTI), then bare: CUPTI builds
+            // differ in which fields they accept.
+            let mut old = [0u8; 256];
+            for named in [true, false] {
                 let mut p = SubscriberParams {
                     struct_size: std::mem::size_of::<SubscriberParams>(),
-                    name: c"katlas-capture".as_ptr().cast(),
-                    old_name: old.as_mut_ptr(),
-                    old_name_size: old.len(),
+                    name: if named { c"katlas-capture".as_ptr().cast() } else { std::ptr::null() },
+                    old_name: if named { old.as_mut_ptr() } else { std::ptr::null_mut() },
+                    old_name_size: if named { old.len() } else { 0 },
                     allow_multiple: 1,
                     padding: [0; 7],
                 };
-                (subscribe(&mut sub, on_callback, std::ptr::null_mut(), &mut p), "shared")
+                r = subscribe(&mut sub, on_callback, std::ptr::null_mut(), &mut p);
+                attempts.push(format!("v2{}={r}", if named { "-named" } else { "" }));
+                if r == 0 {
+                    break;
+                }
             }
-            Err(_) => {
-                let subscribe: libloading::Symbol<Subscribe> = cupti.get(b"cuptiSubscribe\0").map_err(|e| e.to_string())?;
-                (subscribe(&mut sub, on_callback, std::ptr::null_mut()), "exclusive")
-            }
-        };
+        }
+        if r != 0 {
+            let subscribe: libloading::Symbol<Subscribe> = cupti.get(b"cuptiSubscribe\0").map_err(|e| e.to_string())?;
+            r = subscribe(&mut sub, on_callback, std::ptr::null_mut());
+            attempts.push(format!("v1={r}"));
+            how = "exclusive";
+        }
+        let how = if attempts.len() > 1 { format!("{how} ({})", attempts.join(" ")) } else { how.to_string() };
         if r != 0 {
             log_line(&dir, &format!(r#"{{"error":"cuptiSubscribe failed","code":{r},"subscription":"{how}"}}"#));
             return Err(format!("cuptiSubscribe: {r}"));

@@ -103,6 +103,9 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
     opts.progress = std::io::stderr().is_terminal();
     katlas_proc::install_interrupt_handler();
     let rep = collect(&ls, &opts).map_err(CliError::bad_input)?;
+    if args.capture_modules {
+        capture_report(&opts.layout.runs_dir(), &rep, args.profile);
+    }
     match args.format.format {
         Format::Json => print_json(&rep),
         f => {
@@ -155,4 +158,32 @@ fn capture_lib() -> Result<PathBuf, CliError> {
         )));
     }
     Ok(lib)
+}
+
+/// One line per run on what the capture did: modules written, or why none were; and when it had
+/// to hold CUPTI alone while a profile was asked for, that the workload's own CUPTI profiler
+/// (torch.profiler) may have recorded no kernels.
+fn capture_report(runs: &std::path::Path, rep: &katlas_collect::collect::CollectReport, profile: bool) {
+    let mut seen = std::collections::BTreeSet::new();
+    for r in &rep.rows {
+        if !seen.insert(r.run_id.clone()) {
+            continue;
+        }
+        let log = std::fs::read_to_string(runs.join(&r.run_id).join("modules/modules.jsonl")).unwrap_or_default();
+        let modules = log.lines().filter(|l| l.contains("\"module_id\"")).count();
+        let error = log.lines().find(|l| l.contains("\"error\""));
+        match (modules, error) {
+            (_, Some(e)) => eprintln!("katlas: run {}: module capture failed: {}", r.run_id, crate::output::printable(e)),
+            (0, None) => {
+                eprintln!("katlas: run {}: no module was captured (the workload loaded no CUDA code, or the driver never read CUDA_INJECTION64_PATH)", r.run_id)
+            }
+            (n, None) => eprintln!("katlas: run {}: {n} module load(s) captured", r.run_id),
+        }
+        if profile && log.contains("exclusive") {
+            eprintln!(
+                "katlas: run {}: the capture holds CUPTI alone on this CUDA; a CUPTI profiler in the workload (torch.profiler) may have recorded no kernels: collect the profile without --capture-modules",
+                r.run_id
+            );
+        }
+    }
 }
