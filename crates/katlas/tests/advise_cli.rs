@@ -7,7 +7,20 @@ use std::process::{Command, Output};
 
 #[path = "support/cli.rs"]
 mod cli;
-use cli::{fixture, json, katlas, ok, repo};
+use cli::{fixture, json, ok, repo};
+
+/// Without `KATLAS_YES` and with a user config in the project: `katlas task` trusts the task it
+/// writes, and the task's eval command must then run as written.
+fn katlas(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_katlas"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("KATLAS_CONFIG_DIR", dir.join(".katlas/test-user-config"))
+        .env_remove("KATLAS_ARCH")
+        .output()
+        .expect("katlas runs")
+}
 
 fn isa_fixture() -> PathBuf {
     let p = repo().join("crates/katlas-isa/tests/fixtures/kernels.gfx1201.hsaco");

@@ -10,19 +10,11 @@ use katlas_model::row::KernelSample;
 use katlas_model::{Origin, Row};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn katlas(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_katlas"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("KATLAS_YES", "1")
-        .env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config")
-        .env_remove("KATLAS_ARCH")
-        .output()
-        .expect("katlas runs")
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::katlas;
 
 fn json(o: &Output) -> Value {
     assert!(o.status.success(), "exit {:?}\n{}\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));

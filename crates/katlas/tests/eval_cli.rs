@@ -2,7 +2,11 @@
 //! exit codes and the JSON contract.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
+
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{code, git, katlas, stdout_json};
 
 const KATLAS: &str = env!("CARGO_BIN_EXE_katlas");
 
@@ -12,26 +16,6 @@ fn project() -> tempfile::TempDir {
     d
 }
 
-fn katlas(dir: &Path, args: &[&str]) -> Output {
-    // Trust prompts are tested in untrusted_repo.rs.
-    Command::new(KATLAS)
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("KATLAS_YES", "1")
-        .env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config")
-        .output()
-        .unwrap()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)))
-}
-
 #[test]
 fn eval_verdicts_and_exit_codes() {
     let d = project();
@@ -39,7 +23,7 @@ fn eval_verdicts_and_exit_codes() {
     let base = ["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=120", "--metric", "tok_s", "-n", "4", "--telemetry", "false"];
     let o = katlas(p, &[&base[..], &["--format", "json"]].concat());
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
-    let r = json(&o);
+    let r = stdout_json(&o);
     assert_eq!(r["schema"], "katlas.eval.result.v1");
     assert_eq!(r["verdict"], "improved");
     assert_eq!(r["protocol"]["order"], "abba");
@@ -56,7 +40,7 @@ fn eval_verdicts_and_exit_codes() {
     // Every verdict is in the ledger, filterable.
     let o = katlas(p, &["ledger", "ls", "--verdict", "improved", "--format", "json"]);
     assert_eq!(code(&o), 0);
-    let entries = json(&o);
+    let entries = stdout_json(&o);
     assert_eq!(entries.as_array().unwrap().len(), 2);
     assert_eq!(entries[0]["schema"], "katlas.ledger.v1");
     assert_eq!(entries[0]["disposition"]["kind"], "promote");
@@ -76,7 +60,7 @@ fn aa_calibrates_the_noise_threshold() {
     let cmd = "n=$(cat c 2>/dev/null || echo 0); echo $((n+1)) > c; echo tok_s=$((100 + n % 3))";
     let o = katlas(p, &["eval", "--aa", "--command", cmd, "--metric", "tok_s", "-n", "6", "--telemetry", "false", "--format", "json"]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
-    assert_ne!(json(&o)["verdict"], "improved");
+    assert_ne!(stdout_json(&o)["verdict"], "improved");
     let noise: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join(".katlas/noise.json")).unwrap()).unwrap();
     let entry = noise.as_object().unwrap().values().next().unwrap();
     let t = entry["band"].as_f64().unwrap();
@@ -85,7 +69,7 @@ fn aa_calibrates_the_noise_threshold() {
     // The next eval of the same command uses the calibrated threshold.
     let o =
         katlas(p, &["eval", "--baseline", cmd, "--candidate", "echo tok_s=150", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json"]);
-    assert!((json(&o)["noise_threshold"].as_f64().unwrap() - t).abs() < 1e-12);
+    assert!((stdout_json(&o)["noise_threshold"].as_f64().unwrap() - t).abs() < 1e-12);
 }
 
 #[test]
@@ -112,7 +96,7 @@ fn env_variant_and_route_change() {
         ],
     );
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
-    let r = json(&o);
+    let r = stdout_json(&o);
     assert_eq!(r["verdict"], "improved");
     assert_eq!(r["sides"][1]["knobs"]["KV"], "10");
     let changes = r["route_changes"].as_array().unwrap();
@@ -133,7 +117,7 @@ fn gate_fails_closed_and_updates_upwards() {
         &["gate", "--arch", "gfx1100", "--command", "echo 4b_mq4_gen_tok_s=200", "-n", "3", "--key", "4b_mq4_gen_tok_s", "--update", "--format", "json"],
     );
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(json(&o)["passed"], true);
+    assert_eq!(stdout_json(&o)["passed"], true);
     let text = std::fs::read_to_string(dir.join("gfx1100.txt")).unwrap();
     assert!(text.contains("4b_mq4_gen_tok_s=200.0") && text.contains("#9b_mq4_pp128_prefill_tok_s=1190.0"), "{text}");
     let o = katlas(p, &["gate", "--arch", "gfx1100", "--command", "echo 4b_mq4_gen_tok_s=150", "-n", "3", "--key", "4b_mq4_gen_tok_s"]);
@@ -199,7 +183,7 @@ fn routes_fail_closed() {
         ],
     );
     assert_eq!(code(&o), 1);
-    assert_eq!(json(&o)["verdict"], "incorrect");
+    assert_eq!(stdout_json(&o)["verdict"], "incorrect");
 }
 
 #[test]
@@ -221,7 +205,7 @@ fn check_numeric_histograms() {
     assert_eq!(code(&katlas(p, &["check-numeric", "a.bin", "a.bin", "--dims", "16,32"])), 0);
     let o = katlas(p, &["check-numeric", "b.bin", "a.bin", "--dims", "16,32", "--format", "json"]);
     assert_eq!(code(&o), 1);
-    let r = json(&o);
+    let r = stdout_json(&o);
     assert_eq!(r["bad"], 16);
     assert_eq!(r["by_lane"][5], 16);
     assert_eq!(r["by_col"][5], 16);
@@ -244,7 +228,7 @@ fn eval_and_gate_sections_of_katlas_toml() {
         &["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=120", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json"],
     );
     assert_eq!(code(&o), 1, "20% is inside a 30% band: {}", String::from_utf8_lossy(&o.stderr));
-    let r = json(&o);
+    let r = stdout_json(&o);
     assert_eq!(r["verdict"], "no_change");
     assert_eq!(r["noise_threshold"], 0.3);
     assert_eq!(r["protocol"]["order"], "shuffle");
@@ -274,7 +258,7 @@ fn eval_and_gate_sections_of_katlas_toml() {
     std::fs::write(p.join("floors/gfx1100.txt"), "gen_tok_s=100\n").unwrap();
     let o = katlas(p, &["gate", "--arch", "gfx1100", "--format", "json"]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(json(&o)["checks"][0]["n"], 2);
+    assert_eq!(stdout_json(&o)["checks"][0]["n"], 2);
     std::fs::write(p.join("katlas.toml"), "[eval]\nthreshhold = 0.3\n").unwrap();
     let o = katlas(p, &["eval", "--baseline", "echo tok_s=1", "--candidate", "echo tok_s=1", "--metric", "tok_s"]);
     assert_eq!(code(&o), 2);
@@ -318,12 +302,6 @@ fn killed_eval_resumes() {
     assert_eq!(samples(), 14, "the resumed eval ran only the missing samples");
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("git").args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]).args(args).current_dir(dir).output().unwrap();
-    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
 #[test]
 fn task_eval_builds_the_baseline_ref_in_a_worktree() {
     let d = project();
@@ -354,7 +332,7 @@ fn task_eval_builds_the_baseline_ref_in_a_worktree() {
     std::fs::write(p.join("kernels/speed.in"), "120\n").unwrap();
     let o = katlas(p, &["eval", "t1", "-n", "3", "--telemetry", "false", "--format", "json"]);
     assert_eq!(code(&o), 0, "{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    let r = json(&o);
+    let r = stdout_json(&o);
     assert_eq!(r["verdict"], "improved");
     assert_eq!(r["task_id"], "t1");
     assert_eq!(r["sides"][0]["git_ref"], base.as_str());
@@ -362,14 +340,14 @@ fn task_eval_builds_the_baseline_ref_in_a_worktree() {
     assert!(p.join(".katlas/tasks/t1/evals/1/result.json").exists());
     assert_eq!(git(p, &["stash", "list"]), "", "no stash touched");
     assert!(git(p, &["status", "--porcelain"]).contains("kernels/speed.in"), "the user's edit is still there");
-    let e = json(&katlas(p, &["ledger", "ls", "--task", "t1", "--lever", "multirow_gemv", "--format", "json"]));
+    let e = stdout_json(&katlas(p, &["ledger", "ls", "--task", "t1", "--lever", "multirow_gemv", "--format", "json"]));
     assert_eq!(e[0]["arch"], "gfx1100");
     assert_eq!(e[0]["hypothesis"], "faster gemv");
     // An edit outside the allowed files is invalid, naming the file.
     std::fs::write(p.join("bench.sh"), "#!/bin/sh\necho tok_s=$(cat speed.txt)\n# tuned\n").unwrap();
     let o = katlas(p, &["eval", "t1", "-n", "3", "--telemetry", "false", "--format", "json"]);
     assert_eq!(code(&o), 1);
-    let r = json(&o);
+    let r = stdout_json(&o);
     assert_eq!(r["verdict"], "invalid");
     assert!(r["reasons"][0].as_str().unwrap().contains("bench.sh"), "{r}");
     assert!(p.join(".katlas/tasks/t1/evals/2/result.json").exists());

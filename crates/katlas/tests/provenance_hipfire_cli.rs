@@ -5,7 +5,11 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+#[path = "support/cli.rs"]
+mod cli;
+use cli::katlas;
 
 fn tree() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hipfire-tree").canonicalize().unwrap()
@@ -30,17 +34,6 @@ fn project() -> tempfile::TempDir {
     }
     std::fs::write(d.path().join("katlas.toml"), "[project]\npreset = \"hipfire\"\nkernel_roots = [\"kernels/src\"]\ndispatch_roots = [\"crates\"]\n").unwrap();
     d
-}
-
-fn katlas(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_katlas"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("KATLAS_YES", "1")
-        .env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config")
-        .output()
-        .expect("run katlas")
 }
 
 fn out(o: &Output) -> String {

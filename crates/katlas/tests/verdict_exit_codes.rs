@@ -3,21 +3,13 @@
 //! gates that know which way is better (issue 14, items 2 and 3).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
+
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{git, katlas};
 
 const KATLAS: &str = env!("CARGO_BIN_EXE_katlas");
-
-fn katlas(dir: &Path, args: &[&str]) -> Output {
-    // Trust prompts are tested in untrusted_repo.rs.
-    Command::new(KATLAS)
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("KATLAS_YES", "1")
-        .env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config")
-        .output()
-        .unwrap()
-}
 
 fn verdict_and_code(dir: &Path, args: &[&str]) -> (String, i32) {
     let mut a = vec!["eval"];
@@ -67,12 +59,6 @@ fn every_eval_verdict_has_its_exit_code() {
     let (v, c) =
         verdict_and_code(p, &["--baseline", "echo tok_s=100", "--candidate", "echo tok_s=70", "--metric", "tok_s", "-n", "4", "--expect", "regressed"]);
     assert_eq!((v.as_str(), c), ("regressed", 0));
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("git").args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]).args(args).current_dir(dir).output().unwrap();
-    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
 #[test]
