@@ -7,6 +7,11 @@ use crate::suggest::SuggestionQueue;
 use katlas_model::text::printable;
 use std::fmt::Write;
 
+/// The view is of NVIDIA code: its words are warps, shared memory and registers/thread.
+fn nvidia(v: &FitView) -> bool {
+    v.header.arch.as_deref().is_some_and(|a| a.starts_with("sm_"))
+}
+
 fn opt(v: Option<f64>, d: usize) -> String {
     v.map(|x| fmt_num(x, Some(d))).unwrap_or_else(|| "-".into())
 }
@@ -74,7 +79,7 @@ fn finding_line(f: &Finding) -> String {
     format!("{} [rule {}: {}; {}]", f.text, f.rule, f.when.join(" & "), nums.join(", "))
 }
 
-fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize) {
+fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize, nv: bool) {
     // ISA-only kernels of several arches share names: say which object each is.
     let title = match (&k.isa, k.calls) {
         (Some(i), None) => format!("{} [{}]", printable(&k.name), i.arch),
@@ -117,15 +122,19 @@ fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize) {
         );
     }
     if let Some(l) = &k.launch {
+        // NVIDIA's units are warps on an SM's four sub-partitions (ncu's "waves per SM" is a
+        // different count: blocks over resident blocks), AMD's are waves on SIMDs.
+        let (unit, on) = if nv { ("warps", "SM sub-partitions") } else { ("waves", "SIMDs") };
         d.kv(
             "launch",
             format!(
-                "grid {:?} block {:?}: {} waves on {} SIMDs = {} per SIMD",
+                "grid {:?} block {:?}: {} {unit} on {} {on} = {} per {}",
                 l.grid,
                 l.block,
                 fmt_num(l.waves, Some(0)),
                 fmt_num(l.simds, Some(0)),
-                fmt_num(l.waves_per_simd, Some(2))
+                fmt_num(l.waves_per_simd, Some(2)),
+                if nv { "sub-partition" } else { "SIMD" }
             ),
         );
     }
@@ -146,7 +155,7 @@ fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize) {
         Some(i) => {
             d.kv("isa match", format!("{} ({}) in {}", i.kernel, i.how, i.object));
             // NVIDIA reports one register count per thread; VGPR/SGPR/AGPR are AMD's files.
-            let regs = if i.arch.starts_with("sm_") {
+            let regs = if nv || i.arch.starts_with("sm_") {
                 format!("{}/thread  spill bytes {}  stack {} B", opt_u(i.vgpr), opt(i.spills, 0), opt_u(i.scratch_bytes))
             } else {
                 format!(
@@ -159,7 +168,11 @@ fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize) {
                 )
             };
             d.kv("registers", regs);
-            d.kv("LDS/shared", format!("{} B   wave size {}", opt_u(i.lds_bytes), opt_u(i.wave_size)));
+            if nv || i.arch.starts_with("sm_") {
+                d.kv("shared memory", format!("{} B per block   warp size {}", opt_u(i.lds_bytes), opt_u(i.wave_size)));
+            } else {
+                d.kv("LDS", format!("{} B per workgroup   wave size {}", opt_u(i.lds_bytes), opt_u(i.wave_size)));
+            }
         }
         None => d.kv("isa", "no ISA kernel matched"),
     }
@@ -261,7 +274,7 @@ fn fit_doc(v: &FitView, md: bool) -> String {
     d.h("Hot kernels");
     let width = 20;
     for k in &v.kernels {
-        kernel_block(&mut d, k, width);
+        kernel_block(&mut d, k, width, nvidia(v));
     }
 
     if let Some(q) = &v.quant {
@@ -384,7 +397,7 @@ fn timeline_line(v: &FitView) -> Option<String> {
     Some(s)
 }
 
-fn kernel_row(d: &mut Doc, k: &KernelFit) {
+fn kernel_row(d: &mut Doc, k: &KernelFit, nv: bool) {
     let t = &k.throughput;
     let bw = match (t.bw_gbps, t.bw_pct_of_peak) {
         (Some(b), Some(p)) => format!("{} GB/s = {}% of peak ({})", fmt_num(b, Some(1)), fmt_num(p, Some(1)), t.bw_source.as_deref().unwrap_or("-")),
@@ -403,12 +416,27 @@ fn kernel_row(d: &mut Doc, k: &KernelFit) {
     };
     d.item(format!("{time}{title}{op}: {bw}{occ}"));
     if let Some(i) = &k.isa {
-        let regs = if i.arch.starts_with("sm_") {
-            format!("{} registers/thread  spill bytes {}", opt_u(i.vgpr), opt(i.spills, 0))
+        let line = if nv || i.arch.starts_with("sm_") {
+            format!(
+                "{} registers/thread  spill bytes {}  shared memory {} B  warp {} ({} match)",
+                opt_u(i.vgpr),
+                opt(i.spills, 0),
+                opt_u(i.lds_bytes),
+                opt_u(i.wave_size),
+                i.how
+            )
         } else {
-            format!("VGPR {}  SGPR {}  AGPR {}  spills {}", opt_u(i.vgpr), opt_u(i.sgpr), opt_u(i.agpr), opt(i.spills, 0))
+            format!(
+                "VGPR {}  SGPR {}  AGPR {}  spills {}  LDS {} B  wave {} ({} match)",
+                opt_u(i.vgpr),
+                opt_u(i.sgpr),
+                opt_u(i.agpr),
+                opt(i.spills, 0),
+                opt_u(i.lds_bytes),
+                opt_u(i.wave_size),
+                i.how
+            )
         };
-        let line = format!("{regs}  LDS/shared {} B  wave {} ({} match)", opt_u(i.lds_bytes), opt_u(i.wave_size), i.how);
         if d.md {
             d.line(format!("  - {line}"));
         } else {
@@ -499,7 +527,7 @@ fn fit_brief(v: &FitView, md: bool) -> String {
 
     d.h("Hot kernels");
     for k in &v.kernels {
-        kernel_row(&mut d, k);
+        kernel_row(&mut d, k, nvidia(v));
     }
     if let Some(q) = &v.quant {
         d.kv("quant", format!("{} ({} bits/weight): {}", q.label, fmt_num(q.bits_per_weight, None), q.fit_question));
@@ -537,7 +565,8 @@ pub fn fit_html(v: &FitView) -> String {
     );
     let _ = writeln!(
         o,
-        "<table><tr><th>kernel</th><th>share</th><th>calls</th><th>avg us</th><th>% of peak bw</th><th>occupancy</th><th>VGPR</th><th>spills</th></tr>"
+        "<table><tr><th>kernel</th><th>share</th><th>calls</th><th>avg us</th><th>% of peak bw</th><th>occupancy</th><th>{}</th><th>spills</th></tr>",
+        if nvidia(v) { "registers/thread" } else { "VGPR" }
     );
     for k in &v.kernels {
         let pct = k.throughput.bw_pct_of_peak;

@@ -83,3 +83,21 @@ fn an_nvjet_kernel_without_isa_says_why() {
     assert_eq!(n.iter().filter(|l| l.contains(": no ISA:")).count(), 1, "{n:?}");
     drop(run);
 }
+
+#[test]
+fn nvidia_kernels_are_read_in_nvidia_words() {
+    let (d, run) = project(&["matmul_kernel"]);
+    std::fs::create_dir_all(run.join("modules")).unwrap();
+    std::fs::copy(triton_cubin(), run.join("modules/0123456789abcdef.cubin")).unwrap();
+    for (fmt, extra) in [("text", None), ("text", Some("--verbose")), ("markdown", None), ("markdown", Some("--verbose")), ("html", None)] {
+        let mut args = vec!["fit", "rows.jsonl", "--arch", "sm_90", "--format", fmt];
+        args.extend(extra);
+        let o = katlas(d.path(), &args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8_lossy(&o.stdout);
+        for amd in ["VGPR", "SGPR", "LDS", "wave size", "waves on", "per SIMD"] {
+            assert!(!out.contains(amd), "{fmt} {extra:?} says `{amd}` of an sm_90 kernel:\n{out}");
+        }
+        assert!(out.contains("registers/thread") || out.contains("/thread  spill"), "{fmt} {extra:?}:\n{out}");
+    }
+}
