@@ -3,9 +3,9 @@
 //! interrupt flag is process-wide.)
 
 use katlas_collect::collect::{collect, CollectOptions};
-use katlas_proc::request_interrupt;
 use katlas_collect::spec::load_file;
 use katlas_model::{Row, Status};
+use katlas_proc::request_interrupt;
 use std::time::Duration;
 
 #[test]
