@@ -36,11 +36,17 @@ echo "| library | MB | functions | katlas s (median of $RUNS) | cuobjdump -res-u
 echo "|---|---:|---:|---:|---:|---:|---|"
 for lib in "${LIBS[@]}"; do
   k=() c=()
+  # A library katlas refuses (no device code) must not be compared with the previous manifest.
+  rm -f "$WORK/m.json"
   for r in $(seq "$RUNS"); do
     c+=("$(wall sh -c "\"$CUOBJDUMP\" -res-usage \"$lib\" > \"$WORK/res.txt\"")")
     k+=("$(wall sh -c "\"$KATLAS\" isa scan --disasm never --no-cache --output \"$WORK/m.json\" \"$lib\" > /dev/null")")
   done
   km=$(printf '%s\n' "${k[@]}" | median); cm=$(printf '%s\n' "${c[@]}" | median)
+  if [[ ! -s $WORK/m.json ]]; then
+    printf '| %s | — | 0 | refused (no code object) | %.2f | — | — |\n' "$(basename "$lib")" "$cm"
+    continue
+  fi
   cmp=$(python3 "$ROOT/scripts/device/res-usage-compare.py" "$WORK/m.json" "$WORK/res.txt")
   n=$(echo "$cmp" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["functions_compared"])')
   bad=$(echo "$cmp" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["mismatches"] or "none")')
