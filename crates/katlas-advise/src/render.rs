@@ -452,12 +452,12 @@ fn fit_brief(v: &FitView, md: bool) -> String {
     d.line(format!(
         "{}{} | {} | {} | {} | {} | {}",
         if md { "\n" } else { "" },
-        or_unknown(&h.arch),
-        h.product.as_deref().unwrap_or("no product"),
-        or_unknown(&h.workload),
-        or_unknown(&h.phase),
-        or_unknown(&h.shape),
-        h.quant.as_deref().unwrap_or("-")
+        printable(or_unknown(&h.arch)),
+        printable(h.product.as_deref().unwrap_or("no product")),
+        printable(or_unknown(&h.workload)),
+        printable(or_unknown(&h.phase)),
+        printable(or_unknown(&h.shape)),
+        printable(h.quant.as_deref().unwrap_or("-"))
     ));
     let ceiling = match (h.bw_ceiling_gbps, &h.bw_ceiling_label) {
         (Some(bw), Some(l)) => format!(", {} GB/s ceiling ({l})", fmt_num(bw, Some(1))),
@@ -599,11 +599,11 @@ fn queue_doc(q: &SuggestionQueue, md: bool) -> String {
     d.line(format!(
         "{}{} | {} | {} | {} | {}",
         if md { "\n" } else { "" },
-        or_unknown(&t.arch),
-        or_unknown(&t.workload),
-        or_unknown(&t.phase),
-        or_unknown(&t.shape),
-        t.quant.as_deref().unwrap_or("-")
+        printable(or_unknown(&t.arch)),
+        printable(or_unknown(&t.workload)),
+        printable(or_unknown(&t.phase)),
+        printable(or_unknown(&t.shape)),
+        printable(t.quant.as_deref().unwrap_or("-"))
     ));
     d.h("Fit read");
     d.kv("likely limit", q.fit_read.likely_limit.as_deref().unwrap_or("unknown"));
