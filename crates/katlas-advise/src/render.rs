@@ -12,6 +12,16 @@ fn nvidia(v: &FitView) -> bool {
     v.header.arch.as_deref().is_some_and(|a| a.starts_with("sm_"))
 }
 
+/// The one-line title under `KATLAS FIT` / `KATLAS SUGGEST`: names from files, made printable.
+fn header_line(md: bool, fields: &[&str]) -> String {
+    let joined = fields.iter().map(|f| printable(f).into_owned()).collect::<Vec<_>>().join(" | ");
+    if md {
+        format!("\n{joined}")
+    } else {
+        joined
+    }
+}
+
 fn opt(v: Option<f64>, d: usize) -> String {
     v.map(|x| fmt_num(x, Some(d))).unwrap_or_else(|| "-".into())
 }
@@ -205,15 +215,16 @@ fn fit_doc(v: &FitView, md: bool) -> String {
     } else {
         d.line("KATLAS FIT");
     }
-    d.line(format!(
-        "{}{} | {} | {} | {} | {} | {}",
-        if md { "\n" } else { "" },
-        printable(or_unknown(&h.arch)),
-        printable(h.product.as_deref().unwrap_or("no product")),
-        printable(or_unknown(&h.workload)),
-        printable(or_unknown(&h.phase)),
-        printable(or_unknown(&h.shape)),
-        printable(h.quant.as_deref().unwrap_or("-"))
+    d.line(header_line(
+        md,
+        &[
+            or_unknown(&h.arch),
+            h.product.as_deref().unwrap_or("no product"),
+            or_unknown(&h.workload),
+            or_unknown(&h.phase),
+            or_unknown(&h.shape),
+            h.quant.as_deref().unwrap_or("-"),
+        ],
     ));
     d.h("Header");
     d.kv("arch", format!("{} (class {}, from {})", or_unknown(&h.arch), or_unknown(&h.arch_class), or_unknown(&h.arch_source)));
@@ -449,15 +460,16 @@ fn fit_brief(v: &FitView, md: bool) -> String {
     let mut d = Doc { md, out: String::new() };
     let h = &v.header;
     d.line(if md { "# katlas fit" } else { "KATLAS FIT" });
-    d.line(format!(
-        "{}{} | {} | {} | {} | {} | {}",
-        if md { "\n" } else { "" },
-        printable(or_unknown(&h.arch)),
-        printable(h.product.as_deref().unwrap_or("no product")),
-        printable(or_unknown(&h.workload)),
-        printable(or_unknown(&h.phase)),
-        printable(or_unknown(&h.shape)),
-        printable(h.quant.as_deref().unwrap_or("-"))
+    d.line(header_line(
+        md,
+        &[
+            or_unknown(&h.arch),
+            h.product.as_deref().unwrap_or("no product"),
+            or_unknown(&h.workload),
+            or_unknown(&h.phase),
+            or_unknown(&h.shape),
+            h.quant.as_deref().unwrap_or("-"),
+        ],
     ));
     let ceiling = match (h.bw_ceiling_gbps, &h.bw_ceiling_label) {
         (Some(bw), Some(l)) => format!(", {} GB/s ceiling ({l})", fmt_num(bw, Some(1))),
@@ -596,15 +608,7 @@ fn queue_doc(q: &SuggestionQueue, md: bool) -> String {
     let mut d = Doc { md, out: String::new() };
     let t = &q.target;
     d.line(if md { "# katlas suggest" } else { "KATLAS SUGGEST" });
-    d.line(format!(
-        "{}{} | {} | {} | {} | {}",
-        if md { "\n" } else { "" },
-        printable(or_unknown(&t.arch)),
-        printable(or_unknown(&t.workload)),
-        printable(or_unknown(&t.phase)),
-        printable(or_unknown(&t.shape)),
-        printable(t.quant.as_deref().unwrap_or("-"))
-    ));
+    d.line(header_line(md, &[or_unknown(&t.arch), or_unknown(&t.workload), or_unknown(&t.phase), or_unknown(&t.shape), t.quant.as_deref().unwrap_or("-")]));
     d.h("Fit read");
     d.kv("likely limit", q.fit_read.likely_limit.as_deref().unwrap_or("unknown"));
     if !q.fit_read.likely_limit_rules.is_empty() {
