@@ -46,7 +46,7 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
     let mut results = Vec::new();
     let mut any = false;
     for fam in Family::ALL {
-        let vars: Vec<_> = CPU_VARIANTS.iter().filter(|(v, _)| opts.selects(fam.name(), v)).collect();
+        let vars: Vec<_> = CPU_VARIANTS.iter().filter(|v| v.serves(fam) && opts.selects(fam.name(), v.name)).collect();
         if vars.is_empty() {
             continue;
         }
@@ -55,17 +55,17 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
             fam.validate(sh).map_err(|e| Exit::input(format!("{e}")))?;
             let case = Case::new(fam, sh, opts.seed);
             let want = case.oracle();
-            for (name, doc) in &vars {
-                let par = *name == "par";
-                let got = case.cpu_run(par);
+            for v in &vars {
+                let (name, doc, mode) = (v.name, v.doc, v.mode);
+                let got = case.cpu_run(mode);
                 let check = compare(&got, &want, case.row_len, tolerance(fam, Math::F32));
                 for _ in 0..opts.warmup {
-                    std::hint::black_box(case.cpu_run(par));
+                    std::hint::black_box(case.cpu_run(mode));
                 }
                 let mut s = Vec::new();
                 for _ in 0..opts.samples {
                     let t = Instant::now();
-                    std::hint::black_box(case.cpu_run(par));
+                    std::hint::black_box(case.cpu_run(mode));
                     s.push(t.elapsed().as_secs_f64() * 1e6);
                 }
                 let r = CaseResult {
@@ -90,7 +90,7 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
         }
     }
     if !any {
-        return Err(Exit::input("no CPU kernel variant matches --kernel/--variant (CPU variants: scalar, par)".into()));
+        return Err(Exit::input("no CPU kernel variant matches --kernel/--variant (CPU variants: scalar, par, r4 for the 4-bit GEMVs)".into()));
     }
     Ok((env, results))
 }

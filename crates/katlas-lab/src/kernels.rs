@@ -362,5 +362,28 @@ pub fn variants_of(f: Family) -> impl Iterator<Item = &'static Variant> {
     VARIANTS.iter().filter(move |v| v.family == f)
 }
 
-/// CPU backend variants: the same families through the Rust references.
-pub const CPU_VARIANTS: &[(&str, &str)] = &[("scalar", "one thread"), ("par", "rows across threads (rayon)")];
+/// A CPU backend variant: the same families through the Rust references.
+pub struct CpuVariant {
+    pub name: &'static str,
+    pub doc: &'static str,
+    pub mode: crate::reference::CpuMode,
+    /// The families it has a form for (`None`: all of them).
+    pub families: Option<&'static [Family]>,
+}
+
+pub const CPU_VARIANTS: &[CpuVariant] = &[
+    CpuVariant { name: "scalar", doc: "one thread", mode: crate::reference::CpuMode::Scalar, families: None },
+    CpuVariant { name: "par", doc: "rows across threads (rayon)", mode: crate::reference::CpuMode::Par, families: None },
+    CpuVariant {
+        name: "r4",
+        doc: "multi-row R=4, one thread: the activation group read once for four rows, four independent sums",
+        mode: crate::reference::CpuMode::Rows4,
+        families: Some(&[Family::GemvHfq4, Family::GemvHfq4Res]),
+    },
+];
+
+impl CpuVariant {
+    pub fn serves(&self, f: Family) -> bool {
+        self.families.is_none_or(|fs| fs.contains(&f))
+    }
+}

@@ -111,8 +111,8 @@ fn real_main() -> Result<i32, Exit> {
                 for v in VARIANTS.iter().filter(|v| v.family == f) {
                     println!("  {:<12} {:<28} {}", v.name, v.func, v.levers);
                 }
-                for (n, d) in CPU_VARIANTS {
-                    println!("  {n:<12} (cpu backend) {d}");
+                for v in CPU_VARIANTS.iter().filter(|v| v.serves(f)) {
+                    println!("  {:<12} (cpu backend) {}", v.name, v.doc);
                 }
             }
             Ok(0)

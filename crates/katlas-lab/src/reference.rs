@@ -115,6 +115,40 @@ fn hfq4_row_f32(w: &[u8], x: &[f32], k: usize, r: usize) -> f32 {
     acc
 }
 
+/// Four rows per pass, one thread: each activation group and its sum are read once for the
+/// four rows, and the four row sums are independent chains, where the scalar row is one
+/// dependent chain of adds (the CPU's form of the multi-row GEMV lever).
+fn hfq4_rows4_f32(w: &[u8], x: &[f32], k: usize, r0: usize) -> [f32; 4] {
+    let rb = row_bytes(k);
+    let mut acc = [0.0f32; 4];
+    for g in 0..k / GROUP {
+        let xs = &x[g * GROUP..(g + 1) * GROUP];
+        let sx: f32 = xs.iter().sum();
+        let mut dq = [0.0f32; 4];
+        for (j, d) in dq.iter_mut().enumerate() {
+            let q = &w[(r0 + j) * rb + g * GROUP_BYTES + 8..][..GROUP / 2];
+            for (b, &byte) in q.iter().enumerate() {
+                *d += (byte & 0x0F) as f32 * xs[2 * b] + (byte >> 4) as f32 * xs[2 * b + 1];
+            }
+        }
+        for (j, a) in acc.iter_mut().enumerate() {
+            let off = (r0 + j) * rb + g * GROUP_BYTES;
+            let s = f32::from_le_bytes(w[off..off + 4].try_into().unwrap());
+            let m = f32::from_le_bytes(w[off + 4..off + 8].try_into().unwrap());
+            *a += s * dq[j] + m * sx;
+        }
+    }
+    acc
+}
+
+/// How the CPU backend walks the rows of a GEMV.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuMode {
+    Scalar,
+    Par,
+    Rows4,
+}
+
 fn map_rows<F: Fn(usize) -> f32 + Sync + Send>(n: usize, par: bool, f: F) -> Vec<f32> {
     if par {
         (0..n).into_par_iter().map(f).collect()
@@ -123,8 +157,19 @@ fn map_rows<F: Fn(usize) -> f32 + Sync + Send>(n: usize, par: bool, f: F) -> Vec
     }
 }
 
-pub fn cpu_gemv_hfq4(w: &[u8], x: &[f32], res: Option<&[f32]>, n: usize, k: usize, par: bool) -> Vec<f32> {
-    map_rows(n, par, |r| hfq4_row_f32(w, x, k, r) + res.map_or(0.0, |v| v[r]))
+pub fn cpu_gemv_hfq4(w: &[u8], x: &[f32], res: Option<&[f32]>, n: usize, k: usize, mode: CpuMode) -> Vec<f32> {
+    let res_of = |r: usize| res.map_or(0.0, |v| v[r]);
+    if mode != CpuMode::Rows4 {
+        return map_rows(n, mode == CpuMode::Par, |r| hfq4_row_f32(w, x, k, r) + res_of(r));
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut r = 0;
+    while r + 4 <= n {
+        out.extend(hfq4_rows4_f32(w, x, k, r).iter().enumerate().map(|(j, y)| y + res_of(r + j)));
+        r += 4;
+    }
+    out.extend((r..n).map(|r| hfq4_row_f32(w, x, k, r) + res_of(r)));
+    out
 }
 
 pub fn cpu_gemv_bf16(w: &[u16], x: &[f32], n: usize, k: usize, par: bool) -> Vec<f32> {

@@ -118,12 +118,13 @@ impl Case {
     }
 
     /// The CPU backend's kernel (f32), scalar or across threads.
-    pub fn cpu_run(&self, par: bool) -> Vec<f32> {
+    pub fn cpu_run(&self, mode: r::CpuMode) -> Vec<f32> {
+        let par = mode == r::CpuMode::Par;
         let (a, b) = (self.shape.a, self.shape.b);
         let i = &self.inputs;
         match self.family {
-            Family::GemvHfq4 => r::cpu_gemv_hfq4(i[0].u8(), i[1].f32(), None, a, b, par),
-            Family::GemvHfq4Res => r::cpu_gemv_hfq4(i[0].u8(), i[1].f32(), Some(i[2].f32()), a, b, par),
+            Family::GemvHfq4 => r::cpu_gemv_hfq4(i[0].u8(), i[1].f32(), None, a, b, mode),
+            Family::GemvHfq4Res => r::cpu_gemv_hfq4(i[0].u8(), i[1].f32(), Some(i[2].f32()), a, b, mode),
             Family::GemvBf16 => r::cpu_gemv_bf16(i[0].u16(), i[1].f32(), a, b, par),
             Family::SwigluHfq4 => r::cpu_swiglu(i[0].u8(), i[1].u8(), i[2].f32(), a, b, par),
             Family::Rmsnorm => r::cpu_rmsnorm(i[0].f32(), i[1].f32(), a, b, RMS_EPS),

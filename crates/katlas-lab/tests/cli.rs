@@ -31,9 +31,9 @@ fn cpu_backend_runs_the_workload_end_to_end() {
     assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr));
     let metrics: Vec<&str> = stdout.lines().filter(|l| l.starts_with("KATLAS_METRIC ")).collect();
     let json: Vec<Row> = stdout.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).expect("a katlas.row.v1 line")).collect();
-    // 2 families x 1 shape x 2 CPU variants
-    assert_eq!(metrics.len(), 4, "{stdout}");
-    assert_eq!(json.len(), 4);
+    // 1 shape: the GEMV in scalar, par and r4; rmsnorm in scalar and par (no multi-row form)
+    assert_eq!(metrics.len(), 5, "{stdout}");
+    assert_eq!(json.len(), 5);
     for r in &json {
         assert_eq!(r.schema, "katlas.row.v1");
         assert_eq!(r.workload, "lab-decode");
@@ -47,7 +47,7 @@ fn cpu_backend_runs_the_workload_end_to_end() {
     let g = json.iter().find(|r| r.params["kernel"] == "gemv_hfq4g256").unwrap();
     assert_eq!(g.kernels[0].bytes.unwrap(), (64 * 2 * 136 + 512 * 4 + 64 * 4) as f64);
     let file: Vec<Row> = std::fs::read_to_string(&rows).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(file.len(), 4);
+    assert_eq!(file.len(), 5);
 }
 
 #[test]
@@ -64,6 +64,19 @@ fn two_variants_print_the_same_metric_keys() {
         metric_keys(&line)
     };
     assert_eq!(run("scalar"), run("par"));
+    assert_eq!(run("scalar"), run("r4"));
+}
+
+/// The one-thread multi-row variant exists only where it has a form: a family without one is
+/// not silently timed as the scalar code under another name.
+#[test]
+fn multirow_cpu_variant_is_offered_only_for_the_4bit_gemvs() {
+    let out = bin().args(["--backend", "cpu", "--kernel", "rmsnorm", "--variant", "r4", "--shapes", "2x256", "--samples", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let list = String::from_utf8_lossy(&bin().arg("list").output().unwrap().stdout).into_owned();
+    let section = |fam: &str| list.split("\n").skip_while(|l| !l.starts_with(fam)).skip(1).take_while(|l| l.starts_with(' ')).collect::<Vec<_>>().join("\n");
+    assert!(section("gemv_hfq4g256 ").contains("r4 "), "{list}");
+    assert!(!section("rmsnorm").contains("r4 "), "{list}");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use katlas_lab::check::compare;
 use katlas_lab::data;
-use katlas_lab::kernels::{tolerance, Family, Math, Shape, VARIANTS};
+use katlas_lab::kernels::{tolerance, Family, Math, Shape, CPU_VARIANTS, VARIANTS};
 use katlas_lab::quant::{check_k, dequant_row, pack_group, quantize, row_bytes, unpack_group, GROUP, GROUP_BYTES};
 use katlas_lab::reference as r;
 use katlas_lab::workload::Case;
@@ -99,10 +99,10 @@ fn cpu_kernels_match_the_oracle_for_every_family() {
     for (f, sh) in shapes {
         let c = Case::new(f, sh, 11);
         let want = c.oracle();
-        for par in [false, true] {
-            let got = c.cpu_run(par);
+        for v in CPU_VARIANTS.iter().filter(|v| v.serves(f)) {
+            let got = c.cpu_run(v.mode);
             let res = compare(&got, &want, c.row_len, tolerance(f, Math::F32));
-            assert!(res.pass, "{} {sh} par={par}: {}", f.name(), res.summary());
+            assert!(res.pass, "{} {sh} {}: {}", f.name(), v.name, res.summary());
         }
     }
 }
