@@ -6,14 +6,29 @@
 //! otherwise), the same direction as the ledger's `gain`. The JSON keeps both
 //! `relative_change` (the metric's raw direction) and `gain`.
 
-use katlas_model::ledger::{Effect, EvalResult, Goal, Verdict};
+use katlas_model::ledger::{Effect, EvalResult, Goal, LedgerEntry, Protocol, Verdict};
 
-fn words(metric: &str) -> (&'static str, &'static str) {
+/// The words for a positive and a negative gain: "faster"/"slower" for a metric whose
+/// name says which way is better (a time or a rate), "better"/"worse" otherwise.
+pub fn better_worse(metric: &str) -> (&'static str, &'static str) {
     if Goal::infer(metric).is_some() {
         ("faster", "slower")
     } else {
         ("better", "worse")
     }
+}
+
+/// Which way is better, in words: "lower is better".
+pub fn goal_words(goal: Goal) -> &'static str {
+    match goal {
+        Goal::Maximize => "higher is better",
+        Goal::Minimize => "lower is better",
+    }
+}
+
+/// ` ms` after a number of `metric` (its unit from the name's suffix), or nothing.
+pub fn unit_suffix(metric: &str) -> String {
+    katlas_model::unit_for_metric_key(metric).map(|u| format!(" {u}")).unwrap_or_default()
 }
 
 fn pct(x: f64) -> String {
@@ -29,6 +44,16 @@ fn interval_words(lo: f64, hi: f64, better: &str, worse: &str) -> String {
         format!("{}–{} {worse}", bare(hi), pct(lo))
     } else {
         format!("{} {worse} to {} {better}", pct(lo), pct(hi))
+    }
+}
+
+/// A gain in words: "9.6% slower"; a gain that rounds to zero has no direction.
+pub fn gain_words(gain: f64, metric: &str) -> String {
+    let (better, worse) = better_worse(metric);
+    if (gain * 1000.0).round() == 0.0 {
+        "0.0% different".into()
+    } else {
+        format!("{} {}", pct(gain), if gain > 0.0 { better } else { worse })
     }
 }
 
@@ -49,29 +74,130 @@ pub fn gain_interval(e: &Effect, goal: Goal) -> [f64; 2] {
     }
 }
 
+/// What a verdict sentence needs, from an eval result or a ledger entry alike.
+struct View<'a> {
+    who: &'a str,
+    reference: &'a str,
+    candidates: usize,
+    metric: &'a str,
+    goal: Goal,
+    effect: Option<&'a Effect>,
+    protocol: &'a Protocol,
+    verdict: Verdict,
+    reasons: &'a [String],
+    /// The robust CV of each side: the spread the `unstable` rule judged.
+    cvs: Vec<f64>,
+}
+
+impl<'a> View<'a> {
+    fn of_result(r: &'a EvalResult) -> Self {
+        View {
+            who: r.sides.get(1).map(|s| s.label.as_str()).unwrap_or("candidate"),
+            reference: r.sides.first().map(|s| s.label.as_str()).unwrap_or("baseline"),
+            candidates: r.sides.len().saturating_sub(1),
+            metric: &r.metric,
+            goal: r.goal,
+            effect: r.effects.first(),
+            protocol: &r.protocol,
+            verdict: r.verdict,
+            reasons: &r.reasons,
+            cvs: r.sides.iter().filter_map(|s| s.summary.cv).collect(),
+        }
+    }
+
+    fn of_entry(e: &'a LedgerEntry) -> Self {
+        View {
+            who: &e.candidate.label,
+            reference: &e.baseline.label,
+            candidates: 1,
+            metric: &e.metric,
+            goal: e.goal,
+            effect: e.effect.as_ref(),
+            protocol: &e.protocol,
+            verdict: e.verdict,
+            reasons: &e.reasons,
+            cvs: [&e.baseline, &e.candidate].iter().filter_map(|s| s.summary.cv).collect(),
+        }
+    }
+
+    fn headline(&self) -> String {
+        let (better, worse) = better_worse(self.metric);
+        let runs = {
+            let n = &self.protocol.n_per_side;
+            if n.iter().all(|x| Some(x) == n.first()) {
+                format!("{} runs/side", n.first().copied().unwrap_or(0))
+            } else {
+                format!("{} runs/side", n.iter().map(u32::to_string).collect::<Vec<_>>().join("/"))
+            }
+        };
+        let order = if self.protocol.order == "abba" { "ABBA".to_string() } else { self.protocol.order.clone() };
+        let how = format!("{runs}, {order}, fresh processes");
+        match self.effect {
+            Some(e) if self.candidates == 1 => {
+                let [lo, hi] = gain_interval(e, self.goal);
+                format!(
+                    "{} {} ({} CI {}), {how} → {}",
+                    self.who,
+                    gain_words(e.gain, self.metric),
+                    level(e.ci_level),
+                    interval_words(lo, hi, better, worse),
+                    self.verdict
+                )
+            }
+            Some(_) => format!("{} candidates against {}, {how} → {}", self.candidates, self.reference, self.verdict),
+            None => format!("{}: no comparison ({}), {how} → {}", self.who, self.reasons.first().map(String::as_str).unwrap_or("no samples"), self.verdict),
+        }
+    }
+
+    fn notes(&self, min_effect: f64) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(e) = self.effect {
+            if self.protocol.adaptive && (e.ci_level - 0.95).abs() > 1e-6 {
+                let futility = self.reasons.iter().any(|r| r.contains("futility interval"));
+                let which = if futility { "futility check's" } else { "sequential test's" };
+                let size = if e.ci_level > 0.95 { "wider" } else { "narrower" };
+                out.push(format!(
+                    "the {} interval is the {which} level at look {}: each look of an adaptive eval spends part of its 5% error, so the interval is {size} than a single 95% one",
+                    level(e.ci_level),
+                    self.protocol.looks.unwrap_or(1)
+                ));
+            }
+        }
+        let cv = self.cvs.iter().copied().fold(0.0f64, f64::max);
+        let have = self.protocol.n_per_side.iter().copied().min().unwrap_or(0);
+        let lower_noise = "--settle CMD between blocks, more --warmups, pinning (taskset -c N), a quiet machine, or a CPU/GPU-time metric";
+        match self.verdict {
+            Verdict::Inconclusive => {
+                let effect = self.effect.map(|e| e.gain.abs()).filter(|g| *g > min_effect).unwrap_or(min_effect);
+                let need = runs_needed(cv, effect);
+                out.push(format!(
+                    "inconclusive: at robust CV {:.1}% a {} effect needs about {need} runs/side (this eval had {have}); rerun with --max-runs {} or -n {need}, or lower the noise ({lower_noise})",
+                    cv * 100.0,
+                    pct(effect),
+                    need.max(have + 2),
+                ));
+            }
+            Verdict::Unstable => out.push(format!(
+                "unstable: the runs drift or spread (robust CV {:.1}%, see the reasons); the numbers are not a measurement of the change. Lower the noise first: {lower_noise}; then rerun. At this CV a {} effect would need about {} runs/side",
+                cv * 100.0,
+                pct(min_effect),
+                runs_needed(cv, min_effect)
+            )),
+            Verdict::NeedsBaseline => out.push("needs_baseline: the baseline gave no usable samples; run it alone and check its output and exit status".into()),
+            _ => {}
+        }
+        out
+    }
+}
+
 /// `candidate 9.6% slower (95% CI 5.1–14.0% slower), 20 runs/side, ABBA, fresh processes → regressed`
 pub fn headline(r: &EvalResult) -> String {
-    let (better, worse) = words(&r.metric);
-    let runs = {
-        let n = &r.protocol.n_per_side;
-        if n.iter().all(|x| Some(x) == n.first()) {
-            format!("{} runs/side", n.first().copied().unwrap_or(0))
-        } else {
-            format!("{} runs/side", n.iter().map(u32::to_string).collect::<Vec<_>>().join("/"))
-        }
-    };
-    let order = if r.protocol.order == "abba" { "ABBA".to_string() } else { r.protocol.order.clone() };
-    let how = format!("{runs}, {order}, fresh processes");
-    let who = r.sides.get(1).map(|s| s.label.as_str()).unwrap_or("candidate");
-    match r.effects.first() {
-        Some(e) if r.sides.len() == 2 => {
-            let [lo, hi] = gain_interval(e, r.goal);
-            let size = format!("{} {}", pct(e.gain), if e.gain >= 0.0 { better } else { worse });
-            format!("{who} {size} ({} CI {}), {how} → {}", level(e.ci_level), interval_words(lo, hi, better, worse), r.verdict)
-        }
-        Some(_) => format!("{} candidates against {}, {how} → {}", r.sides.len() - 1, r.sides[0].label, r.verdict),
-        None => format!("{who}: no comparison ({}), {how} → {}", r.reasons.first().map(String::as_str).unwrap_or("no samples"), r.verdict),
-    }
+    View::of_result(r).headline()
+}
+
+/// The same line for a ledger entry (`katlas ledger show`).
+pub fn entry_headline(e: &LedgerEntry) -> String {
+    View::of_entry(e).headline()
 }
 
 /// Runs per side a two-sided comparison needs to find `effect` (relative) at robust CV
@@ -87,37 +213,12 @@ pub fn runs_needed(cv: f64, effect: f64) -> u32 {
 /// What a person should do next, for verdicts that are not a decision; and what the
 /// interval's level means when it is not the plain 95%.
 pub fn notes(r: &EvalResult, min_effect: f64) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(e) = r.effects.first() {
-        if r.protocol.adaptive && (e.ci_level - 0.95).abs() > 1e-6 {
-            out.push(format!(
-                "the {} interval is the sequential test's level at look {}: each look spends part of the 5% error, so the interval is wider than a single 95% one",
-                level(e.ci_level),
-                r.protocol.looks.unwrap_or(1)
-            ));
-        }
-    }
-    let cv = r.sides.iter().filter_map(|s| s.summary.cv).fold(0.0f64, f64::max);
-    let have = r.protocol.n_per_side.iter().copied().min().unwrap_or(0);
-    match r.verdict {
-        Verdict::Inconclusive => {
-            let effect = r.effects.first().map(|e| e.gain.abs()).filter(|g| *g > min_effect).unwrap_or(min_effect);
-            let need = runs_needed(cv, effect);
-            out.push(format!(
-                "inconclusive: at robust CV {:.1}% a {} effect needs about {need} runs/side (this eval had {have}); rerun with --max-runs {} or -n {need}, or lower the noise (--settle, pinning, a CPU/GPU-time metric)",
-                cv * 100.0,
-                pct(effect),
-                need.max(have + 2),
-            ));
-        }
-        Verdict::Unstable => out.push(format!(
-            "unstable: the runs drift or spread (robust CV {:.1}%); the numbers are not a measurement of the change. Try --settle CMD between blocks, more --warmups, pinning (taskset -c N), a quiet machine, or a CPU/GPU-time metric; then rerun",
-            cv * 100.0
-        )),
-        Verdict::NeedsBaseline => out.push("needs_baseline: the baseline gave no usable samples; run it alone and check its output and exit status".into()),
-        _ => {}
-    }
-    out
+    View::of_result(r).notes(min_effect)
+}
+
+/// The same notes for a ledger entry (which does not keep `--min-effect`: the default 5%).
+pub fn entry_notes(e: &LedgerEntry) -> Vec<String> {
+    View::of_entry(e).notes(0.05)
 }
 
 #[cfg(test)]
@@ -175,6 +276,14 @@ mod tests {
         assert!(n[0].contains("needs about") && n[0].contains("--max-runs"), "{n:?}");
         assert!(runs_needed(0.02, 0.05) >= 3 && runs_needed(0.02, 0.01) > runs_needed(0.02, 0.05));
         let r = result(Goal::Maximize, [0.0, 0.1], 0.05, Verdict::Unstable);
-        assert!(notes(&r, 0.05)[0].contains("--settle"));
+        let n = notes(&r, 0.05);
+        assert!(n[0].contains("--settle") && n[0].contains(&format!("a 5.0% effect would need about {} runs/side", runs_needed(0.02, 0.05))), "{n:?}");
+    }
+
+    #[test]
+    fn a_gain_that_rounds_to_zero_has_no_direction() {
+        assert_eq!(gain_words(-0.00004, "time_ms"), "0.0% different");
+        assert_eq!(gain_words(0.012, "time_ms"), "1.2% faster");
+        assert_eq!(gain_words(-0.012, "score"), "1.2% worse");
     }
 }

@@ -324,7 +324,7 @@ fn progress_fn(metric: &str, goal: Goal) -> Option<ProgressBox> {
     use katlas_eval::protocol::Event;
     if !std::io::stderr().is_terminal() {
         let start = std::time::Instant::now();
-        let (better, worse) = if Goal::infer(metric).is_some() { ("faster", "slower") } else { ("better", "worse") };
+        let (better, worse) = katlas_eval::words::better_worse(metric);
         return Some(Box::new(move |ev| {
             let Event::Look { look, runs_per_side, judgements } = ev else { return };
             let parts: Vec<String> = judgements
@@ -343,7 +343,7 @@ fn progress_fn(metric: &str, goal: Goal) -> Option<ProgressBox> {
     }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] run {pos}/{len}, ~{eta} left at most: {msg}")
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] run {pos}/{len}, ~{eta} left at most: {wide_msg}")
             .expect("valid template")
             .progress_chars("=> "),
     );
@@ -761,7 +761,8 @@ pub fn print_report(r: &EvalReport, format: Format, color: bool, min_effect: f64
     let unit = katlas_model::unit_for_metric_key(&res.metric).map(|u| format!(" ({u})")).unwrap_or_default();
     let median_h = format!("median{unit}");
     let mad_h = format!("MAD{unit}");
-    let mut t = table(format, &["side", "n", &median_h, "95% CI (median)", &mad_h, "robust CV", "failed", "throttled", "gain (+ = better)", "gain interval"]);
+    let ci_h = format!("95% CI of median{unit}");
+    let mut t = table(format, &["side", "n", &median_h, &ci_h, &mad_h, "robust CV", "failed", "throttled", "gain (+ = better)", "gain interval"]);
     for (i, s) in res.sides.iter().enumerate() {
         let e = if i == 0 { None } else { res.effects.get(i - 1) };
         t.add_row(vec![
@@ -784,9 +785,9 @@ pub fn print_report(r: &EvalReport, format: Format, color: bool, min_effect: f64
     println!("{t}");
     if let Some(e) = res.effects.first() {
         println!(
-            "metric {} ({:?}); Mann-Whitney p = {}; bootstrap gain ({} resamples) {}",
+            "metric {} ({}); Mann-Whitney p = {}; bootstrap gain ({} resamples) {}",
             res.metric,
-            res.goal,
+            katlas_eval::words::goal_words(res.goal),
             e.p_value.map(|p| format!("{p:.4}")).unwrap_or_else(|| "-".into()),
             e.resamples,
             e.bootstrap_ci

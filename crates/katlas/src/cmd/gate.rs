@@ -131,15 +131,17 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
     if a.format.format == Format::Json {
         print_json(&report);
     } else {
-        let mut t = table(a.format.format, &["metric", "better", "floor", "median", "n", "vs floor", "tolerance", "status"]);
+        println!("{}", headline(&arch, &report));
+        let mut t = table(a.format.format, &["metric", "better", "floor", "median", "n", "vs floor (+ = better)", "tolerance", "status"]);
         for c in &report.checks {
+            let unit = katlas_eval::words::unit_suffix(&c.metric);
             t.add_row(vec![
                 c.metric.clone(),
                 if c.goal == katlas_model::ledger::Goal::Maximize { "higher" } else { "lower" }.into(),
-                c.floor.to_string(),
-                c.median.map(|m| format!("{m:.4}")).unwrap_or_else(|| "-".into()),
+                format!("{}{unit}", c.floor),
+                c.median.map(|m| format!("{m:.4}{unit}")).unwrap_or_else(|| "-".into()),
                 c.n.to_string(),
-                c.shortfall.map(|s| format!("{:+.2}%", s * 100.0)).unwrap_or_else(|| "-".into()),
+                gain(c).map(|g| format!("{:+.2}%", g * 100.0)).unwrap_or_else(|| "-".into()),
                 format!("{:.2}%", c.tolerance * 100.0),
                 serde_json::to_value(c.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
             ]);
@@ -148,7 +150,6 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
         for r in &report.reasons {
             println!("  - {r}");
         }
-        println!("gate {}: {}", arch, if report.passed { "PASS" } else { "FAIL" });
     }
     if a.update {
         if report.checks.iter().all(|c| c.median.is_none() || c.status == Status::Deprecated) {
@@ -169,4 +170,43 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
         }
     }
     Ok(ExitCode::from(if report.passed { exit::OK } else { exit::NEGATIVE }))
+}
+
+/// How much better than its floor a key's median is, in `eval`'s sign convention
+/// (+ = better: a rate above its floor, a time below its ceiling).
+fn gain(c: &katlas_eval::gate::Check) -> Option<f64> {
+    c.shortfall.map(|s| if c.goal == katlas_model::ledger::Goal::Minimize { -s } else { s })
+}
+
+/// The gate's finding in one line: `gate sm_90: FAIL — time_ms 72.0% slower than its ceiling 10 ms (tolerance 1.0%); median of 5 runs`.
+fn headline(arch: &str, r: &katlas_eval::gate::GateReport) -> String {
+    let judged: Vec<_> = r.checks.iter().filter(|c| matches!(c.status, Status::Pass | Status::PassWithinNoise | Status::Fail)).collect();
+    let runs = judged.iter().map(|c| c.n).max().unwrap_or(0);
+    let how = format!("median of {runs} run{}", if runs == 1 { "" } else { "s" });
+    let verdict = if r.passed { "PASS" } else { "FAIL" };
+    let failed: Vec<String> = judged
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| {
+            let what = if c.goal == katlas_model::ledger::Goal::Maximize { "floor" } else { "ceiling" };
+            let g = gain(c).unwrap_or(0.0);
+            format!(
+                "{} {} than its {what} {}{} (tolerance {:.1}%)",
+                c.metric,
+                katlas_eval::words::gain_words(g, &c.metric),
+                c.floor,
+                katlas_eval::words::unit_suffix(&c.metric),
+                c.tolerance * 100.0
+            )
+        })
+        .collect();
+    if !failed.is_empty() {
+        format!("gate {arch}: {verdict} — {}; {how}", failed.join("; "))
+    } else if r.passed {
+        let within = judged.iter().filter(|c| c.status == Status::PassWithinNoise).count();
+        let noise = if within > 0 { format!(" ({within} within tolerance)") } else { String::new() };
+        format!("gate {arch}: {verdict} — {} of {} floor(s) held{noise}; {how}", judged.len(), r.checks.len())
+    } else {
+        format!("gate {arch}: {verdict} — {}", r.reasons.first().map(String::as_str).unwrap_or("nothing was checked"))
+    }
 }

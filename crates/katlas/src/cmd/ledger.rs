@@ -106,7 +106,7 @@ fn ls(a: &LsArgs, ctx: &Ctx) -> CmdResult {
             e.metric.clone(),
             e.verdict.to_string(),
             fx.map(|x| format!("{:+.2}%", x.gain * 100.0)).unwrap_or_else(|| "-".into()),
-            fx.map(gain_interval).unwrap_or_else(|| "-".into()),
+            fx.map(|x| gain_interval(x, e.goal)).unwrap_or_else(|| "-".into()),
             e.disposition.to_string(),
         ]);
     }
@@ -122,6 +122,8 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         print_json(e);
         return Ok(ExitCode::SUCCESS);
     }
+    // The finding first, in the words `katlas eval` used for it.
+    println!("{}", katlas_eval::words::entry_headline(e));
     println!("id:          {}", e.id);
     println!("recorded:    {}", e.recorded_at);
     println!("task/eval:   {} / {}", e.task_id.as_deref().unwrap_or("-"), e.eval_id.as_deref().unwrap_or("-"));
@@ -136,13 +138,15 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
     if let Some(h) = &e.hypothesis {
         println!("hypothesis:  {h}");
     }
-    println!("metric:      {} ({:?})", e.metric, e.goal);
+    println!("metric:      {} ({})", e.metric, katlas_eval::words::goal_words(e.goal));
+    let unit = katlas_eval::words::unit_suffix(&e.metric);
     for s in [&e.baseline, &e.candidate] {
         println!(
-            "side:        {} n={} median={} ref={} binary md5={}",
+            "side:        {} n={} median={} robust CV={} ref={} binary md5={}",
             s.label,
             s.summary.n,
-            s.summary.median.map(|m| format!("{m:.4}")).unwrap_or_else(|| "-".into()),
+            s.summary.median.map(|m| format!("{m:.4}{unit}")).unwrap_or_else(|| "-".into()),
+            s.summary.cv.map(|c| format!("{:.2}%", c * 100.0)).unwrap_or_else(|| "-".into()),
             s.git_ref.as_deref().unwrap_or("-"),
             s.identity.binary.as_ref().and_then(|b| b.md5.as_deref()).unwrap_or("-")
         );
@@ -157,14 +161,16 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
     );
     println!("samples:     {} (md5 {})", e.samples.path, e.samples.md5.as_deref().unwrap_or("-"));
     if let Some(x) = &e.effect {
+        // One sign convention with `eval` and `ledger ls`: the gain and its interval, + = better.
+        let (better, worse) = katlas_eval::words::better_worse(&e.metric);
         println!(
-            "effect:      {:+.2}% (gain {:+.2}%), interval [{:+.2}%, {:+.2}%] @{:.1}%, p = {}",
-            x.relative_change * 100.0,
+            "gain:        {:+.2}% (+ = {better}, - = {worse}), interval {} at {:.1}%, Mann-Whitney p = {}; {} changed {:+.2}%",
             x.gain * 100.0,
-            x.ci[0] * 100.0,
-            x.ci[1] * 100.0,
+            gain_interval(x, e.goal),
             x.ci_level * 100.0,
-            x.p_value.map(|p| format!("{p:.4}")).unwrap_or_else(|| "-".into())
+            x.p_value.map(|p| format!("{p:.4}")).unwrap_or_else(|| "-".into()),
+            e.metric,
+            x.relative_change * 100.0,
         );
     }
     println!("threshold:   ±{:.2}%", e.noise_threshold * 100.0);
@@ -179,13 +185,14 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         println!("mechanism:   {m}");
     }
     println!("disposition: {}", e.disposition);
+    for n in katlas_eval::words::entry_notes(e) {
+        println!("next: {n}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The verdict's interval in the same direction as `gain` (flipped for
-/// metrics to minimise), so the two columns read alike.
-fn gain_interval(x: &katlas_model::ledger::Effect) -> String {
-    let flip = x.relative_change != 0.0 && x.gain.signum() != x.relative_change.signum();
-    let (lo, hi) = if flip { (-x.ci[1], -x.ci[0]) } else { (x.ci[0], x.ci[1]) };
+/// The verdict's interval in the direction of `gain` (+ = better), as `eval` prints it.
+fn gain_interval(x: &katlas_model::ledger::Effect, goal: katlas_model::ledger::Goal) -> String {
+    let [lo, hi] = katlas_eval::words::gain_interval(x, goal);
     format!("[{:+.2}%, {:+.2}%]", lo * 100.0, hi * 100.0)
 }
