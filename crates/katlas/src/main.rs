@@ -94,6 +94,8 @@ enum Command {
     Trend(cmd::trend::TrendArgs),
     /// A table of the query index as CSV or Parquet (rows, kernels, ledger, samples …).
     Export(cmd::export::ExportArgs),
+    /// One self-contained HTML page: fit view, rooflines, kernel shares, trends, evals, ledger.
+    Report(cmd::report::ReportArgs),
     /// Review and trust the commands a repository's files would run (by content digest, like direnv's allow).
     Trust(cmd::trust::TrustArgs),
 }
@@ -148,6 +150,7 @@ fn main() -> ExitCode {
         Command::Query(a) => cmd::query::run_query(a, &ctx),
         Command::Trend(a) => cmd::trend::run_trend(a, &ctx),
         Command::Export(a) => cmd::export::run(a, &ctx),
+        Command::Report(a) => cmd::report::run(a, &ctx),
     };
     match result {
         Ok(code) => code,

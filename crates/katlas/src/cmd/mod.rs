@@ -17,6 +17,7 @@ pub mod parse;
 pub mod provenance;
 pub mod query;
 pub mod reach;
+pub mod report;
 pub mod route;
 pub mod schema;
 pub mod suggest;
