@@ -120,14 +120,23 @@ pub fn append_jsonl_dedup<T: Serialize>(path: &Path, records: &[T], id: impl Fn(
     if records.is_empty() {
         return Ok(Appended::default());
     }
-    let limits = Limits::from_env().map_err(StoreError::Limits)?;
     // Serialise before locking: the lock is held only for the read and the write.
     let mut lines: Vec<Vec<u8>> = Vec::with_capacity(records.len());
     for (index, r) in records.iter().enumerate() {
-        let mut line = serde_json::to_vec(r).map_err(|source| StoreError::Serialize { index, source })?;
-        line.push(b'\n');
-        lines.push(line);
+        lines.push(serde_json::to_vec(r).map_err(|source| StoreError::Serialize { index, source })?);
     }
+    let keyed: Vec<(Option<&str>, &[u8])> = records.iter().zip(&lines).map(|(r, l)| (Some(id(r)), l.as_slice())).collect();
+    append_lines_dedup(path, &keyed, fsync)
+}
+
+/// [`append_jsonl_dedup`] for lines already serialised (written byte for byte, each followed
+/// by a newline): a line with an id is skipped when a line of the file, or an earlier one of
+/// the batch, has that top-level `"id"`; a line without one (`None`) is always written.
+pub fn append_lines_dedup(path: &Path, lines: &[(Option<&str>, &[u8])], fsync: Fsync) -> Result<Appended, StoreError> {
+    if lines.is_empty() {
+        return Ok(Appended::default());
+    }
+    let limits = Limits::from_env().map_err(StoreError::Limits)?;
     let f = katlas_fs::open_append(path).map_err(io_err(path))?;
     let ft = f.metadata().map_err(io_err(path))?.file_type();
     if !ft.is_file() {
@@ -136,12 +145,13 @@ pub fn append_jsonl_dedup<T: Serialize>(path: &Path, records: &[T], id: impl Fn(
     }
     f.lock_exclusive().map_err(io_err(path))?;
     let result = (|| {
-        let mut seen = existing_ids(&f, limits.max_line)?;
+        let mut seen = if lines.iter().any(|l| l.0.is_some()) { existing_ids(&f, limits.max_line)? } else { HashSet::new() };
         let mut buf = Vec::new();
         let mut done = Appended::default();
-        for (r, line) in records.iter().zip(&lines) {
-            if seen.insert(id(r).to_string()) {
+        for (id, line) in lines {
+            if id.is_none_or(|id| seen.insert(id.to_string())) {
                 buf.extend_from_slice(line);
+                buf.push(b'\n');
                 done.written += 1;
             } else {
                 done.already_present += 1;

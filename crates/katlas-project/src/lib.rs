@@ -107,6 +107,8 @@ pub struct Config {
     #[serde(default)]
     pub reach: toml::Table,
     #[serde(default)]
+    pub store: toml::Table,
+    #[serde(default)]
     pub perf_allowlist: Vec<toml::Table>,
 }
 

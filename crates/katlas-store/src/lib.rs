@@ -11,6 +11,7 @@ pub mod lean;
 pub mod query;
 pub mod schema;
 pub mod sources;
+pub mod team;
 pub mod trend;
 
 /// The index connection type, for callers that hold one.

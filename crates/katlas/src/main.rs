@@ -96,6 +96,9 @@ enum Command {
     Export(cmd::export::ExportArgs),
     /// One self-contained HTML page: fit view, rooflines, kernel shares, trends, evals, ledger.
     Report(cmd::report::ReportArgs),
+    /// The team store on PostgreSQL: push this host's records, pull everyone's (docs/store.md).
+    #[command(subcommand)]
+    Store(cmd::store::StoreCmd),
     /// Review and trust the commands a repository's files would run (by content digest, like direnv's allow).
     Trust(cmd::trust::TrustArgs),
 }
@@ -151,6 +154,7 @@ fn main() -> ExitCode {
         Command::Trend(a) => cmd::trend::run_trend(a, &ctx),
         Command::Export(a) => cmd::export::run(a, &ctx),
         Command::Report(a) => cmd::report::run(a, &ctx),
+        Command::Store(c) => cmd::store::run(c, &ctx),
     };
     match result {
         Ok(code) => code,

@@ -20,6 +20,7 @@ pub mod reach;
 pub mod report;
 pub mod route;
 pub mod schema;
+pub mod store;
 pub mod suggest;
 pub mod task;
 pub mod trend;

@@ -35,6 +35,11 @@ pub struct QueryArgs {
     pub sql: String,
     #[arg(long, value_enum, default_value_t = QueryFormat::Text)]
     pub format: QueryFormat,
+    /// Run it on the team store (PostgreSQL, docs/store.md) instead of the local index; `--url` implies it.
+    #[arg(long)]
+    pub store: bool,
+    #[command(flatten)]
+    pub url: crate::cmd::store::UrlArg,
 }
 
 pub fn run_index(c: &IndexCmd, ctx: &Ctx) -> CmdResult {
@@ -62,6 +67,12 @@ pub fn run_index(c: &IndexCmd, ctx: &Ctx) -> CmdResult {
 }
 
 pub fn run_query(a: &QueryArgs, ctx: &Ctx) -> CmdResult {
+    if a.store || a.url.url.is_some() {
+        let mut store = crate::cmd::store::connect(&a.url, ctx)?;
+        let result = katlas_store::team::query(&mut store, &a.sql).map_err(crate::cmd::store::team_error)?;
+        print_result(&result, a.format)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let (conn, _) = index::open(&ctx.layout()?).map_err(CliError::bad_input)?;
     let result = query::sqlite(&conn, &a.sql).map_err(CliError::bad_input)?;
     print_result(&result, a.format)?;
