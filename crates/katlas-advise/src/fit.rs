@@ -321,6 +321,16 @@ pub struct OccupancyFit {
     pub limiter: String,
     /// `isa manifest + arch db`, `profiler launch data + arch db`.
     pub source: String,
+    /// Resident workgroups per CU/WGP (AMD) or blocks per SM (NVIDIA): what
+    /// `cudaOccupancyMaxActiveBlocksPerMultiprocessor` answers.
+    #[serde(default)]
+    pub groups: u32,
+    /// `workgroups/CU`, `workgroups/WGP` or `blocks/SM`.
+    #[serde(default)]
+    pub group_unit: String,
+    /// Each resource's own bound in `group_unit` (`registers`, `shared_memory`, `lds` …).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bounds: BTreeMap<String, u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
@@ -1140,6 +1150,7 @@ fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa
     }
 
     // ISA resources.
+    let launch_block = sample.and_then(|x| x.block).map(|b| b[0].max(1) * b[1].max(1) * b[2].max(1));
     let mut res = KernelResources::default();
     let mut occ_source = None;
     if let Some((lvl, (o, k))) = isa {
@@ -1175,18 +1186,8 @@ fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa
         let (bars, matrix) = mix_signals(k, &mut s);
         kf.mix = bars;
         kf.matrix.used_ops = matrix;
-        let nv = o.vendor == "nvidia";
-        res = KernelResources {
-            vgprs: if nv { None } else { r.vgpr },
-            agprs: r.agpr,
-            sgprs: if nv { None } else { r.sgpr },
-            lds_bytes: if nv { 0 } else { r.lds_bytes.unwrap_or(0) },
-            scratch_bytes_per_lane: r.scratch_bytes.unwrap_or(0),
-            wave_size: r.wave_size,
-            workgroup_size: r.reqd_workgroup_size.map(|w| w[0] * w[1].max(1) * w[2].max(1)).or(r.max_workgroup_size),
-            regs_per_thread: if nv { r.vgpr } else { None },
-            shared_bytes: if nv { r.lds_bytes.unwrap_or(0) } else { 0 },
-        };
+        let vendor = if o.vendor == "nvidia" { Vendor::Nvidia } else { Vendor::Amd };
+        res = k.occupancy_resources(vendor, launch_block);
         occ_source = Some("isa manifest + arch db");
     } else if let Some(x) = sample {
         // Profilers that report launch resources (ncu) give occupancy without a manifest.
@@ -1198,8 +1199,8 @@ fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa
             occ_source = Some("profiler launch data + arch db");
         }
     }
-    if let Some(b) = sample.and_then(|x| x.block) {
-        res.workgroup_size = Some(b[0].max(1) * b[1].max(1) * b[2].max(1));
+    if launch_block.is_some() {
+        res.workgroup_size = launch_block;
     }
     if let (Some(atom), Some(src)) = (ctx.atom, occ_source) {
         if atom.vendor == Vendor::Nvidia && res.vgprs.is_some() && res.regs_per_thread.is_none() {
@@ -1229,7 +1230,17 @@ fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa
                 );
                 s.insert("occupancy_pct".into(), Val::Num(100.0 * o.fraction));
                 s.insert("occupancy_limiter".into(), Val::Str(limiter.clone()));
-                kf.occupancy = Some(OccupancyFit { achieved: o.achieved, max: o.max, unit: o.unit, limiter, source: src.into(), notes: o.notes });
+                kf.occupancy = Some(OccupancyFit {
+                    achieved: o.achieved,
+                    max: o.max,
+                    unit: o.unit,
+                    limiter,
+                    source: src.into(),
+                    groups: o.groups,
+                    group_unit: o.group_unit,
+                    bounds: o.per_limit_groups.iter().map(|(l, n)| (l.name().to_string(), *n)).collect(),
+                    notes: o.notes,
+                });
             }
             Err(e) => {
                 kf.occupancy = None;

@@ -54,6 +54,30 @@ pub struct Kernel {
     pub occupancy: Option<serde_json::Value>,
     #[serde(default)]
     pub occupancy_note: Option<String>,
+    /// NVIDIA shared-memory facts (`nvidia.shared_static_bytes`, `nvidia.shared_reserved_bytes`).
+    #[serde(default)]
+    pub nvidia: Option<NvidiaFacts>,
+    /// Triton launch facts from the cache's `<name>.json` (block, dynamic shared memory).
+    #[serde(default)]
+    pub triton: Option<TritonFacts>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct NvidiaFacts {
+    #[serde(default)]
+    pub shared_static_bytes: u64,
+    #[serde(default)]
+    pub shared_reserved_bytes: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct TritonFacts {
+    #[serde(default)]
+    pub block_size: Option<u32>,
+    #[serde(default)]
+    pub warp_size: Option<u32>,
+    #[serde(default)]
+    pub shared_dynamic_bytes: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -83,6 +107,29 @@ pub struct InstructionMix {
 }
 
 impl Kernel {
+    /// The kernel's resources as katlas-arch's one mapping reads them (occupancy inputs);
+    /// `launch_block` (threads per block of the profiled launch) wins over the object's bounds.
+    pub fn occupancy_resources(&self, vendor: katlas_arch::Vendor, launch_block: Option<u32>) -> katlas_arch::KernelResources {
+        let r = &self.resources;
+        let t = self.triton.as_ref();
+        let nv = self.nvidia.as_ref();
+        katlas_arch::KernelResources::from_object(&katlas_arch::ObjectResources {
+            vendor,
+            registers: r.vgpr,
+            agprs: r.agpr,
+            sgprs: r.sgpr,
+            static_shared_bytes: nv.map(|n| n.shared_static_bytes).or(r.lds_bytes).unwrap_or(0),
+            reserved_in_static: nv.map(|n| n.shared_reserved_bytes).unwrap_or(0),
+            dynamic_shared_bytes: t.map(|t| t.shared_dynamic_bytes).unwrap_or(0),
+            scratch_bytes_per_lane: if vendor == katlas_arch::Vendor::Amd { r.scratch_bytes.unwrap_or(0) } else { 0 },
+            wave_size: t.and_then(|t| t.warp_size).or(r.wave_size),
+            workgroup_size: launch_block
+                .or(t.and_then(|t| t.block_size))
+                .or(r.reqd_workgroup_size.map(|w| w[0] * w[1].max(1) * w[2].max(1)))
+                .or(r.max_workgroup_size),
+        })
+    }
+
     /// Every spelling the kernel answers to.
     pub fn names(&self) -> Vec<&str> {
         let mut v = vec![self.name.as_str()];

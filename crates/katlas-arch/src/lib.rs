@@ -20,7 +20,7 @@ pub use db::{ArchDb, BUILTIN_FILES};
 pub use error::ArchError;
 pub use model::*;
 pub use names::canonical_atom;
-pub use occupancy::{occupancy, occupancy_with, total_vgprs, KernelResources, Limiter, Occupancy, OccupancyOptions};
+pub use occupancy::{occupancy, occupancy_with, total_vgprs, KernelResources, Limiter, ObjectResources, Occupancy, OccupancyOptions};
 pub use tags::{looks_like_arch_tag, tag_reach, FamilyRule, FileTag, TagKind};
 
 /// Schema string of the architecture data files and of JSON dumps of atoms/products.

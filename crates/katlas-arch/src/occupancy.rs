@@ -42,6 +42,63 @@ pub struct KernelResources {
     pub shared_bytes: u64,
 }
 
+/// A kernel's resources as its code object states them (the `katlas.isa.v1` manifest's
+/// fields), before the vendor-specific reading. [`KernelResources::from_object`] is the one
+/// mapping from these to occupancy inputs: katlas-isa's per-kernel occupancy and the fit
+/// view both use it, so the two can never disagree on what a kernel holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ObjectResources {
+    /// Whose code object it is (decides which fields occupancy reads).
+    pub vendor: Vendor,
+    /// AMD `.vgpr_count`; NVIDIA registers per thread.
+    pub registers: Option<u32>,
+    /// AMD `.agpr_count`.
+    pub agprs: Option<u32>,
+    /// AMD `.sgpr_count`.
+    pub sgprs: Option<u32>,
+    /// Static LDS / shared memory as the object stores it (NVIDIA sm_90+: the size of
+    /// `.nv.shared.<fn>`, which already holds the toolchain's 1 KiB reserve).
+    pub static_shared_bytes: u64,
+    /// The part of `static_shared_bytes` the toolchain reserved for the runtime (NVIDIA
+    /// sm_90+). Occupancy adds the runtime's per-block reservation itself, so it is taken
+    /// out here rather than counted twice.
+    pub reserved_in_static: u64,
+    /// Dynamic shared memory / LDS of the launch (Triton's `shared`), bytes per block.
+    pub dynamic_shared_bytes: u64,
+    /// AMD private segment bytes per lane (NVIDIA's stack does not bound occupancy).
+    pub scratch_bytes_per_lane: u64,
+    /// Wave/warp size; None = the atom's default (NVIDIA: 32).
+    pub wave_size: Option<u32>,
+    /// Threads per workgroup/block of the launch, or the kernel's own bound.
+    pub workgroup_size: Option<u32>,
+}
+
+impl KernelResources {
+    /// Occupancy inputs from a code object's facts (see [`ObjectResources`]).
+    pub fn from_object(o: &ObjectResources) -> KernelResources {
+        match o.vendor {
+            Vendor::Amd => KernelResources {
+                vgprs: o.registers,
+                agprs: o.agprs,
+                sgprs: o.sgprs,
+                lds_bytes: o.static_shared_bytes + o.dynamic_shared_bytes,
+                scratch_bytes_per_lane: o.scratch_bytes_per_lane,
+                wave_size: o.wave_size,
+                workgroup_size: o.workgroup_size,
+                ..Default::default()
+            },
+            Vendor::Nvidia => KernelResources {
+                regs_per_thread: o.registers,
+                shared_bytes: o.static_shared_bytes.saturating_sub(o.reserved_in_static) + o.dynamic_shared_bytes,
+                scratch_bytes_per_lane: o.scratch_bytes_per_lane,
+                wave_size: Some(o.wave_size.unwrap_or(32)),
+                workgroup_size: o.workgroup_size,
+                ..Default::default()
+            },
+        }
+    }
+}
+
 /// Settings of the launch that change occupancy but are not kernel resources.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OccupancyOptions {

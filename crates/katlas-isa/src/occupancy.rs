@@ -2,32 +2,32 @@
 //! code); this module only maps manifest resources onto its inputs.
 
 use crate::manifest::{CodeObject, Kernel, Shared, Vendor};
-use katlas_arch::{occupancy, ArchDb, KernelResources, Occupancy};
+use katlas_arch::{occupancy, ArchDb, KernelResources, ObjectResources, Occupancy};
 
 fn resources(vendor: Vendor, k: &Kernel) -> KernelResources {
     let r = &k.resources;
+    let t = k.triton.as_ref();
     // a Triton launch's block is known; otherwise the kernel's own bounds
-    let wg = k.triton.as_ref().map(|t| t.block_size).or(r.reqd_workgroup_size.map(|t| t.iter().product::<u32>())).or(r.max_workgroup_size);
-    let dynamic = k.triton.as_ref().map(|t| t.shared_dynamic_bytes).unwrap_or(0);
-    let wave = k.triton.as_ref().map(|t| t.warp_size);
-    match vendor {
-        Vendor::Amd => KernelResources {
-            vgprs: r.vgpr,
-            agprs: r.agpr,
-            sgprs: r.sgpr,
-            lds_bytes: r.lds_bytes.unwrap_or(0) + dynamic,
-            scratch_bytes_per_lane: r.scratch_bytes.unwrap_or(0),
-            wave_size: wave.or(r.wave_size),
-            workgroup_size: wg,
-            ..Default::default()
+    let wg = t.map(|t| t.block_size).or(r.reqd_workgroup_size.map(|t| t.iter().product::<u32>())).or(r.max_workgroup_size);
+    KernelResources::from_object(&ObjectResources {
+        vendor: match vendor {
+            Vendor::Amd => katlas_arch::Vendor::Amd,
+            Vendor::Nvidia => katlas_arch::Vendor::Nvidia,
         },
-        Vendor::Nvidia => {
-            let nv = k.nvidia.as_ref();
-            // katlas-arch adds the runtime's per-block reservation itself
-            let shared = nv.map(|n| n.shared_static_bytes.saturating_sub(n.shared_reserved_bytes)).unwrap_or(0) + dynamic;
-            KernelResources { regs_per_thread: r.vgpr, shared_bytes: shared, wave_size: Some(32), workgroup_size: wg, ..Default::default() }
-        }
-    }
+        registers: r.vgpr,
+        agprs: r.agpr,
+        sgprs: r.sgpr,
+        // NVIDIA: the size of `.nv.shared.<fn>`, reserve included (the vendor block holds it)
+        static_shared_bytes: match vendor {
+            Vendor::Amd => r.lds_bytes.unwrap_or(0),
+            Vendor::Nvidia => k.nvidia.as_ref().map(|n| n.shared_static_bytes).or(r.lds_bytes).unwrap_or(0),
+        },
+        reserved_in_static: k.nvidia.as_ref().map(|n| n.shared_reserved_bytes).unwrap_or(0),
+        dynamic_shared_bytes: t.map(|t| t.shared_dynamic_bytes).unwrap_or(0),
+        scratch_bytes_per_lane: if vendor == Vendor::Amd { r.scratch_bytes.unwrap_or(0) } else { 0 },
+        wave_size: t.map(|t| t.warp_size).or(r.wave_size),
+        workgroup_size: wg,
+    })
 }
 
 pub fn attach(obj: &mut CodeObject) {

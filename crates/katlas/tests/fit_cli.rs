@@ -1,0 +1,66 @@
+//! `katlas fit` on real inputs: occupancy from the one resource mapping (issue 19.3), products
+//! shared by an atom (17.8), two profiles compared (17.11).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{fixture, json, katlas, ok, repo};
+
+fn scan(dir: &Path, input: &Path, name: &str) -> PathBuf {
+    let out = dir.join(name);
+    ok(&katlas(dir, &["isa", "scan", input.to_str().unwrap(), "-o", out.to_str().unwrap(), "--no-cache", "--disasm", "never"]));
+    out
+}
+
+fn fit_kernel<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["kernels"].as_array().unwrap().iter().find(|k| k["name"] == name).unwrap_or_else(|| panic!("kernel {name} in the fit: {v}"))
+}
+
+/// The Triton matmul of the H200 cache: fit's occupancy is the driver's
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor` answer (fixtures/h200/triton-occupancy.jsonl),
+/// with its 98,304 B of dynamic shared memory bounding the blocks as the driver counts them.
+#[test]
+fn fit_occupancy_of_a_triton_kernel_is_the_drivers() {
+    let d = tempfile::tempdir().unwrap();
+    let m = scan(d.path(), &fixture("h200/triton-cache"), "triton.json");
+    let v = json(&katlas(d.path(), &["fit", "--isa", m.to_str().unwrap(), "--arch", "sm_90", "--format", "json"]));
+    let oracle = std::fs::read_to_string(fixture("h200/triton-occupancy.jsonl")).unwrap();
+    let mut checked = 0;
+    for line in oracle.lines().filter(|l| !l.trim().is_empty()) {
+        let want: Value = serde_json::from_str(line).unwrap();
+        let k = fit_kernel(&v, want["kernel"].as_str().unwrap());
+        let o = &k["occupancy"];
+        assert_eq!(o["groups"], want["blocks_per_sm"], "{o}");
+        assert_eq!(o["achieved"], want["warps_per_sm"], "{o}");
+        assert_eq!(o["group_unit"], "blocks/SM");
+        let dynamic = want["dyn_shared"].as_u64().unwrap();
+        assert_eq!(o["bounds"]["shared_memory"].as_u64(), Some(233472 / (dynamic + 1024)), "shared memory bound from the dynamic bytes: {o}");
+        checked += 1;
+    }
+    assert!(checked > 0);
+}
+
+/// A cubin kernel with static shared memory (sm_90 `smem_reduce`: 1 KiB of its own plus the
+/// toolchain's 1 KiB reserve in `.nv.shared`): the reserve is counted once, and fit's
+/// occupancy is the one the manifest carries (one mapping, in katlas-arch).
+#[test]
+fn fit_occupancy_counts_the_shared_reserve_once() {
+    let d = tempfile::tempdir().unwrap();
+    let cubin = repo().join("crates/katlas-isa/tests/fixtures/kernels.sm_90.cubin");
+    let m = scan(d.path(), &cubin, "sm90.json");
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+    let mk = manifest["objects"][0]["kernels"].as_array().unwrap().iter().find(|k| k["name"] == "smem_reduce").unwrap().clone();
+    assert_eq!(mk["nvidia"]["shared_static_bytes"], 2048, "{mk}");
+    assert_eq!(mk["nvidia"]["shared_reserved_bytes"], 1024);
+    let v = json(&katlas(d.path(), &["fit", "--isa", m.to_str().unwrap(), "--arch", "sm_90", "--format", "json"]));
+    let o = &fit_kernel(&v, "smem_reduce")["occupancy"];
+    let notes: Vec<&str> = o["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(notes.iter().any(|n| n.starts_with("shared memory per block 2048 B = 1024 B + 1024 B runtime reservation")), "{notes:?}");
+    let mo = &mk["occupancy"];
+    assert_eq!(o["achieved"], mo["achieved"]);
+    assert_eq!(o["groups"], mo["groups"]);
+    assert_eq!(o["notes"], mo["notes"], "fit and the manifest read the kernel the same way");
+    assert_eq!(o["bounds"]["shared_memory"].as_u64(), Some(233472 / 2048));
+}
