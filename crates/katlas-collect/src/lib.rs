@@ -10,6 +10,7 @@
 //! - [`loads`]: the project's runtime model: load patterns, family rule, variant selectors, and
 //!   the host-code index they are read from.
 
+pub mod amd_counters;
 pub mod collect;
 pub mod loads;
 pub mod names;

@@ -57,7 +57,7 @@ fn seeds(parser: &str) -> Vec<Vec<u8>> {
     let own = match parser {
         "hipfire-bench" => 0,
         "hipfire-dflash" => 1,
-        "rocprofv3-kernel-trace" | "rocprof-v1" => 2,
+        "rocprofv3-kernel-trace" | "rocprof-v1" | "rocprofv3" => 2,
         "rocprofv3-counters" => 3,
         "ncu-csv" => 4,
         "json-lines" | "katlas-rows" | "kv" => 5,

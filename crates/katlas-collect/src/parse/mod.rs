@@ -30,6 +30,7 @@ pub mod json_scan;
 pub mod kv;
 pub mod ncu;
 pub mod rocprof;
+pub mod rocprof_dir;
 pub mod rows;
 pub mod shapes;
 pub mod timeline;
@@ -196,6 +197,11 @@ pub const PARSERS: &[(&str, &str, ParseFn)] = &[
     ("json-lines", "JSON objects, one a line, carrying the `marker` key", json_lines::parse),
     ("rocprofv3-kernel-trace", "rocprofv3 kernel_trace.csv (2024 and 2026 column sets)", rocprof::parse_v3_trace),
     ("rocprofv3-counters", "rocprofv3 counter_collection.csv", rocprof::parse_v3_counters),
+    (
+        "rocprofv3",
+        "rocprofv3 output directory (or a file in one): kernel_trace.csv + counter_collection.csv (+ agent_info.csv) joined per dispatch, bytes from counters",
+        rocprof_dir::parse_stream,
+    ),
     ("rocprof-v1", "rocprof (v1) results.csv with BeginNs/EndNs and counter columns", rocprof::parse_v1),
     ("ncu-csv", "Nsight Compute `--csv --page raw` output", ncu::parse),
     ("torch-trace", "torch.profiler Chrome trace JSON (optionally .gz), streamed", torch_trace::parse),
@@ -217,7 +223,7 @@ fn lookup(name: &str) -> Result<ParseFn, ParseError> {
 /// How a parser's input splits into records, for the record cap.
 pub fn framing(name: &str) -> Framing {
     match name {
-        "rocprofv3-kernel-trace" | "rocprofv3-counters" | "rocprof-v1" | "ncu-csv" => Framing::Csv,
+        "rocprofv3-kernel-trace" | "rocprofv3-counters" | "rocprofv3" | "rocprof-v1" | "ncu-csv" => Framing::Csv,
         "torch-trace" => Framing::Json,
         _ => Framing::Lines,
     }
@@ -246,6 +252,16 @@ pub fn parse_limited(name: &str, input: Input<'_>, opts: &ParserOptions, limits:
     let f = lookup(name)?;
     let framing = framing(name);
     let source = source_of(&input);
+    if name == "rocprofv3" {
+        return match input {
+            Input::File(path) => rocprof_dir::parse(path, opts, limits),
+            Input::Text { text, .. } => rocprof_dir::parse_stream(&mut *input::open_text(text, framing, limits), &source, opts),
+            Input::Reader { reader, .. } => {
+                let mut r = input::open_reader(reader, framing, limits).map_err(|e| ParseError::new(&source, None, e.to_string()))?;
+                rocprof_dir::parse_stream(&mut *r, &source, opts)
+            }
+        };
+    }
     let mut reader: Box<dyn BufRead + '_> = match input {
         Input::Text { text, .. } => input::open_text(text, framing, limits),
         Input::File(path) => input::open_file(path, framing, limits).map_err(|e| ParseError::new(&source, None, e.to_string()))?,

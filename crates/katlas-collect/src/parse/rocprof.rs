@@ -14,27 +14,29 @@ use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 
-struct V3Cols {
-    kind: Option<usize>,
-    name: usize,
-    start: Option<usize>,
-    end: Option<usize>,
-    lds: Option<usize>,
-    scratch: Option<usize>,
-    vgpr: Option<usize>,
-    agpr: Option<usize>,
-    sgpr: Option<usize>,
-    wg: [Option<usize>; 3],
-    grid: [Option<usize>; 3],
-    wg1: Option<usize>,
-    grid1: Option<usize>,
-    dispatch: Option<usize>,
-    counter_name: Option<usize>,
-    counter_value: Option<usize>,
+pub(super) struct V3Cols {
+    pub(super) kind: Option<usize>,
+    pub(super) name: usize,
+    pub(super) start: Option<usize>,
+    pub(super) end: Option<usize>,
+    pub(super) lds: Option<usize>,
+    pub(super) scratch: Option<usize>,
+    pub(super) vgpr: Option<usize>,
+    pub(super) agpr: Option<usize>,
+    pub(super) sgpr: Option<usize>,
+    pub(super) wg: [Option<usize>; 3],
+    pub(super) grid: [Option<usize>; 3],
+    pub(super) wg1: Option<usize>,
+    pub(super) grid1: Option<usize>,
+    pub(super) dispatch: Option<usize>,
+    pub(super) counter_name: Option<usize>,
+    pub(super) counter_value: Option<usize>,
+    pub(super) correlation: Option<usize>,
+    pub(super) agent: Option<usize>,
 }
 
 impl V3Cols {
-    fn new(h: &Header, source: &str, line: u64) -> Result<Self, ParseError> {
+    pub(super) fn new(h: &Header, source: &str, line: u64) -> Result<Self, ParseError> {
         Ok(Self {
             kind: h.col(&["Kind"]),
             name: h.require(&["Kernel_Name", "KernelName", "Kernel-Name"], source, line)?,
@@ -52,6 +54,8 @@ impl V3Cols {
             dispatch: h.col(&["Dispatch_Id", "Index"]),
             counter_name: h.col(&["Counter_Name"]),
             counter_value: h.col(&["Counter_Value"]),
+            correlation: h.col(&["Correlation_Id"]),
+            agent: h.col(&["Agent_Id"]),
         })
     }
 
@@ -66,7 +70,7 @@ impl V3Cols {
     }
 
     /// Launch configuration of the first dispatch; later differing ones are flagged.
-    fn launch(&self, acc: &mut KernelAcc, rec: &csv::ByteRecord) {
+    pub(super) fn launch(&self, acc: &mut KernelAcc, rec: &csv::ByteRecord) {
         let (wg, grid) = self.dims(rec);
         let s = &mut acc.sample;
         let groups = match (wg, grid) {
@@ -98,18 +102,18 @@ impl V3Cols {
     }
 }
 
-fn is_header(rec: &csv::ByteRecord) -> bool {
+pub(super) fn is_header(rec: &csv::ByteRecord) -> bool {
     rec.iter().any(|f| f == b"Kernel_Name" || f == b"KernelName")
 }
 
-fn kernel_name(raw: &str) -> &str {
+pub(super) fn kernel_name(raw: &str) -> &str {
     // rocprof v1 prints code-object symbol names (`foo.kd`, `foo [clone .kd]`).
     let n = raw.trim();
     let n = n.strip_suffix(" [clone .kd]").unwrap_or(n);
     n.strip_suffix(".kd").unwrap_or(n)
 }
 
-fn phase_name(opts: &ParserOptions) -> String {
+pub(super) fn phase_name(opts: &ParserOptions) -> String {
     opts.phase.clone().unwrap_or_else(|| "run".into())
 }
 
