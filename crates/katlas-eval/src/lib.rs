@@ -10,6 +10,7 @@ pub mod ledger;
 pub mod metric;
 pub mod noise;
 pub mod numeric;
+pub mod plan;
 pub mod protocol;
 pub mod routes;
 pub mod sim;

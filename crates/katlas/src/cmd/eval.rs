@@ -4,14 +4,14 @@ use crate::ctx::{exit, CliError, CmdResult, Ctx};
 use crate::output::{paint, print_json, table, Format, FormatArg};
 use katlas_eval::config::EvalConfig;
 use katlas_eval::eval::{run_eval, CaptureContext, EvalReport, EvalSpec, Meta, SideInput, SolSpec};
-use katlas_eval::protocol::{Order, ProtocolError, Settings, Side};
+use katlas_eval::plan::{self, Band, PlanError};
+use katlas_eval::protocol::{Order, ProtocolError, Settings};
 use katlas_eval::routes::RouteSpec;
 use katlas_eval::verdict::{JudgeConfig, Plan};
 use katlas_eval::worktree;
-use katlas_model::digest::md5_hex;
 use katlas_model::ledger::{Disposition, Goal, Verdict};
 use katlas_model::task::Task;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -181,21 +181,22 @@ pub struct AbArgs {
     pub format: FormatArg,
 }
 
-fn split_cmd(s: &str) -> Vec<String> {
-    vec!["sh".into(), "-c".into(), s.into()]
-}
-
-fn is_ref(root: &Path, s: &str) -> bool {
-    !s.contains(char::is_whitespace) && worktree::resolve(root, s).is_ok()
-}
-
 fn goal(g: Option<GoalArg>, metric: &str) -> Goal {
-    match g {
-        Some(GoalArg::Maximize) => Goal::Maximize,
-        Some(GoalArg::Minimize) => Goal::Minimize,
-        // What the name says (`Goal::infer`, shared with gates); a name that says nothing is
-        // taken as a rate, and the report prints the goal it used.
-        None => Goal::infer(metric).unwrap_or(Goal::Maximize),
+    plan::goal(
+        g.map(|g| match g {
+            GoalArg::Maximize => Goal::Maximize,
+            GoalArg::Minimize => Goal::Minimize,
+        }),
+        metric,
+    )
+}
+
+impl From<PlanError> for CliError {
+    fn from(e: PlanError) -> Self {
+        match e {
+            PlanError::BadInput(m) => CliError::bad_input(m),
+            PlanError::MissingEnv(m) => CliError::missing_env(m),
+        }
     }
 }
 
@@ -213,23 +214,8 @@ fn eval_config(ctx: &Ctx) -> Result<EvalConfig, CliError> {
     Ok(ctx.project()?.section::<EvalConfig>(&["eval"]).map_err(CliError::bad_input)?.unwrap_or_default())
 }
 
-/// The noise band of an eval and where it came from.
-struct Band {
-    value: f64,
-    source: String,
-}
-
 fn band(p: &ProtocolArgs, cfg: &EvalConfig, calibrated: Option<katlas_eval::noise::Calibration>) -> Result<Band, CliError> {
-    let (value, source) = match (p.threshold, calibrated, cfg.threshold) {
-        (Some(t), _, _) => (t, "--threshold".to_string()),
-        (None, Some(c), _) => (c.band, c.describe()),
-        (None, None, Some(t)) => (t, "katlas.toml [eval] threshold".to_string()),
-        (None, None, None) => (0.01, "the default (no --threshold, no eval --aa calibration)".to_string()),
-    };
-    if !(0.0..1.0).contains(&value) {
-        return Err(CliError::bad_input(format!("noise threshold {value} from {source}: expected a fraction in [0, 1)")));
-    }
-    Ok(Band { value, source })
+    Ok(plan::band(p.threshold, calibrated, cfg.threshold)?)
 }
 
 fn settings(p: &ProtocolArgs, cfg: &EvalConfig, metric: String, g: Goal, parser: String, threshold: f64, mut strip: Vec<String>) -> Result<Settings, CliError> {
@@ -274,44 +260,14 @@ fn settings(p: &ProtocolArgs, cfg: &EvalConfig, metric: String, g: Goal, parser:
     })
 }
 
-/// Noise calibrations from `katlas eval --aa`, by command fingerprint.
 fn noise_file(ctx: &Ctx) -> Result<PathBuf, CliError> {
-    Ok(ctx.layout()?.root.join("noise.json"))
-}
-
-fn calibration(ctx: &Ctx, key: &str) -> Result<Option<katlas_eval::noise::Calibration>, CliError> {
-    let map = katlas_eval::noise::read(&noise_file(ctx)?).map_err(CliError::bad_input)?;
-    Ok(map.get(key).cloned())
-}
-
-fn fingerprint(parts: &[&str]) -> String {
-    md5_hex(parts.join("\u{1f}").as_bytes())[..12].to_string()
+    Ok(plan::noise_file(&ctx.layout()?.root))
 }
 
 fn cx(ctx: &Ctx) -> Result<CaptureContext, CliError> {
     let project = ctx.project()?;
     let env_prefixes = project.config.identity.env_prefixes.clone().unwrap_or_default();
     Ok(CaptureContext { cache_dir: Some(ctx.layout()?.cache_dir()), env_prefixes, hash_model: project.config.identity.hash_model, ..Default::default() })
-}
-
-/// A missing program is a missing environment (exit 3). Only simple commands
-/// are checked; a shell pipeline's failure shows in its samples instead.
-fn check_programs(sides: &[SideInput]) -> Result<(), CliError> {
-    for s in sides {
-        let simple = match s.side.argv.as_slice() {
-            [sh, c, cmd] if sh == "sh" && c == "-c" => !cmd.contains([';', '|', '&', '$', '(', '`', '<', '>']),
-            _ => true,
-        };
-        if simple && katlas_eval::eval::resolve_binary(&s.side).is_none() {
-            // Name the program the user wrote, not the `sh` that runs it.
-            let prog = match s.side.argv.as_slice() {
-                [sh, c, cmd] if sh == "sh" && c == "-c" => cmd.split_whitespace().find(|w| *w != "exec" && !w.contains('=')).unwrap_or(cmd).to_string(),
-                v => v.first().cloned().unwrap_or_default(),
-            };
-            return Err(CliError::missing_env(format!("{}: program `{prog}` not found", s.side.name)));
-        }
-    }
-    Ok(())
 }
 
 type ProgressBox = Box<dyn Fn(katlas_eval::protocol::Event<'_>)>;
@@ -362,26 +318,6 @@ fn map_err(e: ProtocolError) -> CliError {
     CliError::bad_input(e)
 }
 
-/// A new eval directory under `parent` (`<n>` for tasks), or the latest
-/// unfinished one to resume.
-fn next_dir(parent: &Path, fresh: bool) -> (PathBuf, String) {
-    let mut max = 0u32;
-    if let Ok(rd) = std::fs::read_dir(parent) {
-        for e in rd.flatten() {
-            if let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) {
-                max = max.max(n);
-            }
-        }
-    }
-    if max > 0 && !fresh {
-        let d = parent.join(max.to_string());
-        if !d.join("result.json").exists() {
-            return (d, max.to_string());
-        }
-    }
-    (parent.join((max + 1).to_string()), (max + 1).to_string())
-}
-
 pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     let project = ctx.project()?;
     let root = project.root.clone();
@@ -400,7 +336,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         disposition,
         ..Default::default()
     };
-    let mut sides: Vec<SideInput> = Vec::new();
+    let sides: Vec<SideInput>;
     let mut knobs = BTreeSet::new();
     let mut allowed = None;
     let mut correctness: Vec<(String, Option<RouteSpec>)> = Vec::new();
@@ -430,13 +366,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     let mut reference_identity = None;
     let wt_dir = layout.root.join("worktrees");
     prune_worktrees(&root, &wt_dir, ecfg.keep_worktrees);
-    let mk = |label: &str, name: &str, argv: Vec<String>, cwd: &Path, git_ref: Option<String>, src: Option<PathBuf>| SideInput {
-        side: Side { label: label.into(), name: name.into(), argv, env: BTreeMap::new(), cwd: cwd.to_path_buf() },
-        git_ref,
-        source_root: src,
-        knobs: BTreeMap::new(),
-        binary: p.binary.clone(),
-    };
+    let planner = plan::Sides { root: &root, cwd: &ctx.cwd, worktrees: &wt_dir, binary: p.binary.clone() };
     let (metric, parser, g, eval_dir, eval_id);
     if let (Some(task_id), Some((tpath, _, task))) = (&a.task, loaded_task) {
         let tdir = tpath.parent().expect("task.json has a directory").to_path_buf();
@@ -447,47 +377,17 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
             None => task.bench.goal,
         };
         strip.extend(task.bench.stripped_env.iter().cloned());
-        meta.task_id = Some(task.id.clone());
-        meta.lever = meta.lever.or(task.lever.clone());
-        meta.kernel = meta.kernel.or(task.kernel.clone());
-        meta.arch = task.target.arch.clone();
-        meta.phase = meta.phase.or(task.target.phase.clone());
-        meta.shape = meta.shape.or(task.target.shape.clone());
-        meta.quant = meta.quant.or(task.target.quant.clone());
-        meta.hypothesis = meta.hypothesis.or(Some(task.hypothesis.clone()));
-        if task.bench.command.is_empty() {
-            return Err(CliError::bad_input(format!("{}: bench.command: empty", tpath.display())));
-        }
-        let build = task.build.as_ref().map(|b| b.join(" "));
-        let (d, id) = next_dir(&tdir.join("evals"), p.fresh);
+        meta = plan::task_meta(meta, &task);
+        let (d, id) = plan::numbered_dir(&tdir.join("evals"), p.fresh);
         eval_dir = d;
         eval_id = format!("{task_id}/{id}");
-        let Some(base_ref) = task.baseline.git_ref.clone() else {
+        let Some(ts) = planner.task(&task, &tpath)? else {
             return needs_baseline(a, ctx, &meta, &metric, g, &eval_dir, &eval_id, "the task names no baseline git ref");
         };
-        let wt = worktree::prepare(&root, &base_ref, &wt_dir, build.as_deref()).map_err(env_or_bad)?;
-        if let Some(b) = &build {
-            let st = std::process::Command::new("sh").args(["-c", b]).current_dir(&root).status();
-            if !st.map(|s| s.success()).unwrap_or(false) {
-                return Err(CliError::bad_input(format!("build `{b}` failed in the working tree")));
-            }
-        }
-        let argv = task.bench.command.clone();
-        let mut base = mk("A", &format!("baseline {}", &wt.commit[..12]), argv.clone(), &wt.path, Some(base_ref.clone()), Some(wt.path.clone()));
-        let mut cand = mk("B", "candidate (working tree)", argv, &root, None, Some(root.clone()));
-        base.side.env = task.bench.env.clone();
-        cand.side.env = task.bench.env.clone();
-        sides = vec![base, cand];
-        if !task.allowed_files.is_empty() {
-            let changed = worktree::changed_in_worktree(&root, &wt.commit).map_err(env_or_bad)?;
-            allowed = Some((task.allowed_files.clone(), changed));
-        }
-        for c in &task.correctness {
-            correctness.push((c.claim.clone(), Some(RouteSpec { commands: vec![c.command.clone()], ..Default::default() })));
-        }
-        if task.baseline.identity != katlas_model::Identity::default() {
-            reference_identity = Some(task.baseline.identity.clone());
-        }
+        sides = ts.sides;
+        allowed = ts.allowed;
+        correctness = ts.correctness;
+        reference_identity = ts.reference_identity;
     } else {
         metric = p.metric.clone().ok_or_else(|| CliError::bad_input("--metric is required without a task"))?;
         parser = p.parser.clone().or(ecfg.parser.clone()).unwrap_or_else(|| "kv".into());
@@ -496,86 +396,24 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
             p.command.clone().or_else(|| a.baseline.clone()).ok_or_else(|| CliError::bad_input("--command (or --baseline CMD) is required"))
         };
         if a.aa {
-            let c = one_cmd()?;
-            sides.push(mk("A", "baseline", split_cmd(&c), &ctx.cwd, None, Some(root.clone())));
-            sides.push(mk("B", "baseline (again)", split_cmd(&c), &ctx.cwd, None, Some(root.clone())));
+            sides = planner.aa(&one_cmd()?);
         } else if !a.variant.is_empty() {
-            let c = one_cmd()?;
-            let mut envs: Vec<BTreeMap<String, String>> = vec![BTreeMap::new(), BTreeMap::new()];
-            for v in &a.variant {
-                let (k, val) = v.split_once('=').ok_or_else(|| CliError::bad_input(format!("--variant {v}: expected KEY=VALUE")))?;
-                let slot = if envs[0].contains_key(k) { 1 } else { 0 };
-                if envs[slot].contains_key(k) {
-                    return Err(CliError::bad_input(format!("--variant {k}: given more than twice")));
-                }
-                envs[slot].insert(k.into(), val.into());
-                knobs.insert(k.to_string());
-            }
-            for k in &knobs {
-                if !envs[1].contains_key(k) {
-                    return Err(CliError::bad_input(format!("--variant {k}: needs two values (KEY=A and KEY=B)")));
-                }
-            }
-            for (i, env) in envs.into_iter().enumerate() {
-                let name = env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
-                let mut s = mk(&katlas_eval::eval::label(i), &name, split_cmd(&c), &ctx.cwd, None, Some(root.clone()));
-                s.side.env = env.clone();
-                s.knobs = env;
-                sides.push(s);
-            }
+            (sides, knobs) = planner.variants(&one_cmd()?, &a.variant)?;
         } else {
             let b = a.baseline.as_deref().ok_or_else(|| CliError::bad_input("--baseline is required (or a TASK, --variant, --aa)"))?;
-            let c = a.candidate.as_deref();
-            for (i, (spec, name)) in [(Some(b), "baseline"), (c, "candidate")].into_iter().enumerate() {
-                let label = katlas_eval::eval::label(i);
-                match spec {
-                    Some(s) if is_ref(&root, s) => {
-                        let cmd = p.command.clone().ok_or_else(|| CliError::bad_input("--command is required for git-ref sides"))?;
-                        let wt = worktree::prepare(&root, s, &wt_dir, p.build.as_deref()).map_err(env_or_bad)?;
-                        sides.push(mk(&label, &format!("{name} {s}"), split_cmd(&cmd), &wt.path, Some(s.into()), Some(wt.path.clone())));
-                    }
-                    Some(s) => sides.push(mk(&label, name, split_cmd(s), &ctx.cwd, None, Some(root.clone()))),
-                    None => {
-                        // Ref baseline, no candidate: the working tree.
-                        let cmd = p.command.clone().ok_or_else(|| CliError::bad_input("--candidate is required (or --command with a ref baseline)"))?;
-                        if let Some(bc) = &p.build {
-                            let ok = std::process::Command::new("sh").args(["-c", bc]).current_dir(&root).status().is_ok_and(|s| s.success());
-                            if !ok {
-                                return Err(CliError::bad_input(format!("build `{bc}` failed in the working tree")));
-                            }
-                        }
-                        sides.push(mk(&label, "candidate (working tree)", split_cmd(&cmd), &root, None, Some(root.clone())));
-                    }
-                }
-            }
-            if !a.allowed.is_empty() {
-                let base = sides[0].git_ref.clone().ok_or_else(|| CliError::bad_input("--allowed needs a git-ref baseline"))?;
-                let changed = match &sides[1].git_ref {
-                    Some(r) => worktree::changed_files(&root, &base, r),
-                    None => worktree::changed_in_worktree(&root, &base),
-                }
-                .map_err(env_or_bad)?;
-                allowed = Some((a.allowed.clone(), changed));
-            }
+            (sides, allowed) = planner.pair(b, a.candidate.as_deref(), p.command.as_deref(), p.build.as_deref(), &a.allowed)?;
         }
-        let fp = fingerprint(&[&format!("{:?}", sides.iter().map(|s| (&s.side.argv, &s.side.env, &s.side.cwd)).collect::<Vec<_>>()), &metric, &parser]);
-        let parent = layout.root.join("evals");
-        let mut id = fp.clone();
-        let mut n = 1;
-        while parent.join(&id).join("result.json").exists() || (p.fresh && parent.join(&id).exists()) {
-            n += 1;
-            id = format!("{fp}-{n}");
-        }
-        eval_dir = parent.join(&id);
+        let (d, id) = plan::fingerprint_dir(&layout.root.join("evals"), &plan::sides_fingerprint(&sides, &metric, &parser), p.fresh);
+        eval_dir = d;
         eval_id = id;
     }
     for c in &a.claims {
         let route: Option<RouteSpec> = project.section(&["route", c]).map_err(CliError::bad_input)?;
         correctness.push((c.clone(), route));
     }
-    let noise_key = fingerprint(&[&format!("{:?}", sides[0].side.argv), &metric]);
+    let noise_key = plan::noise_key(&sides, &metric);
     // An A/A calibrates its own band; it is never judged against an older one.
-    let band = band(p, &ecfg, if a.aa { None } else { calibration(ctx, &noise_key)? })?;
+    let band = band(p, &ecfg, if a.aa { None } else { plan::calibration(&noise_file(ctx)?, &noise_key)? })?;
     let mut st = settings(p, &ecfg, metric.clone(), g, parser, band.value, strip)?;
     if a.aa {
         // A calibration measures the noise over the whole plan at the efficacy level; a
@@ -583,7 +421,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         st.judge.beta = 0.0;
     }
     let min_effect = st.judge.min_effect.unwrap_or(0.05);
-    check_programs(&sides)?;
+    plan::check_programs(&sides)?;
     let sol = sol_spec(a, &metric)?;
     let spec = EvalSpec {
         eval_id,
@@ -635,14 +473,6 @@ fn load_task(layout: &katlas_corpus::Layout, id: &str) -> Result<(PathBuf, Strin
     Ok((tpath, text, task))
 }
 
-fn env_or_bad(e: String) -> CliError {
-    if e.starts_with("cannot run git") {
-        CliError::missing_env(e)
-    } else {
-        CliError::bad_input(e)
-    }
-}
-
 fn sol_spec(a: &EvalArgs, metric: &str) -> Result<Option<SolSpec>, CliError> {
     if a.bytes.is_none() && a.bytes_key.is_none() {
         return Ok(None);
@@ -678,35 +508,7 @@ fn p_name(d: &katlas_model::Device) -> String {
 
 #[allow(clippy::too_many_arguments)]
 fn needs_baseline(a: &EvalArgs, ctx: &Ctx, meta: &Meta, metric: &str, g: Goal, dir: &Path, eval_id: &str, why: &str) -> CmdResult {
-    use katlas_model::ledger::*;
-    let entry = LedgerEntry {
-        schema: LEDGER_SCHEMA.into(),
-        id: katlas_model::row::new_id(),
-        recorded_at: katlas_model::row::now_rfc3339(),
-        task_id: meta.task_id.clone(),
-        eval_id: Some(eval_id.into()),
-        lever: meta.lever.clone(),
-        kernel: meta.kernel.clone(),
-        arch: meta.arch.clone(),
-        phase: meta.phase.clone(),
-        shape: meta.shape.clone(),
-        quant: meta.quant.clone(),
-        hypothesis: meta.hypothesis.clone(),
-        metric: metric.into(),
-        goal: g,
-        baseline: EvalSide { label: "baseline".into(), ..Default::default() },
-        candidate: EvalSide { label: "candidate".into(), ..Default::default() },
-        protocol: Protocol::default(),
-        samples: SampleRef { path: dir.join("samples.jsonl").display().to_string(), ..Default::default() },
-        verdict: Verdict::NeedsBaseline,
-        reasons: vec![why.into()],
-        effect: None,
-        noise_threshold: a.protocol.threshold.unwrap_or(0.01),
-        correctness: Vec::new(),
-        cross_host: false,
-        mechanism: meta.mechanism.clone(),
-        disposition: meta.disposition.clone().unwrap_or_else(|| Disposition::default_for(Verdict::NeedsBaseline)),
-    };
+    let entry = plan::needs_baseline_entry(meta, metric, g, dir, eval_id, why, a.protocol.threshold.unwrap_or(0.01));
     if !a.protocol.no_ledger {
         katlas_eval::ledger::append(&ctx.layout()?.ledger(), &entry)?;
     }
@@ -717,29 +519,25 @@ fn needs_baseline(a: &EvalArgs, ctx: &Ctx, meta: &Meta, metric: &str, g: Goal, d
     Ok(ExitCode::from(exit::NEGATIVE))
 }
 
-/// Store the A/A's band when it may set one (`katlas_eval::noise::admit`); whether it did.
+/// Store the A/A's band when it may set one; whether it did.
 fn record_aa(ctx: &Ctx, key: &str, r: &EvalReport, max_band: f64) -> Result<bool, CliError> {
-    let res = &r.result;
-    let band = res.effects.first().map(|e| e.ci[0].abs().max(e.ci[1].abs())).unwrap_or(f64::NAN);
-    let cv = res.sides.iter().filter_map(|s| s.summary.cv).fold(0.0f64, f64::max);
-    let runs = res.protocol.n_per_side.iter().copied().min().unwrap_or(0);
     let path = noise_file(ctx)?;
-    if let Err(why) = katlas_eval::noise::admit(res.verdict, band, cv, runs, max_band) {
-        eprintln!("katlas: A/A calibration refused: {why}");
-        return Ok(false);
+    match plan::record_aa(&path, key, r, max_band, &katlas_model::row::now_rfc3339())? {
+        Err(why) => {
+            eprintln!("katlas: A/A calibration refused: {why}");
+            Ok(false)
+        }
+        Ok(c) => {
+            eprintln!(
+                "A/A noise band calibrated: ±{:.2}% at robust CV {:.2}% over {} runs/side (stored in {})",
+                c.band * 100.0,
+                c.cv.unwrap_or(0.0) * 100.0,
+                c.runs_per_side.unwrap_or(0),
+                path.display()
+            );
+            Ok(true)
+        }
     }
-    let mut map = katlas_eval::noise::read(&path).map_err(CliError::bad_input)?;
-    let c = katlas_eval::noise::Calibration {
-        band: (band * 1e4).ceil() / 1e4,
-        cv: Some(cv),
-        runs_per_side: Some(runs),
-        eval_id: Some(res.eval_id.clone()),
-        calibrated_at: Some(katlas_model::row::now_rfc3339()),
-    };
-    map.insert(key.into(), c);
-    katlas_eval::noise::write(&path, &map).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
-    eprintln!("A/A noise band calibrated: ±{:.2}% at robust CV {:.2}% over {runs} runs/side (stored in {})", band * 100.0, cv * 100.0, path.display());
-    Ok(true)
 }
 
 fn pct(x: f64) -> String {
@@ -848,23 +646,8 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
     let g = goal(p.goal, &metric);
     let wt_dir = layout.root.join("worktrees");
     prune_worktrees(&root, &wt_dir, eval_config(ctx)?.keep_worktrees);
-    let mut sides = Vec::new();
-    for (i, r) in a.refs.iter().enumerate() {
-        let wt = worktree::prepare(&root, r, &wt_dir, p.build.as_deref()).map_err(env_or_bad)?;
-        sides.push(SideInput {
-            side: Side {
-                label: katlas_eval::eval::label(i),
-                name: format!("{r} ({})", &wt.commit[..10]),
-                argv: split_cmd(&cmd),
-                env: BTreeMap::new(),
-                cwd: wt.path.clone(),
-            },
-            git_ref: Some(r.clone()),
-            source_root: Some(wt.path.clone()),
-            knobs: BTreeMap::new(),
-            binary: p.binary.clone(),
-        });
-    }
+    let planner = plan::Sides { root: &root, cwd: &ctx.cwd, worktrees: &wt_dir, binary: p.binary.clone() };
+    let sides = planner.refs(&a.refs, &cmd, p.build.as_deref())?;
     let ecfg = eval_config(ctx)?;
     let parser = p.parser.clone().or(ecfg.parser.clone()).unwrap_or_else(|| "kv".into());
     let band = band(p, &ecfg, None)?;
@@ -874,18 +657,11 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
         // A commit probe compares several refs at once: fixed N (default 10), no early stop.
         st.plan = Plan::fixed(10);
     }
-    check_programs(&sides)?;
-    let fp = fingerprint(&[&a.refs.join(" "), &cmd, &metric]);
-    let parent = layout.root.join("evals");
-    let mut id = format!("ab-{fp}");
-    let mut n = 1;
-    while parent.join(&id).join("result.json").exists() || (p.fresh && parent.join(&id).exists()) {
-        n += 1;
-        id = format!("ab-{fp}-{n}");
-    }
+    plan::check_programs(&sides)?;
+    let (dir, id) = plan::fingerprint_dir(&layout.root.join("evals"), &plan::ab_fingerprint(&a.refs, &cmd, &metric), p.fresh);
     let spec = EvalSpec {
-        eval_id: id.clone(),
-        dir: parent.join(&id),
+        eval_id: id,
+        dir,
         sides,
         settings: st,
         knobs: BTreeSet::new(),
