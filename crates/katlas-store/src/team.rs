@@ -98,17 +98,17 @@ pub fn pg_reason(e: &postgres::Error) -> String {
 /// The URL without its password: what messages name.
 pub fn redacted(url: &str) -> String {
     let Ok(c) = url.parse::<postgres::Config>() else { return "(unparsable URL)".into() };
-    let hosts: Vec<String> = c
-        .get_hosts()
-        .iter()
-        .map(|h| match h {
-            postgres::config::Host::Tcp(s) => s.clone(),
-            postgres::config::Host::Unix(p) => p.display().to_string(),
-        })
-        .collect();
-    let port = c.get_ports().first().map(|p| format!(":{p}")).unwrap_or_default();
+    let (mut tcp, mut unix) = (Vec::new(), Vec::new());
+    for h in c.get_hosts() {
+        match h {
+            postgres::config::Host::Tcp(s) => tcp.push(s.clone()),
+            postgres::config::Host::Unix(p) => unix.push(p.display().to_string()),
+        }
+    }
+    let port = c.get_ports().first().filter(|_| !tcp.is_empty()).map(|p| format!(":{p}")).unwrap_or_default();
     let user = c.get_user().map(|u| format!("{u}@")).unwrap_or_default();
-    format!("postgres://{user}{}{port}/{}", hosts.join(","), c.get_dbname().unwrap_or(""))
+    let socket = if unix.is_empty() { String::new() } else { format!("?host={}", unix.join(",")) };
+    format!("postgres://{user}{}{port}/{}{socket}", tcp.join(","), c.get_dbname().unwrap_or(""))
 }
 
 /// A connection to the team store.
@@ -654,6 +654,33 @@ fn local_ids(layout: &Layout) -> Result<HashSet<(String, String)>, TeamError> {
     Ok(ids)
 }
 
+/// A record as the store holds it.
+struct Fetched {
+    kind: String,
+    id: String,
+    rel: String,
+    line: u64,
+    raw: Vec<u8>,
+}
+
+/// A store record's kind, or why it is refused: the store is another host's data, so its
+/// path must be one of the layout's, its bytes a record of that kind, and its id the record's.
+fn check_fetched(f: &Fetched) -> Result<Kind, String> {
+    let kind = kind_of(&f.kind).ok_or("unknown record kind")?;
+    if !source_ok(kind, &f.rel) {
+        return Err("not a path this kind of record lives at under .katlas/".into());
+    }
+    if kind.is_jsonl() && f.raw.contains(&b'\n') {
+        return Err("a line holding a newline".into());
+    }
+    match parse_record(kind, &f.rel, f.line, &f.raw) {
+        Parsed::Record(r, _) if r.id == f.id => Ok(kind),
+        Parsed::Record(r, _) => Err(format!("the bytes are record {}, not this id", r.id)),
+        Parsed::Bad(reason) => Err(reason),
+        Parsed::Blank => Err("empty".into()),
+    }
+}
+
 /// Lines of one JSON-lines file waiting to be appended.
 struct Lines {
     rel: String,
@@ -662,8 +689,8 @@ struct Lines {
     bytes: usize,
 }
 
-/// Pull every record the project does not hold into its files; `progress` is called every
-/// `BATCH_RECORDS` records read.
+/// Pull every record the project does not hold into its files; `progress` is called after
+/// each `BATCH_RECORDS` records to write (checked in parallel) or at the end.
 pub fn pull(store: &mut Store, layout: &Layout, progress: &mut dyn FnMut(&Progress)) -> Result<PullStats, TeamError> {
     let t0 = Instant::now();
     store.check_store()?;
@@ -677,59 +704,49 @@ pub fn pull(store: &mut Store, layout: &Layout, progress: &mut dyn FnMut(&Progre
         .query_raw("SELECT kind, id, source, line, raw FROM records ORDER BY source, line, kind, id", std::iter::empty::<&(dyn ToSql + Sync)>())
         .map_err(err("read records"))?;
     let mut cur: Option<Lines> = None;
-    while let Some(row) = it.next().map_err(err("read records"))? {
-        let (kind_s, id, rel, line, raw): (String, String, String, i64, Vec<u8>) = (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
-        stats.records += 1;
-        if stats.records % BATCH_RECORDS as u64 == 0 {
+    let mut done = false;
+    while !done {
+        let mut chunk: Vec<Fetched> = Vec::with_capacity(BATCH_RECORDS);
+        while chunk.len() < BATCH_RECORDS {
+            let Some(row) = it.next().map_err(err("read records"))? else {
+                done = true;
+                break;
+            };
+            let f = Fetched { kind: row.get(0), id: row.get(1), rel: row.get(2), line: row.get::<_, i64>(3).max(0) as u64, raw: row.get(4) };
+            stats.records += 1;
+            // What the project holds is not parsed again.
+            if local.contains(&(f.kind.clone(), f.id.clone())) {
+                stats.present += 1;
+            } else {
+                chunk.push(f);
+            }
+        }
+        let verdicts: Vec<Result<Kind, String>> = chunk.par_iter().with_min_len(64).map(check_fetched).collect();
+        for (f, v) in chunk.into_iter().zip(verdicts) {
+            let kind = match v {
+                Ok(k) => k,
+                Err(reason) => {
+                    stats.refused += 1;
+                    if stats.refused_list.len() < LISTED {
+                        stats.refused_list.push(Skipped { source: f.rel.clone(), line: f.line, reason: format!("{} {}: {reason}", f.kind, f.id) });
+                    }
+                    continue;
+                }
+            };
+            if !kind.is_jsonl() {
+                write_document(layout, kind, &f.rel, &f.raw, &mut stats, &mut files)?;
+                continue;
+            }
+            if cur.as_ref().is_some_and(|c| c.rel != f.rel || c.bytes > 8 << 20) {
+                flush(layout, cur.take().unwrap(), &mut stats, &mut files)?;
+            }
+            let c = cur.get_or_insert_with(|| Lines { rel: f.rel.clone(), kind, lines: Vec::new(), bytes: 0 });
+            c.bytes += f.raw.len() + 1;
+            c.lines.push((f.id, f.raw));
+        }
+        if !done {
             progress(&Progress { records: stats.records, elapsed_ms: t0.elapsed().as_millis() as u64, ..Progress::default() });
         }
-        let mut refuse = |reason: String| {
-            stats.refused += 1;
-            if stats.refused_list.len() < LISTED {
-                stats.refused_list.push(Skipped { source: rel.clone(), line: line.max(0) as u64, reason: format!("{kind_s} {id}: {reason}") });
-            }
-        };
-        let Some(kind) = kind_of(&kind_s) else {
-            refuse("unknown record kind".into());
-            continue;
-        };
-        if !source_ok(kind, &rel) {
-            refuse("not a path this kind of record lives at under .katlas/".into());
-            continue;
-        }
-        if kind.is_jsonl() && raw.contains(&b'\n') {
-            refuse("a line holding a newline".into());
-            continue;
-        }
-        match parse_record(kind, &rel, line.max(0) as u64, &raw) {
-            Parsed::Record(r, _) if r.id == id => {}
-            Parsed::Record(r, _) => {
-                refuse(format!("the bytes are record {}, not this id", r.id));
-                continue;
-            }
-            Parsed::Bad(reason) => {
-                refuse(reason);
-                continue;
-            }
-            Parsed::Blank => {
-                refuse("empty".into());
-                continue;
-            }
-        }
-        if local.contains(&(kind_s.clone(), id.clone())) {
-            stats.present += 1;
-            continue;
-        }
-        if !kind.is_jsonl() {
-            write_document(layout, kind, &rel, &raw, &mut stats, &mut files)?;
-            continue;
-        }
-        if cur.as_ref().is_some_and(|c| c.rel != rel || c.bytes > 8 << 20) {
-            flush(layout, cur.take().unwrap(), &mut stats, &mut files)?;
-        }
-        let c = cur.get_or_insert_with(|| Lines { rel: rel.clone(), kind, lines: Vec::new(), bytes: 0 });
-        c.bytes += raw.len() + 1;
-        c.lines.push((id, raw));
     }
     if let Some(c) = cur.take() {
         flush(layout, c, &mut stats, &mut files)?;

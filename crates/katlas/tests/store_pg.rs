@@ -75,7 +75,7 @@ impl Pg {
 
     /// The URL katlas is given: the unix socket in the temp dir, no TCP port to clash.
     fn url(&self) -> String {
-        format!("postgres://postgres@localhost/postgres?host={}", self.dir.path().display())
+        format!("postgres://postgres@/postgres?host={}", self.dir.path().display())
     }
 
     /// SQL through psql, bypassing katlas (what another client of the server could do).
@@ -291,7 +291,7 @@ fn ledger_evals_samples_and_isa_round_trip_and_identity_rules_hold_after_a_pull(
     assert!(kinds["eval_samples"].as_u64().unwrap() >= 8, "{s}");
     let new_a = s["new"].as_u64().unwrap();
     let text = String::from_utf8(ok(katlas(pb, &["store", "push", "--url", &url]).output().unwrap()).stdout).unwrap();
-    assert!(text.starts_with("pushed 11 new records (rows 11) to postgres://postgres@"), "{text}");
+    assert!(text.starts_with("pushed 11 new records (rows 11) to postgres://postgres@/postgres?host=/"), "{text}");
 
     // The store answers the index's SQL over ledger, evals, samples and ISA tables.
     let j = run(pa, &["query", "--url", &url, "SELECT verdict, metric, relative_change FROM ledger", "--format", "json"]);
@@ -352,7 +352,7 @@ fn an_unreachable_store_is_a_missing_environment_and_no_url_is_bad_input() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("KATLAS_STORE_URL"), "{}", String::from_utf8_lossy(&o.stderr));
     let dead = tempfile::tempdir().unwrap();
-    let url = format!("postgres://postgres:hunter2@localhost/postgres?host={}", dead.path().display());
+    let url = format!("postgres://postgres:hunter2@/postgres?host={}", dead.path().display());
     let o = katlas(d.path(), &["store", "pull", "--url", &url]).output().unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
     let err = String::from_utf8_lossy(&o.stderr);
