@@ -151,6 +151,21 @@ pub struct FitView {
     pub caveats: Vec<Finding>,
     /// Rules files in force.
     pub rules_files: Vec<String>,
+    /// When no product was chosen and the atom's boards have different ceilings: the reading
+    /// against each candidate board (`--product` picks one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub product_readings: Vec<ProductReading>,
+}
+
+/// The fit read against one candidate product of an ambiguous atom.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ProductReading {
+    pub product: String,
+    pub bw_ceiling_gbps: Option<f64>,
+    /// What bounds the phase on this board (the view's `likely_limit` with this product).
+    pub likely_limit: Vec<Finding>,
+    /// Hot kernels' bandwidth as % of this board's ceiling, by short name (hottest first).
+    pub bw_pct: Vec<(String, f64)>,
 }
 
 /// The phase read as a whole (a trace's timeline), before any one kernel.
@@ -380,6 +395,7 @@ fn resolve_product<'a>(
     row: Option<&Row>,
     atom: Option<&str>,
     notes: &mut Vec<String>,
+    candidates: &mut Vec<&'a Product>,
 ) -> Result<Option<(&'a Product, String)>, String> {
     if let Some(p) = explicit {
         return match db.product(p) {
@@ -402,6 +418,17 @@ fn resolve_product<'a>(
     }
     let Some(atom) = atom else { return Ok(None) };
     let cands = db.products_for_atom(atom);
+    // The device's memory size tells boards of one atom apart (24 GB 7900 XTX, 20 GB 7900 XT, 48 GB W7900).
+    if cands.len() > 1 {
+        for d in row.map(|r| r.identity.devices.as_slice()).unwrap_or_default() {
+            let Some(mib) = d.memory_mib else { continue };
+            let gb = mib as f64 / 1024.0;
+            let fits: Vec<&&Product> = cands.iter().filter(|p| p.memory_gb.as_ref().is_some_and(|m| (gb - m.value).abs() <= 0.1 * m.value)).collect();
+            if let [one] = fits.as_slice() {
+                return Ok(Some((**one, format!("row device memory {} GiB: the only {atom} board of that size", crate::expr::fmt_num(gb, Some(1))))));
+            }
+        }
+    }
     match cands.as_slice() {
         [] => Ok(None),
         [one] => Ok(Some((*one, format!("only product of {atom} in the arch database")))),
@@ -416,7 +443,12 @@ fn resolve_product<'a>(
                 )))
             } else {
                 let names: Vec<&str> = many.iter().map(|p| p.name.as_str()).collect();
-                notes.push(format!("{} products use {atom} with different ceilings ({}): pass --product", many.len(), names.join(", ")));
+                notes.push(format!(
+                    "{} products use {atom} with different ceilings ({}): read for each below; pass --product for one",
+                    many.len(),
+                    names.join(", ")
+                ));
+                candidates.extend(many.iter().copied());
                 Ok(None)
             }
         }
@@ -470,9 +502,11 @@ fn weighted(a: Option<f64>, na: u64, b: Option<f64>, nb: u64) -> Option<f64> {
 }
 
 /// Whether a sample's bytes come from DRAM counters (ncu `dram__bytes_*`, rocprof
-/// `FETCH_SIZE`/`WRITE_SIZE`) rather than a workload's own estimate.
+/// `FETCH_SIZE`/`WRITE_SIZE`, the rocprofv3 parser's TCC/GL2C formulas) rather than a
+/// workload's own estimate.
 fn bytes_from_counters(s: &KernelSample) -> bool {
-    s.counters.keys().any(|k| k.starts_with("dram__bytes") || k == "FETCH_SIZE" || k == "WRITE_SIZE")
+    s.extra.get("bytes_source").and_then(|v| v.as_str()) == Some("counters")
+        || s.counters.keys().any(|k| k.starts_with("dram__bytes") || k == "FETCH_SIZE" || k == "WRITE_SIZE")
 }
 
 /// Where a sample's per-call bytes come from, as the view labels them.
@@ -740,7 +774,8 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     }
     let atom_name = atom.map(|a| a.name.clone()).or(arch.clone());
 
-    let product = resolve_product(db, input.product, row, atom_name.as_deref(), &mut scope_notes).map_err(crate::AdviseError::Usage)?;
+    let mut candidates = Vec::new();
+    let product = resolve_product(db, input.product, row, atom_name.as_deref(), &mut scope_notes, &mut candidates).map_err(crate::AdviseError::Usage)?;
     if let (Some((p, _)), Some(a)) = (&product, atom) {
         if katlas_arch::canonical_atom(&p.atom) != a.name && a.variant_of.as_deref() != Some(p.atom.as_str()) {
             scope_notes.push(format!("product {} is {} but the evidence is {}", p.name, p.atom, a.name));
@@ -935,6 +970,19 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     let quant = row.and_then(|r| r.quant.as_deref()).and_then(|q| input.rules.quant_for(q)).cloned();
     let runtime = row.map(|r| r.metrics.iter().map(|(k, m)| (k.clone(), m.value)).collect()).unwrap_or_default();
 
+    let product_readings = candidates
+        .iter()
+        .map(|p| {
+            let one = FitInput { row: input.row, isa: input.isa, product: Some(p.name.as_str()), arch: input.arch, db: input.db, rules: input.rules, row_source: None };
+            build_fit(&one).map(|v| ProductReading {
+                product: p.name.clone(),
+                bw_ceiling_gbps: v.header.bw_ceiling_gbps,
+                likely_limit: v.likely_limit,
+                bw_pct: v.kernels.iter().filter_map(|k| k.throughput.bw_pct_of_peak.map(|x| (k.short_name.clone(), x))).collect(),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
     Ok(FitView {
         schema: crate::FIT_SCHEMA.into(),
         header,
@@ -952,6 +1000,7 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
         stops,
         caveats,
         rules_files: vec![rules.fit.file.clone(), rules.quant_file.clone()],
+        product_readings,
     })
 }
 

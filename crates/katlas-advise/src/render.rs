@@ -207,6 +207,27 @@ fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize, nv: bool) {
     }
 }
 
+/// The reading against each candidate board when the atom's products differ (no `--product`):
+/// the headline per board and the top kernel's % of peak across them.
+fn product_readings(d: &mut Doc, v: &FitView, finding: fn(&Finding) -> String) {
+    if v.product_readings.is_empty() {
+        return;
+    }
+    d.kv("by product", format!("{} candidate boards of {} (pass --product for one)", v.product_readings.len(), or_unknown(&v.header.arch)));
+    for r in &v.product_readings {
+        let ceiling = r.bw_ceiling_gbps.map(|b| format!(" ({} GB/s)", fmt_num(b, Some(0)))).unwrap_or_default();
+        let head = r.likely_limit.first().map(finding).unwrap_or_else(|| "no limit rule could decide".into());
+        d.item(format!("{}{ceiling}: {head}", r.product));
+    }
+    let top = v.product_readings.iter().filter_map(|r| r.bw_pct.first().cloned()).collect::<Vec<_>>();
+    if let Some((name, _)) = top.first() {
+        let pcts: Vec<f64> = top.iter().filter(|(n, _)| n == name).map(|(_, p)| *p).collect();
+        let lo = pcts.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = pcts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        d.item(format!("{name}: {}-{}% of peak bandwidth across the {} boards", fmt_num(lo, Some(1)), fmt_num(hi, Some(1)), pcts.len()));
+    }
+}
+
 fn fit_doc(v: &FitView, md: bool) -> String {
     let mut d = Doc { md, out: String::new() };
     let h = &v.header;
@@ -305,8 +326,10 @@ fn fit_doc(v: &FitView, md: bool) -> String {
     d.h("Fit read");
     match v.likely_limit.first() {
         Some(f) => d.kv("likely limit", finding_line(f)),
+        None if !v.product_readings.is_empty() => {}
         None => d.kv("likely limit", "unknown: no limit rule could decide (see missing evidence)"),
     }
+    product_readings(&mut d, v, finding_line);
     for f in v.likely_limit.iter().skip(1) {
         d.item(format!("also: {}", finding_line(f)));
     }
@@ -506,8 +529,10 @@ fn fit_brief(v: &FitView, md: bool) -> String {
     }
     match v.likely_limit.first() {
         Some(f) => d.kv("likely limit", brief_finding(f)),
+        None if !v.product_readings.is_empty() => {}
         None => d.kv("likely limit", "unknown: no limit rule could decide (see missing evidence)"),
     }
+    product_readings(&mut d, v, brief_finding);
     for f in v.phase.findings.iter().filter(|f| f.kind != "limit") {
         d.item(format!("{}: {}", f.kind, brief_finding(f)));
     }

@@ -64,3 +64,53 @@ fn fit_occupancy_counts_the_shared_reserve_once() {
     assert_eq!(o["notes"], mo["notes"], "fit and the manifest read the kernel the same way");
     assert_eq!(o["bounds"]["shared_memory"].as_u64(), Some(233472 / 2048));
 }
+
+/// hipfire's bench output on gfx1100 names no board, and the three gfx1100 boards have
+/// different ceilings: the fit reads the row against each (never "no limit rule could decide").
+#[test]
+fn fit_of_an_ambiguous_atom_reads_each_board() {
+    let d = tempfile::tempdir().unwrap();
+    let bench = fixture("hipfire/bench_ar_profile.txt");
+    let args = ["fit", "--parse", "hipfire-bench", bench.to_str().unwrap(), "--phase", "prefill"];
+    let v = json(&katlas(d.path(), &[&args[..], &["--format", "json"]].concat()));
+    assert!(v["header"]["product"].is_null());
+    let readings = v["product_readings"].as_array().unwrap();
+    let boards: Vec<&str> = readings.iter().map(|r| r["product"].as_str().unwrap()).collect();
+    assert_eq!(boards, ["Radeon RX 7900 XTX", "Radeon RX 7900 XT", "Radeon Pro W7900"]);
+    for (r, ceiling) in readings.iter().zip([960.0, 800.0, 864.0]) {
+        assert_eq!(r["bw_ceiling_gbps"].as_f64(), Some(ceiling));
+        let head = &r["likely_limit"][0];
+        assert_eq!(head["kernel"], "gemm_qkvza_hfq4g256_wmma", "{r}");
+        assert_eq!(head["rule"], "under_memory");
+        // 402.7 GiB/s reported = 432.4 GB/s against each board's ceiling
+        let (name, pct) = (&r["bw_pct"][0][0], r["bw_pct"][0][1].as_f64().unwrap());
+        assert_eq!(name, "gemm_qkvza_hfq4g256_wmma");
+        assert!((pct - 100.0 * 432.39 / ceiling).abs() < 0.1, "{pct}");
+    }
+    for fmt in ["text", "markdown"] {
+        let t = ok(&katlas(d.path(), &[&args[..], &["--format", fmt]].concat()));
+        assert!(!t.contains("no limit rule could decide"), "{t}");
+        assert!(t.contains("Radeon RX 7900 XT (800 GB/s): gemm_qkvza_hfq4g256_wmma: memory under-used"), "{t}");
+        assert!(t.contains("gemm_qkvza_hfq4g256_wmma: 45.0-54.0% of peak bandwidth across the 3 boards"), "{t}");
+    }
+    // With --product there is one reading.
+    let one = json(&katlas(d.path(), &[&args[..], &["--product", "Radeon RX 7900 XT", "--format", "json"]].concat()));
+    assert!(one.get("product_readings").is_none());
+    assert_eq!(one["likely_limit"][0]["rule"], "under_memory");
+}
+
+/// A device that names its memory size picks the one board of the atom with that much.
+#[test]
+fn fit_picks_the_board_by_the_devices_memory() {
+    let d = tempfile::tempdir().unwrap();
+    let bench = fixture("hipfire/bench_ar_profile.txt");
+    let rows = ok(&katlas(d.path(), &["parse", "hipfire-bench", bench.to_str().unwrap(), "--rows", "bench"]));
+    let mut row: Value = serde_json::from_str(rows.lines().find(|l| l.contains("\"decode\"")).unwrap()).unwrap();
+    row["identity"]["devices"] = serde_json::json!([{"index": 0, "vendor": "amd", "arch": "gfx1100", "memory_mib": 49136}]);
+    let f = d.path().join("row.json");
+    std::fs::write(&f, row.to_string()).unwrap();
+    let v = json(&katlas(d.path(), &["fit", f.to_str().unwrap(), "--format", "json"]));
+    assert_eq!(v["header"]["product"], "Radeon Pro W7900", "{}", v["header"]);
+    assert!(v["header"]["product_source"].as_str().unwrap().contains("memory 48.0 GiB"));
+    assert!(v.get("product_readings").is_none());
+}
