@@ -122,3 +122,50 @@ impl Roofline {
         Some(self.compute.first().map_or(mem, |c| mem.min(c.value)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A fit of three kernels as `katlas fit` writes it (only the fields the roofline reads).
+    fn fit() -> FitView {
+        let k = |name: &str, share: f64, bw: Option<f64>, tf: Option<f64>| {
+            json!({"name": name, "short_name": name, "share_pct": share, "calls": 10, "avg_us": 5.0, "total_us": 50.0,
+                   "throughput": {"bw_gbps": bw, "tflops": tf, "bw_source": "from shapes"}, "matrix": {"available": [], "used_ops": null},
+                   "signals": {}, "findings": []})
+        };
+        serde_json::from_value(json!({
+            "schema": "katlas.fit.v1", "header": {"arch": "sm_90", "product": "NVIDIA H200", "row_id": "r1", "workload": "w", "phase": "decode"},
+            "evidence": {"profile": true, "isa": false, "throughput": true, "product": true, "missing": []},
+            "scope": {"kind": "profile-only", "profile_names": 3, "isa_kernels": 0, "isa_kernels_for_arch": 0, "isa_arches": [], "matched": [], "unmatched_hot": []},
+            "kernels": [k("copy", 5.0, Some(44.1), Some(0.0)), k("gemv", 22.5, Some(2297.8), Some(2.296)), k("norm", 3.0, Some(600.0), None)],
+            "likely_limit": [], "left_on_table": [], "stops": [], "caveats": [], "rules_files": []
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn kernels_sit_at_the_fits_intensity_under_the_products_roofs() {
+        let db = katlas_arch::ArchDb::builtin();
+        let p = db.product("NVIDIA H200").unwrap();
+        let r = Roofline::of(&fit(), Some(p), "sm_90", 12);
+        assert_eq!(r.device, "NVIDIA H200");
+        assert_eq!(r.bandwidth[0].value, p.peak_bw_gbps.value);
+        assert_eq!(r.bandwidth[1].value, p.measured_bw_gbps.as_ref().unwrap().value, "datasheet and measured bandwidth are both roofs");
+        assert!(r.compute.windows(2).all(|w| w[0].value > w[1].value), "one roof per distinct rate, highest first: {:?}", r.compute);
+        assert!(r.compute.iter().all(|c| !c.label.contains("int")), "TOP/s rates are not FLOP roofs");
+        let names: Vec<&str> = r.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["gemv", "copy", "norm"], "hottest first");
+        let gemv = &r.kernels[0];
+        assert!((gemv.intensity.unwrap() - 2.296e3 / 2297.8).abs() < 1e-9, "FLOP/byte = TFLOP/s ÷ GB/s × 1000");
+        assert_eq!(r.kernels[1].unplaced.as_deref(), Some("zero bytes or FLOPs per call"));
+        assert_eq!(r.kernels[2].unplaced.as_deref(), Some("no FLOP count (bandwidth only)"));
+        let roof = r.roof_at(1.0).unwrap();
+        assert!((roof - p.peak_bw_gbps.value / 1e3).abs() < 1e-9, "at 1 FLOP/byte the memory roof bounds: {roof}");
+        assert!(gemv.tflops.unwrap() <= r.roof_at(gemv.intensity.unwrap()).unwrap(), "a measured kernel is under its roof");
+        let none = Roofline::of(&fit(), None, "sm_90", 2);
+        assert!(none.bandwidth.is_empty() && none.compute.is_empty() && none.note.as_deref().unwrap().contains("sm_90"));
+        assert_eq!(none.kernels.len(), 2);
+    }
+}
