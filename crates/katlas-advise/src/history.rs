@@ -10,7 +10,7 @@ use crate::expr::{eval_all, Cond, Signals};
 use crate::names::variant_base;
 use crate::rules::HistorySettings;
 use katlas_arch::ArchDb;
-use katlas_model::ledger::{Disposition, LedgerEntry, LEDGER_SCHEMA};
+use katlas_model::ledger::{disposition_text, Disposition, LedgerEntry, Verdict};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -34,9 +34,12 @@ pub struct PriorAttempt {
     pub recorded_at: String,
     #[serde(default)]
     pub task_id: Option<String>,
-    pub verdict: String,
+    #[schemars(with = "String")]
+    pub verdict: Verdict,
     /// `promote`, `reject`, `opt-in`, `revisit-if: …`.
-    pub disposition: String,
+    #[serde(with = "disposition_text")]
+    #[schemars(with = "String")]
+    pub disposition: Disposition,
     #[serde(default)]
     pub revisit_if: Option<String>,
     /// Whether the revisit-if condition holds on the current fit (`null`: not a
@@ -72,12 +75,9 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// Through `katlas_corpus::ledger::read` (a missing ledger is empty).
     pub fn read(path: &Path) -> Result<Ledger, crate::AdviseError> {
-        if !path.exists() {
-            return Ok(Ledger { path: path.display().to_string(), entries: vec![], errors: vec![] });
-        }
-        let rep = katlas_corpus::read_jsonl::<LedgerEntry>(path, Some(LEDGER_SCHEMA))
-            .map_err(|e| crate::AdviseError::input(path.display().to_string(), e.to_string()))?;
+        let rep = katlas_corpus::ledger::read(path).map_err(|e| crate::AdviseError::input(path.display().to_string(), e.to_string()))?;
         Ok(Ledger {
             path: path.display().to_string(),
             entries: rep.records.into_iter().map(|l| l.record).collect(),
@@ -153,8 +153,8 @@ pub fn judge(
     let mut restored = false;
     for e in entries {
         let Some(how) = matches(db, e, lever, kernel, target) else { continue };
-        let verdict = e.verdict.as_str().to_string();
-        let points = settings.demote.get(&verdict).copied();
+        let verdict = e.verdict;
+        let points = settings.demote.get(verdict.as_str()).copied();
         let revisit = match &e.disposition {
             Disposition::RevisitIf { condition } => Some(condition.clone()),
             _ => None,
@@ -176,7 +176,7 @@ pub fn judge(
             recorded_at: e.recorded_at.clone(),
             task_id: e.task_id.clone(),
             verdict,
-            disposition: e.disposition.to_string(),
+            disposition: e.disposition.clone(),
             revisit_if: revisit,
             revisit_holds: holds,
             counted,

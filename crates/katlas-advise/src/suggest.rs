@@ -5,6 +5,7 @@ use crate::fit::{Finding, FitView, KernelFit};
 use crate::history::{judge, Ledger, SuggestionHistory, Target};
 use crate::rules::{Lever, Magnitude, Rules};
 use katlas_arch::ArchDb;
+use katlas_model::ledger::Goal;
 use katlas_model::{OpClass, Row};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -94,7 +95,8 @@ pub struct EvalContract {
     /// Metric to judge (`gen_tok_s`); `null` when the row has none (profile-only evidence).
     pub metric: Option<String>,
     /// `maximize` or `minimize`.
-    pub goal: String,
+    #[schemars(with = "String")]
+    pub goal: Goal,
     /// Benchmark argv (the row's command).
     pub command: Vec<String>,
     /// Output parser that reads the metric from a run (`hipfire-bench`, `kv` …), when the row says.
@@ -140,25 +142,27 @@ fn matches_pattern(name: &str, pat: &str) -> bool {
     }
 }
 
-/// The metric an eval of this row should judge and its goal.
-pub fn preferred_metric(row: &Row) -> Option<(String, String)> {
+/// The metric an eval of this row should judge and its goal: what the name says, else its
+/// unit (`Goal::infer_with_unit`, the guess eval and gates make too).
+pub fn preferred_metric(row: &Row) -> Option<(String, Goal)> {
+    let goal = |k: &str| Goal::infer_with_unit(k, row.metrics.get(k).and_then(|m| m.unit.as_deref())).unwrap_or_default();
     for k in ["gen_tok_s", "decode_tok_s", "prefill_tok_s", "tok_s", "tokens_per_s"] {
         if row.metrics.contains_key(k) {
-            return Some((k.into(), "maximize".into()));
+            return Some((k.into(), goal(k)));
         }
     }
     // A trace's timeline: the step time is what graphs, compilation and fewer launches shorten;
     // the other timeline numbers (gaps, busy time) describe it and are no metric of their own.
     if row.metrics.contains_key("step_us") {
-        return Some(("step_us".into(), "minimize".into()));
+        return Some(("step_us".into(), goal("step_us")));
     }
     let timeline = |k: &str| crate::fit::TIMELINE_METRICS.contains(&k);
     let by_unit = |u: &str| row.metrics.iter().find(|(k, m)| m.unit.as_deref() == Some(u) && !timeline(k)).map(|(k, _)| k.clone());
     if let Some(k) = by_unit("tok/s").or_else(|| by_unit("GB/s")).or_else(|| by_unit("GiB/s")) {
-        return Some((k, "maximize".into()));
+        return Some((k.clone(), Goal::infer_with_unit(&k, row.metrics[&k].unit.as_deref()).unwrap_or(Goal::Maximize)));
     }
     if let Some(k) = by_unit("ms").or_else(|| by_unit("us")) {
-        return Some((k, "minimize".into()));
+        return Some((k.clone(), Goal::infer_with_unit(&k, row.metrics[&k].unit.as_deref()).unwrap_or(Goal::Minimize)));
     }
     None
 }
@@ -187,7 +191,7 @@ fn stripped_words(profiled: &[String], plain: &[String]) -> Vec<String> {
 pub fn eval_contract(row: Option<&Row>, rules: &Rules) -> EvalContract {
     let Some(r) = row else {
         return EvalContract {
-            goal: "maximize".into(),
+            goal: Goal::Maximize,
             fresh_baseline_required: true,
             fresh_baseline_why: vec!["no row: nothing measured yet".into()],
             ..Default::default()
@@ -200,7 +204,7 @@ pub fn eval_contract(row: Option<&Row>, rules: &Rules) -> EvalContract {
             c.goal = g;
         }
         None => {
-            c.goal = "maximize".into();
+            c.goal = Goal::Maximize;
             c.fresh_baseline_why.push("the row carries no run metric (profile-only evidence): measure one".into());
         }
     }

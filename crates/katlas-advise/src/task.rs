@@ -114,7 +114,7 @@ fn baseline_of(row: Option<&Row>, rules: &Rules, extras: &TaskExtras) -> (TaskBa
         fresh_required: c.fresh_baseline_required,
         fresh_why: c.fresh_baseline_why.clone(),
     };
-    let goal = extras.goal.unwrap_or(if c.goal == "minimize" { Goal::Minimize } else { Goal::Maximize });
+    let goal = extras.goal.unwrap_or(c.goal);
     let bench = Bench {
         command: extras.bench.clone().unwrap_or(c.command),
         env: c.env,
@@ -460,14 +460,7 @@ pub fn task_markdown(t: &Task) -> String {
     push(&mut o, "\n## Benchmark\n".into());
     let env: Vec<String> = t.bench.env.iter().map(|(k, v)| format!("{k}={}", shell_word(v))).collect();
     push(&mut o, format!("```sh\n{}{}\n```", if env.is_empty() { String::new() } else { format!("{} ", env.join(" ")) }, shell_line(&t.bench.command)));
-    push(
-        &mut o,
-        format!(
-            "- metric: `{}` ({})",
-            if t.bench.metric.is_empty() { "-" } else { &t.bench.metric },
-            if t.bench.goal == Goal::Minimize { "minimize" } else { "maximize" }
-        ),
-    );
+    push(&mut o, format!("- metric: `{}` ({})", if t.bench.metric.is_empty() { "-" } else { &t.bench.metric }, t.bench.goal));
     if !t.bench.stripped_env.is_empty() || !t.bench.stripped_args.is_empty() {
         let mut what = Vec::new();
         if !t.bench.stripped_env.is_empty() {

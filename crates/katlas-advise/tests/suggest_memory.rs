@@ -81,7 +81,7 @@ fn no_change_demotes_inconclusive_does_not() {
     let h = s.history.as_ref().expect("history shown");
     assert_eq!(h.status, "seen");
     assert!(!h.attempts[0].counted);
-    assert_eq!(h.attempts[0].verdict, "inconclusive");
+    assert_eq!(h.attempts[0].verdict.as_str(), "inconclusive");
 
     // no_change on the same target: drops below the others and shows the verdict.
     std::fs::remove_file(&p).unwrap();
@@ -93,7 +93,7 @@ fn no_change_demotes_inconclusive_does_not() {
     assert!(q.suggestions.iter().filter(|x| x.id != s.id).all(|x| x.score > s.score));
     let h = s.history.as_ref().unwrap();
     assert_eq!(h.status, "demoted");
-    assert_eq!(h.attempts[0].verdict, "no_change");
+    assert_eq!(h.attempts[0].verdict.as_str(), "no_change");
     assert!(render::queue_markdown(&q).contains("prior verdict no_change"));
     assert_eq!(q.history.demoted, 1);
 

@@ -118,6 +118,21 @@ impl Disposition {
     }
 }
 
+/// A disposition as its one-line text (`promote`, `revisit-if: CONDITION`) in JSON, for
+/// records that show it to a person (`#[serde(with = "disposition_text")]`).
+pub mod disposition_text {
+    use super::Disposition;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Disposition, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(d)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Disposition, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl fmt::Display for Disposition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -181,11 +196,27 @@ impl Goal {
         None
     }
 
+    /// [`Goal::infer`] from the name, else from the unit a reader gave the value: rates
+    /// (`tok/s`, `GB/s`, `GiB/s`, `TFLOP/s`) are better larger, times (`s`, `ms`, `us`, `ns`) smaller.
+    pub fn infer_with_unit(metric: &str, unit: Option<&str>) -> Option<Goal> {
+        Goal::infer(metric).or(match unit? {
+            "tok/s" | "GB/s" | "GiB/s" | "TFLOP/s" | "GFLOP/s" => Some(Goal::Maximize),
+            "s" | "ms" | "us" | "ns" => Some(Goal::Minimize),
+            _ => None,
+        })
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Goal::Maximize => "maximize",
             Goal::Minimize => "minimize",
         }
+    }
+}
+
+impl fmt::Display for Goal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -545,5 +576,32 @@ mod tests {
         assert_eq!(serde_json::to_value(Disposition::OptIn).unwrap(), serde_json::json!({"kind": "opt-in"}));
         assert!("revisit-if".parse::<Disposition>().is_err());
         assert!("maybe".parse::<Disposition>().is_err());
+    }
+
+    /// Records that show a disposition to a person keep its one-line text in JSON (what
+    /// suggest's prior attempts printed as a string before they were typed).
+    #[test]
+    fn disposition_text_is_the_display_string_both_ways() {
+        #[derive(Serialize, Deserialize, PartialEq, Debug)]
+        struct R {
+            #[serde(with = "disposition_text")]
+            d: Disposition,
+        }
+        for d in [Disposition::Promote, Disposition::Reject, Disposition::OptIn, Disposition::RevisitIf { condition: "wave64 arch".into() }] {
+            let j = serde_json::to_value(R { d: d.clone() }).unwrap();
+            assert_eq!(j, serde_json::json!({ "d": d.to_string() }));
+            assert_eq!(serde_json::from_value::<R>(j).unwrap().d, d);
+        }
+        assert!(serde_json::from_value::<R>(serde_json::json!({"d": "maybe"})).is_err());
+    }
+
+    #[test]
+    fn goals_from_names_then_units() {
+        assert_eq!(Goal::Minimize.to_string(), "minimize");
+        assert_eq!(serde_json::to_value(Goal::Maximize).unwrap(), "maximize");
+        assert_eq!(Goal::infer_with_unit("gen_tok_s", Some("ms")), Some(Goal::Maximize), "the name says it first");
+        assert_eq!(Goal::infer_with_unit("p50", Some("us")), Some(Goal::Minimize));
+        assert_eq!(Goal::infer_with_unit("bw", Some("GB/s")), Some(Goal::Maximize));
+        assert_eq!(Goal::infer_with_unit("score", None), None);
     }
 }
