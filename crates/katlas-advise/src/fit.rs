@@ -69,6 +69,10 @@ pub const COMPUTED_SIGNALS: &[&str] = &[
     "is_elementwise",
     "is_reduction",
     "library_kernel",
+    "small_transform",
+    "transform_evidence",
+    "fusion_neighbour",
+    "fusion_neighbour_share_pct",
     "graph_enabled",
     "route_knobs",
     "route_knob_list",
@@ -653,6 +657,56 @@ fn is_wide(op: &str) -> bool {
     o.contains("dwordx4") || o.contains("b128") || o.contains(".128")
 }
 
+/// A transform (elementwise, norm, rotation: `[settings] elementwise_families` /
+/// `reduction_families`, or the name says so) whose calls are small: bytes per call and time
+/// per call, where known, under `[settings] small_transform_max_bytes` / `_max_us`. The
+/// reason says what judged it.
+fn is_transform(st: &crate::rules::FitSettings, x: &KernelSample) -> Option<String> {
+    let lname = x.name.to_ascii_lowercase();
+    if let Some(o) = &x.op {
+        let f = o.family.to_ascii_lowercase();
+        if st.elementwise_families.contains(&f) || st.reduction_families.contains(&f) {
+            return Some(format!("op {}.{}", o.family, o.role));
+        }
+    }
+    ["elementwise", "norm", "rotate", "rope", "reduce"].iter().find(|w| lname.contains(*w)).map(|w| format!("`{w}` in the name"))
+}
+
+fn small_transform(st: &crate::rules::FitSettings, x: &KernelSample) -> (bool, Option<String>) {
+    let Some(what) = is_transform(st, x) else { return (false, None) };
+    let mut why = vec![what];
+    if let Some(b) = x.bytes {
+        if b > st.small_transform_max_bytes {
+            return (false, None);
+        }
+        why.push(format!("{} KB per call", crate::expr::fmt_num(b / 1e3, Some(0))));
+    }
+    if let Some(a) = x.avg_us.filter(|a| *a > 0.0) {
+        if a > st.small_transform_max_us {
+            return (false, None);
+        }
+        why.push(format!("{} us per call", crate::expr::fmt_num(a, Some(1))));
+    }
+    (true, Some(why.join(", ")))
+}
+
+/// For each small transform of the phase, the kernel next to it in the phase's kernel list
+/// (the profiler's or timeline's order) that is not itself a transform: what it would fuse into.
+fn fusion_neighbours(st: &crate::rules::FitSettings, list: &[KernelSample]) -> BTreeMap<String, (String, f64)> {
+    let heavy: Vec<bool> = list.iter().map(|x| is_transform(st, x).is_none()).collect();
+    let mut out = BTreeMap::new();
+    for (i, x) in list.iter().enumerate() {
+        if heavy[i] {
+            continue;
+        }
+        let near = (1..list.len()).flat_map(|d| [i.checked_sub(d), Some(i + d)]).flatten().find(|&j| j < list.len() && heavy[j]);
+        if let Some(j) = near {
+            out.insert(x.name.clone(), (crate::names::short_names(&[list[j].name.as_str()]).remove(0), list[j].share_pct.unwrap_or(0.0)));
+        }
+    }
+    out
+}
+
 /// Evidence each signal stands for, for the `missing` list.
 fn evidence_for(signal: &str) -> &'static str {
     match signal {
@@ -849,6 +903,7 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
                 k.avg_us = Some(k.total_us / k.calls as f64);
             }
         }
+        let neighbours = fusion_neighbours(&rules.fit.settings, &hot);
         hot.sort_by(|a, b| b.share_pct.unwrap_or(0.0).total_cmp(&a.share_pct.unwrap_or(0.0)).then(b.total_us.total_cmp(&a.total_us)));
         scope.profile_names = hot.len();
         hot.truncate(rules.fit.settings.hot_limit);
@@ -867,7 +922,7 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
                 None => {}
             }
             let isa = m.map(|(lvl, pair, _)| (lvl, pair));
-            kernels.push(fit_kernel(&ctx, rules, Some(s), isa, short));
+            kernels.push(fit_kernel(&ctx, rules, Some(s), isa, short, neighbours.get(&s.name)));
         }
         scope.kind = match (input.isa.is_some(), scope.matched.is_empty()) {
             (false, _) => "profile-only",
@@ -894,7 +949,7 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
                 row: ctx.row,
                 phase_signals: ctx.phase_signals,
             };
-            kernels.push(fit_kernel(&own, rules, None, Some((MatchLevel::Exact, (*o, *k))), short));
+            kernels.push(fit_kernel(&own, rules, None, Some((MatchLevel::Exact, (*o, *k))), short, None));
         }
         if isa_for_arch.len() > rules.fit.settings.isa_only_limit {
             scope_notes.push(format!("{} of {} ISA kernels shown (isa_only_limit)", rules.fit.settings.isa_only_limit, isa_for_arch.len()));
@@ -973,7 +1028,15 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     let product_readings = candidates
         .iter()
         .map(|p| {
-            let one = FitInput { row: input.row, isa: input.isa, product: Some(p.name.as_str()), arch: input.arch, db: input.db, rules: input.rules, row_source: None };
+            let one = FitInput {
+                row: input.row,
+                isa: input.isa,
+                product: Some(p.name.as_str()),
+                arch: input.arch,
+                db: input.db,
+                rules: input.rules,
+                row_source: None,
+            };
             build_fit(&one).map(|v| ProductReading {
                 product: p.name.clone(),
                 bw_ceiling_gbps: v.header.bw_ceiling_gbps,
@@ -1039,7 +1102,14 @@ fn best_match<'a>(name: &str, demangled: Option<&str>, isa: &[Pair<'a>]) -> Opti
     })
 }
 
-fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa: Option<(MatchLevel, Pair)>, short: &str) -> KernelFit {
+fn fit_kernel(
+    ctx: &KernelCtx,
+    rules: &Rules,
+    sample: Option<&KernelSample>,
+    isa: Option<(MatchLevel, Pair)>,
+    short: &str,
+    neighbour: Option<&(String, f64)>,
+) -> KernelFit {
     let mut s = ctx.phase_signals.clone();
     arch_signals(ctx.atom, &mut s);
     let name = sample.map(|x| x.name.clone()).or_else(|| isa.map(|(_, (_, k))| k.name.clone())).unwrap_or_default();
@@ -1083,6 +1153,17 @@ fn fit_kernel(ctx: &KernelCtx, rules: &Rules, sample: Option<&KernelSample>, isa
     s.insert("is_elementwise".into(), Val::Bool(in_fams(&st.elementwise_families) || lname.contains("elementwise")));
     s.insert("is_reduction".into(), Val::Bool(in_fams(&st.reduction_families) || lname.contains("reduce")));
     s.insert("library_kernel".into(), Val::Bool(is_library_kernel(&st.library_prefixes, &name)));
+    if let Some(x) = sample {
+        let (small, why) = small_transform(st, x);
+        s.insert("small_transform".into(), Val::Bool(small));
+        if let Some(w) = why {
+            s.insert("transform_evidence".into(), Val::Str(w));
+        }
+    }
+    if let Some((n, share)) = neighbour {
+        s.insert("fusion_neighbour".into(), Val::Str(n.clone()));
+        s.insert("fusion_neighbour_share_pct".into(), Val::Num(*share));
+    }
     kf.op = op;
 
     if let Some(r) = ctx.row {

@@ -28,6 +28,20 @@ pub struct FitSettings {
     /// Words (lower case) in a kernel or phase name that say it is batched, never a one-token GEMV.
     #[serde(default)]
     pub batched_words: Vec<String>,
+    /// A transform (elementwise, norm, rotation) is small when its bytes per call and time per
+    /// call, where known, are at most these: a fusion candidate beside its heavy neighbour.
+    #[serde(default = "default_small_bytes")]
+    pub small_transform_max_bytes: f64,
+    #[serde(default = "default_small_us")]
+    pub small_transform_max_us: f64,
+}
+
+fn default_small_bytes() -> f64 {
+    8e6
+}
+
+fn default_small_us() -> f64 {
+    50.0
 }
 
 #[derive(Debug, Clone, Deserialize)]

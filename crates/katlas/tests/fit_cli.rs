@@ -114,3 +114,55 @@ fn fit_picks_the_board_by_the_devices_memory() {
     assert!(v["header"]["product_source"].as_str().unwrap().contains("memory 48.0 GiB"));
     assert!(v.get("product_readings").is_none());
 }
+
+/// The row of hipfire's own test that makes its Atlas say "Fuse or batch low-byte transform
+/// around fused_rmsnorm_mq_rotate" (fixtures/hipfire-tree/tests/test_kernel_atlas.py,
+/// `test_build_suggestion_queue_emits_multiple_ranked_experiments`), with the ops its
+/// `annotate_profile_kernels` gives these names (scripts/kernel_atlas.py `classify_kernel_op`)
+/// and the schema its rows are written with.
+const HIPFIRE_TRANSFORM_ROW: &str = r#"{"schema": "hipfire.kernel_atlas.v0", "arch": "gfx1201", "hostname": "hiptrx", "workload": "qwen3.5-27b", "quant": "mq4", "phase": "decode_ar",
+ "shape_bucket": "decode_ar_pp32_gen50", "metrics": {"gen_tok_s": 35.2, "bw_gib_s": 491.0}, "command": ["bench"],
+ "variant": {"env": {"HIPFIRE_KV_MODE": "asym3", "HIPFIRE_PROFILE": "1", "HIPFIRE_PROFILE_DECODE": "1"}},
+ "artifacts": {"profile_kernels": [
+  {"name": "gemv_hfq4g256_residual", "pct": 36.3, "calls": 3200, "op": {"family": "linear", "role": "residual_gemv", "phase_hint": "decode"}},
+  {"name": "fused_qkvza_hfq4g256", "pct": 18.3, "calls": 1200, "op": {"family": "attention", "role": "qkvza_projection", "phase_hint": "prefill/decode"}},
+  {"name": "fused_rmsnorm_mq_rotate", "pct": 10.2, "calls": 3200, "op": {"family": "position", "role": "rope_rotate", "phase_hint": "prefill/decode"}},
+  {"name": "mq_rotate_x", "pct": 2.0, "calls": 3200, "op": {"family": "position", "role": "rope_rotate", "phase_hint": "prefill/decode"}}]}}"#;
+
+#[test]
+fn small_transform_beside_a_hot_kernel_is_a_fusion_candidate() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("row.json");
+    std::fs::write(&f, HIPFIRE_TRANSFORM_ROW.replace('\n', "")).unwrap();
+    let fit = json(&katlas(d.path(), &["fit", f.to_str().unwrap(), "--format", "json"]));
+    let k = fit_kernel(&fit, "fused_rmsnorm_mq_rotate");
+    let found = k["findings"].as_array().unwrap().iter().find(|f| f["rule"] == "small_transform_fusion").unwrap_or_else(|| panic!("{k}"));
+    assert_eq!(found["kind"], "left");
+    let text = found["text"].as_str().unwrap();
+    assert!(text.contains("a small transform (op position.rope_rotate) at 10.2% of the phase next to fused_qkvza_hfq4g256 (18.3%)"), "{text}");
+    assert!(text.contains("batch its 3200 per-layer calls"), "{text}");
+    // Heavy kernels are not transforms; a transform under 5% is stopped (Amdahl), not fused.
+    for other in ["gemv_hfq4g256_residual", "fused_qkvza_hfq4g256", "mq_rotate_x"] {
+        assert!(fit_kernel(&fit, other)["findings"].as_array().unwrap().iter().all(|f| f["rule"] != "small_transform_fusion"), "{other}");
+    }
+    let q = json(&katlas(d.path(), &["suggest", f.to_str().unwrap(), "--format", "json"]));
+    let s = q["suggestions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["lever"] == "fusion" && s["kernel"] == "fused_rmsnorm_mq_rotate")
+        .unwrap_or_else(|| panic!("{q}"));
+    assert_eq!(s["fit_rules"], serde_json::json!(["small_transform_fusion"]));
+    assert!(
+        s["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.as_str().unwrap().starts_with("[small_transform_fusion] fused_rmsnorm_mq_rotate: a small transform")),
+        "{s}"
+    );
+    // The real atlas row holds the same kernel at 3.2%: below the Amdahl floor, no fusion.
+    let rows = fixture("hipfire/atlas_rows_v0.jsonl");
+    let v = json(&katlas(d.path(), &["fit", rows.to_str().unwrap(), "--phase", "decode_ar", "--format", "json"]));
+    assert!(v["left_on_table"].as_array().unwrap().iter().all(|f| f["rule"] != "small_transform_fusion"));
+}
