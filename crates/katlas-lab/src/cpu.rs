@@ -10,6 +10,17 @@ use crate::{Exit, RunOpts};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+/// CPU time of this process so far, in microseconds.
+fn process_cpu_us() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes only the timespec it is given.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    ts.tv_sec as f64 * 1e6 + ts.tv_nsec as f64 / 1e3
+}
+
 fn host_copy_gbps() -> f64 {
     let n = 64usize << 20;
     let a = vec![0x5Au8; n];
@@ -62,11 +73,12 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
                 for _ in 0..opts.warmup {
                     std::hint::black_box(case.cpu_run(mode));
                 }
-                let mut s = Vec::new();
+                let (mut s, mut cpu) = (Vec::new(), Vec::new());
                 for _ in 0..opts.samples {
-                    let t = Instant::now();
+                    let (t, c) = (Instant::now(), process_cpu_us());
                     std::hint::black_box(case.cpu_run(mode));
                     s.push(t.elapsed().as_secs_f64() * 1e6);
+                    cpu.push(process_cpu_us() - c);
                 }
                 let r = CaseResult {
                     family: fam,
@@ -78,6 +90,7 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
                     flops: fam.flops(sh),
                     stats: stats(&s),
                     stream_us: None,
+                    cpu_time: cpu.iter().all(|c| c.is_finite()).then(|| stats(&cpu)),
                     check,
                     resources: None,
                     grid: None,

@@ -115,22 +115,27 @@ fn hfq4_row_f32(w: &[u8], x: &[f32], k: usize, r: usize) -> f32 {
     acc
 }
 
-/// Four rows per pass, one thread: each activation group and its sum are read once for the
-/// four rows, and the four row sums are independent chains, where the scalar row is one
-/// dependent chain of adds (the CPU's form of the multi-row GEMV lever).
-fn hfq4_rows4_f32(w: &[u8], x: &[f32], k: usize, r0: usize) -> [f32; 4] {
+/// Four rows per pass, one thread: each activation group is read once for the four rows, its
+/// sum once for the whole GEMV (`xsum`), and the four row sums are independent chains, where
+/// the scalar row is one dependent chain of adds (the CPU's form of the multi-row GEMV lever).
+fn hfq4_rows4_f32(w: &[u8], x: &[f32], xsum: &[f32], k: usize, r0: usize) -> [f32; 4] {
     let rb = row_bytes(k);
     let mut acc = [0.0f32; 4];
     for g in 0..k / GROUP {
-        let xs = &x[g * GROUP..(g + 1) * GROUP];
-        let sx: f32 = xs.iter().sum();
-        let mut dq = [0.0f32; 4];
-        for (j, d) in dq.iter_mut().enumerate() {
-            let q = &w[(r0 + j) * rb + g * GROUP_BYTES + 8..][..GROUP / 2];
-            for (b, &byte) in q.iter().enumerate() {
-                *d += (byte & 0x0F) as f32 * xs[2 * b] + (byte >> 4) as f32 * xs[2 * b + 1];
-            }
+        let (xs, sx) = (&x[g * GROUP..(g + 1) * GROUP], xsum[g]);
+        let q = |j: usize| &w[(r0 + j) * rb + g * GROUP_BYTES + 8..][..GROUP / 2];
+        // Four named sums advance together, so no add waits on the previous one (written out
+        // rather than as a loop over rows, so the independence does not depend on unrolling;
+        // zipped, so no index needs a bounds check).
+        let (mut d0, mut d1, mut d2, mut d3) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
+        let dot = |byte: u8, x: &[f32]| (byte & 0x0F) as f32 * x[0] + (byte >> 4) as f32 * x[1];
+        for (((x, &b0), &b1), (&b2, &b3)) in xs.chunks_exact(2).zip(q(0)).zip(q(1)).zip(q(2).iter().zip(q(3))) {
+            d0 += dot(b0, x);
+            d1 += dot(b1, x);
+            d2 += dot(b2, x);
+            d3 += dot(b3, x);
         }
+        let dq = [d0, d1, d2, d3];
         for (j, a) in acc.iter_mut().enumerate() {
             let off = (r0 + j) * rb + g * GROUP_BYTES;
             let s = f32::from_le_bytes(w[off..off + 4].try_into().unwrap());
@@ -162,10 +167,11 @@ pub fn cpu_gemv_hfq4(w: &[u8], x: &[f32], res: Option<&[f32]>, n: usize, k: usiz
     if mode != CpuMode::Rows4 {
         return map_rows(n, mode == CpuMode::Par, |r| hfq4_row_f32(w, x, k, r) + res_of(r));
     }
+    let xsum: Vec<f32> = x[..k].chunks_exact(GROUP).map(|g| g.iter().sum()).collect();
     let mut out = Vec::with_capacity(n);
     let mut r = 0;
     while r + 4 <= n {
-        out.extend(hfq4_rows4_f32(w, x, k, r).iter().enumerate().map(|(j, y)| y + res_of(r + j)));
+        out.extend(hfq4_rows4_f32(w, x, &xsum, k, r).iter().enumerate().map(|(j, y)| y + res_of(r + j)));
         r += 4;
     }
     out.extend((r..n).map(|r| hfq4_row_f32(w, x, k, r) + res_of(r)));

@@ -41,6 +41,9 @@ pub struct CaseResult {
     pub flops: f64,
     pub stats: Stats,
     pub stream_us: Option<f64>,
+    /// CPU backend: the process's CPU time per call (all threads). Unlike wall time it does not
+    /// grow while another process holds the core, so one-thread variants compare on a busy box.
+    pub cpu_time: Option<Stats>,
     pub check: CheckResult,
     pub resources: Option<Resource>,
     pub grid: Option<[u32; 3]>,
@@ -115,6 +118,9 @@ pub fn metric_line(env: &Env, r: &CaseResult) -> String {
     if let Some(c) = env.copy_gbps {
         s += &format!(" copy_gbps={c:.1}");
     }
+    if let Some(c) = &r.cpu_time {
+        s += &format!(" cpu_median_us={:.3} cpu_min_us={:.3}", c.median, c.min);
+    }
     s += &format!(" bytes={:.0} flops={:.0} check={} max_rel={:.3e}", r.bytes, r.flops, if r.check.pass { "pass" } else { "fail" }, r.check.max_rel);
     s
 }
@@ -177,6 +183,10 @@ pub fn row(env: &Env, r: &CaseResult, run_index: u32) -> Row {
     }
     if let Some(s) = r.stream_us {
         m("stream_us", s);
+    }
+    if let Some(c) = &r.cpu_time {
+        m("cpu_median_us", c.median);
+        m("cpu_min_us", c.min);
     }
     m("max_rel", r.check.max_rel);
     m("norm_rel", r.check.norm_rel);

@@ -42,6 +42,8 @@ fn cpu_backend_runs_the_workload_end_to_end() {
         assert!(k.bytes.unwrap() > 0.0 && k.flops.unwrap() > 0.0 && k.median_us.unwrap() > 0.0);
         assert!(r.metric("copy_pct").is_some() && r.metric("achieved_gbps").unwrap() > 0.0);
         assert!(r.metric("max_rel").unwrap() < 1e-3);
+        // CPU time per call, the demo's metric: present and positive on every CPU row
+        assert!(r.metric("cpu_min_us").unwrap() > 0.0 && r.metric("cpu_median_us").unwrap() >= r.metric("cpu_min_us").unwrap());
     }
     // 4-bit GEMV bytes: packed weights + scales + x + y
     let g = json.iter().find(|r| r.params["kernel"] == "gemv_hfq4g256").unwrap();

@@ -252,6 +252,7 @@ pub fn run(opts: &RunOpts) -> Result<(Env, Vec<CaseResult>), Exit> {
                     flops: fam.flops(sh),
                     stats: st,
                     stream_us: if opts.l2_flush { None } else { Some(whole) },
+                    cpu_time: None,
                     check,
                     resources: resources.get(&fname).cloned(),
                     grid: Some([grid.0, grid.1, 1]),
