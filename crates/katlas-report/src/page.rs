@@ -43,7 +43,11 @@ fn text(v: &Option<String>) -> String {
 fn name_cell(short: &str, full: &str) -> Markup {
     html! {
         (printable(short))
-        @if short != full { div class="full" { (printable(full)) } }
+        @if short != full {
+            // Long demangled templates fold away; a name that fits is shown as it is.
+            @if full.chars().count() <= 120 { div class="full" { (printable(full)) } }
+            @else { details class="full" { summary { "full name" } (printable(full)) } }
+        }
     }
 }
 

@@ -109,7 +109,7 @@ pub fn roofline(r: &Roofline, id: &str) -> Markup {
                     stroke=(if i == 0 { "#222" } else { "#888" }) stroke-width="2" stroke-dasharray=(if i == 0 { "none" } else { "6 3" }) {
                     title { (c.label) " bandwidth " (num(c.value)) " GB/s (" (c.source) ")" }
                 }
-                text x=(px(x.at(x.lo) + 6.0)) y=(px(y.at(x.lo * c.value / 1e3) - 6.0 - 12.0 * i as f64)) class="roof-label" { (num(c.value)) " GB/s " (c.label) }
+                text x=(px(x.at(x.lo) + 6.0)) y=(px(y.at(x.lo * c.value / 1e3) + if i == 0 { -6.0 } else { 14.0 * i as f64 })) class="roof-label" { (num(c.value)) " GB/s " (c.label) }
             }
             @for (i, c) in r.compute.iter().enumerate() {
                 @let x_start = if peak_bw > 0.0 { (c.value * 1e3 / peak_bw).max(x.lo) } else { x.lo };
