@@ -78,11 +78,13 @@ pub struct Sides<'a> {
     pub binary: Option<PathBuf>,
 }
 
+/// (allowed patterns, files the candidate changed against the baseline).
+pub type AllowedFiles = (Vec<String>, Vec<String>);
+
 /// The sides of a task eval and what the task says about them.
 pub struct TaskSides {
     pub sides: Vec<SideInput>,
-    /// (allowed patterns, files the working tree changed against the baseline).
-    pub allowed: Option<(Vec<String>, Vec<String>)>,
+    pub allowed: Option<AllowedFiles>,
     pub correctness: Vec<(String, Option<RouteSpec>)>,
     /// The identity the task's baseline evidence was recorded under.
     pub reference_identity: Option<Identity>,
@@ -145,7 +147,7 @@ impl Sides<'_> {
         command: Option<&str>,
         build: Option<&str>,
         allowed: &[String],
-    ) -> Result<(Vec<SideInput>, Option<(Vec<String>, Vec<String>)>), PlanError> {
+    ) -> Result<(Vec<SideInput>, Option<AllowedFiles>), PlanError> {
         let mut sides = Vec::new();
         for (i, (spec, name)) in [(Some(baseline), "baseline"), (candidate, "candidate")].into_iter().enumerate() {
             let label = label(i);
