@@ -98,6 +98,27 @@ pub struct CollectReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unfinished: Vec<PathBuf>,
     pub rows: Vec<RowSummary>,
+    /// `--capture-modules` with `--profile`: the unmeasured run per combo that captured the
+    /// code objects (its `modules/` is linked from each profiled run of the combo).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub capture_runs: Vec<CaptureRun>,
+}
+
+/// A run that only captured code objects: it writes no rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureRun {
+    pub run_id: String,
+    pub params: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// `<run_dir>/modules` → the capture run's `modules/` (a sibling under the runs directory), so
+/// the row's run directory holds the code objects its command loaded, as with one run.
+fn link_captured_modules(run_dir: &Path, capture_rid: &str) -> Result<(), CollectError> {
+    let link = run_dir.join("modules");
+    let target = Path::new("..").join(capture_rid).join("modules");
+    std::os::unix::fs::symlink(&target, &link).map_err(|e| CollectError::Io { path: link, source: e })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -439,7 +460,11 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
     let combos = spec::combinations(s, &opts.set)?;
     let runs = opts.runs.unwrap_or(s.runs).max(1);
     let warmup = opts.warmup.unwrap_or(s.warmup);
-    let total = combos.len() as u64 * (runs + warmup) as u64;
+    // With a profile, the module capture gets a run of its own per combo: the injection library
+    // may have to hold CUPTI alone (CUDA 13 refuses a second subscriber), and the workload's
+    // profiler (torch.profiler) would then record no kernels.
+    let split_capture = opts.capture_lib.is_some() && opts.profile;
+    let total = combos.len() as u64 * (runs + warmup + u32::from(split_capture)) as u64;
     let bar = if opts.progress {
         let b = indicatif::ProgressBar::new(total);
         b.set_style(
@@ -463,6 +488,7 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
         interrupted: false,
         unfinished: mark_unfinished_runs(&opts.layout.runs_dir()),
         rows: Vec::new(),
+        capture_runs: Vec::new(),
     };
     let mut output: Option<PathBuf> = opts.output.clone();
     'combos: for combo in &combos {
@@ -480,8 +506,12 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
             })
             .clone();
         report.output = out_path.clone();
-        let passes = std::iter::repeat_n("warmup", warmup as usize).chain(std::iter::repeat_n("measured", runs as usize));
+        let passes = std::iter::repeat_n("capture", usize::from(split_capture))
+            .chain(std::iter::repeat_n("warmup", warmup as usize))
+            .chain(std::iter::repeat_n("measured", runs as usize));
         let mut measured_index = 0u32;
+        // The capture run of this combo, whose modules every profiled run of it links to.
+        let mut captured: Option<String> = None;
         for (i, pass) in passes.enumerate() {
             if runner::interrupted() {
                 report.interrupted = true;
@@ -499,11 +529,11 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
             let mut vars = plan.vars.clone();
             vars.insert("run_dir".into(), run_dir.display().to_string());
             vars.insert("run_index".into(), run_index.to_string());
-            let argv = argv_for(ls, &vars, opts.profile)?;
+            let argv = argv_for(ls, &vars, opts.profile && pass != "capture")?;
             bar.set_message(format!("{pass} {run_index} {}", combo.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")));
             let mut env = plan.env.clone();
             env.insert("KATLAS_RUN_DIR".into(), run_dir.display().to_string());
-            if let Some(lib) = &opts.capture_lib {
+            if let Some(lib) = opts.capture_lib.as_ref().filter(|_| !split_capture || pass == "capture") {
                 env.insert("CUDA_INJECTION64_PATH".into(), lib.display().to_string());
                 env.insert("KATLAS_CAPTURE_DIR".into(), run_dir.join("modules").display().to_string());
             }
@@ -544,6 +574,21 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
             write_meta("running", None, &[])?;
             let outcome = runner::run(&req, &run_dir).map_err(|e| CollectError::Io { path: run_dir.clone(), source: e })?;
             report.runs += 1;
+            if pass == "capture" {
+                // No rows: the run exists for the code objects it loaded.
+                write_meta("finished", Some(&outcome), &[])?;
+                report.capture_runs.push(CaptureRun { run_id: rid.clone(), params: combo.clone(), failure: outcome.failure() });
+                captured = Some(rid.clone());
+                bar.inc(1);
+                if outcome.interrupted {
+                    report.interrupted = true;
+                    break 'combos;
+                }
+                continue;
+            }
+            if let Some(cap) = &captured {
+                link_captured_modules(&run_dir, cap)?;
+            }
             let (parsed, parse_errors) = if outcome.success() { parse_run(&plan, ls, &outcome, &vars) } else { (ParseOutput::default(), Vec::new()) };
             write_meta("finished", Some(&outcome), &parse_errors)?;
             let mut rows = build_rows(ls, opts, &plan, &identity, &argv, &outcome, parsed, &parse_errors, pass, run_index, &started, &run_dir, &vars)?;

@@ -104,7 +104,7 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
     katlas_proc::install_interrupt_handler();
     let rep = collect(&ls, &opts).map_err(CliError::bad_input)?;
     if args.capture_modules {
-        capture_report(&opts.layout.runs_dir(), &rep, args.profile);
+        capture_report(&opts.layout.runs_dir(), &rep);
     }
     match args.format.format {
         Format::Json => print_json(&rep),
@@ -160,30 +160,33 @@ fn capture_lib() -> Result<PathBuf, CliError> {
     Ok(lib)
 }
 
-/// One line per run on what the capture did: modules written, or why none were; and when it had
-/// to hold CUPTI alone while a profile was asked for, that the workload's own CUPTI profiler
-/// (torch.profiler) may have recorded no kernels.
-fn capture_report(runs: &std::path::Path, rep: &katlas_collect::collect::CollectReport, profile: bool) {
-    let mut seen = std::collections::BTreeSet::new();
-    for r in &rep.rows {
-        if !seen.insert(r.run_id.clone()) {
-            continue;
-        }
-        let log = std::fs::read_to_string(runs.join(&r.run_id).join("modules/modules.jsonl")).unwrap_or_default();
+/// One line per capturing run on what the capture did: modules written, or why none were. With
+/// `--profile` the capture ran in its own unmeasured run per combo (the workload's CUPTI
+/// profiler keeps CUPTI in the profiled runs), and the line says which run that was.
+fn capture_report(runs: &std::path::Path, rep: &katlas_collect::collect::CollectReport) {
+    let split = !rep.capture_runs.is_empty();
+    let mut ids: Vec<String> = rep.capture_runs.iter().map(|c| c.run_id.clone()).collect();
+    if !split {
+        let mut seen = std::collections::BTreeSet::new();
+        ids = rep.rows.iter().filter(|r| seen.insert(r.run_id.clone())).map(|r| r.run_id.clone()).collect();
+    }
+    for c in rep.capture_runs.iter().filter(|c| c.failure.is_some()) {
+        eprintln!("katlas: capture run {} failed: {}", c.run_id, crate::output::printable(c.failure.as_deref().unwrap_or_default()));
+    }
+    let what = if split { "capture run" } else { "run" };
+    for id in ids {
+        let log = std::fs::read_to_string(runs.join(&id).join("modules/modules.jsonl")).unwrap_or_default();
         let modules = log.lines().filter(|l| l.contains("\"module_id\"")).count();
         let error = log.lines().find(|l| l.contains("\"error\""));
+        let also = if split { " (an unmeasured run without the profiler; each profiled run links its modules/)" } else { "" };
         match (modules, error) {
-            (_, Some(e)) => eprintln!("katlas: run {}: module capture failed: {}", r.run_id, crate::output::printable(e)),
+            (_, Some(e)) => eprintln!("katlas: {what} {id}: module capture failed: {}", crate::output::printable(e)),
             (0, None) => {
-                eprintln!("katlas: run {}: no module was captured (the workload loaded no CUDA code, or the driver never read CUDA_INJECTION64_PATH)", r.run_id)
+                eprintln!(
+                    "katlas: {what} {id}: no module was captured (the workload loaded no CUDA code, or the driver never read CUDA_INJECTION64_PATH){also}"
+                )
             }
-            (n, None) => eprintln!("katlas: run {}: {n} module load(s) captured", r.run_id),
-        }
-        if profile && log.contains("exclusive") {
-            eprintln!(
-                "katlas: run {}: the capture holds CUPTI alone on this CUDA; a CUPTI profiler in the workload (torch.profiler) may have recorded no kernels: collect the profile without --capture-modules",
-                r.run_id
-            );
+            (n, None) => eprintln!("katlas: {what} {id}: {n} module load(s) captured{also}"),
         }
     }
 }
