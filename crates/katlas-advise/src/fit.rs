@@ -460,7 +460,7 @@ fn resolve_product<'a>(
 }
 
 /// Profile samples merged by name (profilers list one line per launch or per name).
-fn merge_samples(samples: &[KernelSample]) -> Vec<KernelSample> {
+pub(crate) fn merge_samples(samples: &[KernelSample]) -> Vec<KernelSample> {
     let mut out: Vec<KernelSample> = Vec::new();
     for s in samples {
         let calls = s.calls.max(1);

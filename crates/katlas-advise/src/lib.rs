@@ -9,6 +9,7 @@
 //! Rules are data: the TOML files are embedded with `include_str!` and a project adds to,
 //! replaces or disables their entries by id with a file of the same name under `.katlas/rules/`.
 
+pub mod compare;
 pub mod error;
 pub mod expr;
 pub mod fit;
@@ -35,6 +36,7 @@ pub const SUGGESTIONS_SCHEMA: &str = "katlas.suggestions.v1";
 pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
     vec![
         (FIT_SCHEMA, serde_json::to_value(schemars::schema_for!(fit::FitView)).unwrap_or_default()),
+        (compare::COMPARE_SCHEMA, serde_json::to_value(schemars::schema_for!(compare::FitCompare)).unwrap_or_default()),
         (SUGGESTIONS_SCHEMA, serde_json::to_value(schemars::schema_for!(suggest::SuggestionQueue)).unwrap_or_default()),
     ]
 }

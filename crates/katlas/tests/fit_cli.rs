@@ -166,3 +166,61 @@ fn small_transform_beside_a_hot_kernel_is_a_fusion_candidate() {
     let v = json(&katlas(d.path(), &["fit", rows.to_str().unwrap(), "--phase", "decode_ar", "--format", "json"]));
     assert!(v["left_on_table"].as_array().unwrap().iter().all(|f| f["rule"] != "small_transform_fusion"));
 }
+
+/// The second row of the same hipfire test file (`test_build_suggestion_queue_demotes_rejected_history`):
+/// the same workload, host and shape a run later, without `mq_rotate_x` and at 35.3 tok/s.
+const HIPFIRE_LATER_ROW: &str = r#"{"schema": "hipfire.kernel_atlas.v0", "arch": "gfx1201", "hostname": "hiptrx", "workload": "qwen3.5-27b", "quant": "mq4", "phase": "decode_ar",
+ "shape_bucket": "decode_ar_pp32_gen50", "metrics": {"gen_tok_s": 35.3}, "command": ["bench"], "variant": {"env": {"HIPFIRE_KV_MODE": "asym3"}},
+ "artifacts": {"profile_kernels": [
+  {"name": "gemv_hfq4g256_residual", "pct": 36.3, "calls": 3200, "op": {"family": "linear", "role": "residual_gemv", "phase_hint": "decode"}},
+  {"name": "fused_qkvza_hfq4g256", "pct": 18.3, "calls": 1200, "op": {"family": "attention", "role": "qkvza_projection", "phase_hint": "prefill/decode"}},
+  {"name": "fused_rmsnorm_mq_rotate", "pct": 10.2, "calls": 3200, "op": {"family": "position", "role": "rope_rotate", "phase_hint": "prefill/decode"}}]}}"#;
+
+#[test]
+fn fit_baseline_compares_two_hipfire_rows() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("before.json"), d.path().join("after.json"));
+    std::fs::write(&a, HIPFIRE_TRANSFORM_ROW.replace('\n', "")).unwrap();
+    std::fs::write(&b, HIPFIRE_LATER_ROW.replace('\n', "")).unwrap();
+    let args = ["fit", b.to_str().unwrap(), "--baseline", a.to_str().unwrap()];
+    let v = json(&katlas(d.path(), &[&args[..], &["--format", "json"]].concat()));
+    assert_eq!(v["schema"], "katlas.fit-compare.v1");
+    assert_eq!(v["lead"], "decode_ar: gen_tok_s +0.3% (35.2 \u{2192} 35.3); 1 kernel vanished (mq_rotate_x)");
+    assert!(v["warnings"].as_array().unwrap().is_empty(), "same host, product and binary: {v}");
+    let ks = v["kernels"].as_array().unwrap();
+    assert_eq!(ks.len(), 4);
+    let gone = ks.iter().find(|k| k["name"] == "mq_rotate_x").unwrap();
+    assert_eq!(gone["status"], "vanished");
+    assert_eq!(gone["calls"], serde_json::json!([3200, null]));
+    let gemv = ks.iter().find(|k| k["name"] == "gemv_hfq4g256_residual").unwrap();
+    assert_eq!(gemv["status"], "both");
+    assert_eq!(gemv["share_change_pts"].as_f64(), Some(0.0));
+    assert!(v["gpu_time_change_pct"].is_null(), "shares only: no GPU time");
+    let text = ok(&katlas(d.path(), &args));
+    assert!(text.starts_with("decode_ar: gen_tok_s +0.3%"), "the lead comes first: {text}");
+    assert!(text.contains("mq_rotate_x") && text.contains("vanished"));
+    let md = ok(&katlas(d.path(), &[&args[..], &["--format", "markdown"]].concat()));
+    assert!(md.contains("| mq_rotate_x | vanished |"), "{md}");
+}
+
+#[test]
+fn fit_baseline_refuses_rows_of_another_shape() {
+    let d = tempfile::tempdir().unwrap();
+    let a = d.path().join("later.json");
+    std::fs::write(&a, HIPFIRE_LATER_ROW.replace('\n', "")).unwrap();
+    // hipfire's real atlas row: the same model and phase at pp128, on another host.
+    let rows = fixture("hipfire/atlas_rows_v0.jsonl");
+    let o = katlas(d.path(), &["fit", rows.to_str().unwrap(), "--phase", "decode_ar", "--baseline", a.to_str().unwrap()]);
+    assert_eq!(cli::code(&o), 2);
+    assert!(cli::stderr(&o).contains("not comparable: shape_bucket differs (decode_ar_pp32_gen50 vs decode_ar_pp128_gen50)"), "{}", cli::stderr(&o));
+    // The gfx1100 bench against itself is comparable, with kernel times (498.1 ms of the GEMV).
+    let bench = fixture("hipfire/bench_ar_profile.txt");
+    let same = json(&katlas(
+        d.path(),
+        &["fit", "--parse", "hipfire-bench", bench.to_str().unwrap(), "--phase", "decode", "--baseline", bench.to_str().unwrap(), "--format", "json"],
+    ));
+    assert_eq!(same["gpu_time_change_pct"].as_f64(), Some(0.0));
+    assert!(same["lead"].as_str().unwrap().starts_with("decode: GPU time unchanged"), "{}", same["lead"]);
+    let gemv = same["kernels"].as_array().unwrap().iter().find(|k| k["name"] == "gemv_hfq4g256_residual").unwrap();
+    assert_eq!(gemv["total_us"], serde_json::json!([498100.0, 498100.0]));
+}

@@ -63,6 +63,12 @@ pub struct FitArgs {
     /// leads with the phase's finding and each top kernel's limit once).
     #[arg(long)]
     pub verbose: bool,
+    /// Compare against this baseline row (same forms as ROW, read with the same --parse and
+    /// --phase): per-kernel time, calls, share and bandwidth deltas, kernels that appeared or
+    /// vanished. Rows of another workload, phase, shape or arch are refused; another host,
+    /// product or binary is a warning.
+    #[arg(long, value_name = "ROW")]
+    pub baseline: Option<String>,
 }
 
 /// Everything a fit needs, loaded.
@@ -265,7 +271,7 @@ pub fn load(a: &EvidenceArgs, ctx: &Ctx) -> Result<Loaded, CliError> {
     let rules_dir = ctx.layout().ok().map(|l| l.rules_dir());
     let rules = Rules::load(rules_dir.as_deref()).map_err(bad)?;
     let db = match ctx.project() {
-        Ok(p) => ArchDb::load(Some(&ArchDb::override_dir(&p.root))).map_err(bad)?,
+        Ok(p) => ArchDb::load(Some(&katlas_corpus::Layout::for_project(&p.root).arch_rules_dir())).map_err(bad)?,
         Err(_) => ArchDb::builtin().clone(),
     };
     let (row_source, row) = match load_row(a, ctx)? {
@@ -296,6 +302,9 @@ pub fn load(a: &EvidenceArgs, ctx: &Ctx) -> Result<Loaded, CliError> {
 }
 
 pub fn run(args: &FitArgs, ctx: &Ctx) -> CmdResult {
+    if let Some(b) = &args.baseline {
+        return run_compare(args, b, ctx);
+    }
     let l = load(&args.evidence, ctx)?;
     match args.format {
         FitFormat::Json => crate::output::print_json(&l.fit),
@@ -304,6 +313,24 @@ pub fn run(args: &FitArgs, ctx: &Ctx) -> CmdResult {
         FitFormat::Html => print!("{}", printable_lines(&render::fit_html(&l.fit))),
         FitFormat::Text if args.verbose => print!("{}", printable_lines(&render::fit_text_verbose(&l.fit))),
         FitFormat::Text => print!("{}", printable_lines(&render::fit_text(&l.fit))),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `fit ROW --baseline ROW2`: both rows read the same way, then compared.
+fn run_compare(args: &FitArgs, baseline: &str, ctx: &Ctx) -> CmdResult {
+    let cand = load(&args.evidence, ctx)?;
+    let base_args = EvidenceArgs { row: Some(baseline.to_string()), ..args.evidence.clone() };
+    let base = load(&base_args, ctx)?;
+    let (Some(rb), Some(ra)) = (cand.row.as_ref(), base.row.as_ref()) else {
+        return Err(bad("--baseline compares two profiles: give ROW and --baseline ROW2"));
+    };
+    let c = katlas_advise::compare::compare((ra, &base.fit, base.fit.header.row_source.as_deref()), (rb, &cand.fit, cand.fit.header.row_source.as_deref()))
+        .map_err(|e| bad(format!("--baseline {baseline}: {e}")))?;
+    match args.format {
+        FitFormat::Json => crate::output::print_json(&c),
+        FitFormat::Markdown | FitFormat::Html => print!("{}", printable_lines(&katlas_advise::compare::compare_doc(&c, true))),
+        FitFormat::Text => print!("{}", printable_lines(&katlas_advise::compare::compare_doc(&c, false))),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -329,7 +356,7 @@ fn captured_isa(row: &Row, ctx: &Ctx, notes: &mut Vec<String>) -> Result<Option<
     let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     let fresh = mtime(&manifest).is_some_and(|t| cubins.iter().all(|c| mtime(c).is_some_and(|c| c <= t)));
     if !fresh {
-        let opts = katlas_isa::ScanOptions { cache_dir: ctx.layout().ok().map(|l| l.cache_dir().join("isa")), ..Default::default() };
+        let opts = katlas_isa::ScanOptions { cache_dir: ctx.layout().ok().map(|l| l.isa_cache_dir()), ..Default::default() };
         let mut m = katlas_isa::scan(std::slice::from_ref(&modules), opts).map_err(|e| bad(format!("{}: {e}", modules.display())))?;
         let err = |e: std::io::Error| CliError::bad_input(format!("{}: {e}", manifest.display()));
         let mut buf = Vec::new();
