@@ -111,11 +111,6 @@ impl ArchDb {
         DB.get_or_init(|| ArchDb::load(None).unwrap_or_else(|_| ArchDb { schema: crate::SCHEMA, atoms: vec![], products: vec![], files: vec![] }))
     }
 
-    /// Conventional override directory of a project: `<root>/.katlas/rules/arch`.
-    pub fn override_dir(project_root: &Path) -> PathBuf {
-        project_root.join(".katlas").join("rules").join("arch")
-    }
-
     /// Builtin data patched by project overrides. `overrides` is a directory whose
     /// `*.toml` files are read in name order (a missing directory means no overrides) or
     /// a single `.toml` file. A record whose name exists patches only the keys it sets;

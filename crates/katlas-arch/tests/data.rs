@@ -256,7 +256,7 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
 #[test]
 fn override_patches_one_value_and_keeps_the_rest() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = ArchDb::override_dir(tmp.path());
+    let dir = tmp.path().join(".katlas/rules/arch");
     fs::create_dir_all(&dir).unwrap();
     write(
         &dir,

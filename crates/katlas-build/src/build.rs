@@ -436,7 +436,7 @@ fn isa_step(s: &Settings, opts: &BuildOptions, plan: &[Planned], report: &mut Bu
     let scan_opts = katlas_isa::ScanOptions {
         jobs: Some(jobs),
         disasm: if opts.mix { katlas_isa::DisasmMode::Auto } else { katlas_isa::DisasmMode::Never },
-        cache_dir: Some(s.root.join(".katlas").join("cache").join("isa")),
+        cache_dir: Some(s.layout().isa_cache_dir()),
         ..Default::default()
     };
     let mut m = if outputs.is_empty() {
@@ -486,7 +486,7 @@ fn isa_step(s: &Settings, opts: &BuildOptions, plan: &[Planned], report: &mut Bu
     match write_json(&manifest_path, &combined) {
         Ok(()) => {
             report.manifest = Some(s.rel(&manifest_path));
-            let isa_copy = s.root.join(".katlas").join("isa").join("build.json");
+            let isa_copy = s.layout().build_isa_manifest();
             if let Err(e) = write_json(&isa_copy, &combined) {
                 report.isa_errors.push(e.to_string());
             }

@@ -190,7 +190,7 @@ impl Settings {
     pub fn load(project: &Project, matrix_override: Option<&[String]>) -> Result<Settings> {
         let build: BuildConfig = project.section(&["build"]).map_err(cfg_err)?.unwrap_or_default();
         let reach = reach_config(project)?;
-        let db = ArchDb::load(Some(&ArchDb::override_dir(&project.root))).map_err(|e| BuildError::BadInput(e.to_string()))?;
+        let db = ArchDb::load(Some(&katlas_corpus::Layout::for_project(&project.root).arch_rules_dir())).map_err(|e| BuildError::BadInput(e.to_string()))?;
         let config_file = project.config_file();
         let shown = config_file.display().to_string();
         let root = std::fs::canonicalize(&project.root).unwrap_or_else(|_| project.root.clone());
@@ -291,9 +291,14 @@ impl Settings {
         p.strip_prefix(&self.root).unwrap_or(p).display().to_string()
     }
 
+    /// The project's `.katlas/` layout.
+    pub fn layout(&self) -> katlas_corpus::Layout {
+        katlas_corpus::Layout::for_project(&self.root)
+    }
+
     /// Where build state lives: `.katlas/build/`.
     pub fn build_dir(&self) -> PathBuf {
-        self.root.join(".katlas").join("build")
+        self.layout().build_dir()
     }
 }
 

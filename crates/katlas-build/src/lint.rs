@@ -17,7 +17,7 @@ use crate::config::Settings;
 use crate::error::Result;
 use crate::host_refs::{scan_host, Annotation};
 use crate::sources::discover;
-use katlas_model::{Disposition, LedgerEntry, Verdict, LEDGER_SCHEMA};
+use katlas_model::{Disposition, LedgerEntry, Verdict};
 use katlas_project::Project;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -98,7 +98,7 @@ fn entry_arch(e: &LedgerEntry) -> std::result::Result<Option<String>, String> {
 
 pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> Result<LintReport> {
     let rows = load(project, s)?;
-    let ledger_path: PathBuf = ledger.map(Path::to_path_buf).unwrap_or_else(|| s.root.join(".katlas").join("ledger.jsonl"));
+    let ledger_path: PathBuf = ledger.map(Path::to_path_buf).unwrap_or_else(|| s.layout().ledger());
     let mut findings = Vec::new();
     let f = |sev: Severity, code: &str, msg: String, r: Option<&LocatedRow>| Finding {
         severity: sev,
@@ -110,14 +110,12 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
     };
 
     let mut entries: BTreeMap<String, LedgerEntry> = BTreeMap::new();
-    if ledger_path.is_file() {
-        let rep = katlas_corpus::read_jsonl::<LedgerEntry>(&ledger_path, Some(LEDGER_SCHEMA)).map_err(|e| crate::error::BuildError::BadInput(e.to_string()))?;
-        for e in rep.errors {
-            findings.push(f(Severity::Warning, "ledger-line", format!("{e} (skipped)"), None));
-        }
-        for r in rep.records {
-            entries.insert(r.record.id.clone(), r.record);
-        }
+    let rep = katlas_corpus::ledger::read(&ledger_path).map_err(|e| crate::error::BuildError::BadInput(e.to_string()))?;
+    for e in rep.errors {
+        findings.push(f(Severity::Warning, "ledger-line", format!("{e} (skipped)"), None));
+    }
+    for r in rep.records {
+        entries.insert(r.record.id.clone(), r.record);
     }
     let ledger_shown = s.rel(&ledger_path);
     let matrix: BTreeSet<&str> = s.matrix.iter().map(String::as_str).collect();

@@ -1,4 +1,5 @@
-//! Where things live under a project's `.katlas/` directory (docs/corpus.md lists them).
+//! Where things live under a project's `.katlas/` directory (docs/corpus.md lists them): the
+//! one place those paths are built, so no crate joins `.katlas/…` by hand.
 
 use std::path::{Path, PathBuf};
 
@@ -11,7 +12,11 @@ pub struct Layout {
 impl Layout {
     /// Layout of the project rooted at `project_root`.
     pub fn for_project(project_root: &Path) -> Self {
-        Self { root: project_root.join(".katlas") }
+        Self { root: katlas_fs::dot_dir(project_root) }
+    }
+    /// The directories `katlas init` creates.
+    pub fn init_dirs(&self) -> [PathBuf; 4] {
+        [self.corpus_dir(), self.isa_dir(), self.tasks_dir(), self.runs_dir()]
     }
     pub fn corpus_dir(&self) -> PathBuf {
         self.root.join("corpus")
@@ -38,7 +43,27 @@ impl Layout {
     pub fn cache_dir(&self) -> PathBuf {
         self.root.join("cache")
     }
+    /// The ISA scan cache (by content digest), shared by `isa scan`, build and fit.
+    pub fn isa_cache_dir(&self) -> PathBuf {
+        self.cache_dir().join("isa")
+    }
+    /// The manifest `katlas build` writes for its code objects.
+    pub fn build_isa_manifest(&self) -> PathBuf {
+        self.isa_dir().join("build.json")
+    }
+    /// The last `katlas suggest` queue, for `katlas task --rank N`.
+    pub fn suggest_last(&self) -> PathBuf {
+        self.cache_dir().join("suggest-last.json")
+    }
+    /// Build state (`katlas build`).
+    pub fn build_dir(&self) -> PathBuf {
+        self.root.join("build")
+    }
     pub fn rules_dir(&self) -> PathBuf {
         self.root.join("rules")
+    }
+    /// Project overrides of the arch database (`*.toml`, read in name order).
+    pub fn arch_rules_dir(&self) -> PathBuf {
+        self.rules_dir().join("arch")
     }
 }

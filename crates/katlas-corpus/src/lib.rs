@@ -37,6 +37,7 @@ use std::path::{Path, PathBuf};
 
 pub mod input;
 pub mod layout;
+pub mod ledger;
 use input::{read_line_capped, Limits, LineRead};
 pub use layout::Layout;
 

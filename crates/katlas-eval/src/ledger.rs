@@ -1,20 +1,9 @@
-//! The ledger: `.katlas/ledger.jsonl`, every verdict appended, never edited.
+//! The ledger: `.katlas/ledger.jsonl`, every verdict appended, never edited. Reading and
+//! appending are `katlas_corpus::ledger`'s (shared with suggest's history and the build
+//! lint); this module adds the queries `katlas ledger` answers.
 
-use katlas_corpus::{append_jsonl, read_jsonl, Fsync, ReadReport, StoreError};
-use katlas_model::ledger::{LedgerEntry, Verdict, LEDGER_SCHEMA};
-use std::path::Path;
-
-pub fn append(path: &Path, entry: &LedgerEntry) -> Result<(), StoreError> {
-    append_jsonl(path, std::slice::from_ref(entry), Fsync::Batch)
-}
-
-/// All entries, with bad lines reported beside the good ones. A missing ledger is empty.
-pub fn read(path: &Path) -> Result<ReadReport<LedgerEntry>, StoreError> {
-    if !path.exists() {
-        return Ok(ReadReport::default());
-    }
-    read_jsonl(path, Some(LEDGER_SCHEMA))
-}
+pub use katlas_corpus::ledger::{append, read};
+use katlas_model::ledger::{LedgerEntry, Verdict};
 
 #[derive(Debug, Clone, Default)]
 pub struct Filter {

@@ -169,7 +169,7 @@ impl Project {
 
     /// The `.katlas/` directory.
     pub fn katlas_dir(&self) -> PathBuf {
-        self.root.join(".katlas")
+        katlas_corpus::Layout::for_project(&self.root).root
     }
 
     /// Deserialise the stage-owned section at `path` (e.g. `["workload", "lab"]`)

@@ -79,7 +79,7 @@ pub struct OccArgs {
 
 fn db(ctx: &Ctx) -> Result<ArchDb, CliError> {
     // Outside a project (or with a broken katlas.toml) the builtin data still answers.
-    let dir = ctx.project().ok().map(|p| ArchDb::override_dir(&p.root));
+    let dir = ctx.layout().ok().map(|l| l.arch_rules_dir());
     ArchDb::load(dir.as_deref()).map_err(CliError::bad_input)
 }
 

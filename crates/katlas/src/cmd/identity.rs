@@ -33,7 +33,7 @@ pub fn options_for(ctx: &Ctx) -> Result<CaptureOptions, crate::ctx::CliError> {
         project_root: Some(project.root.clone()),
         hash_model: cfg.hash_model,
         env_prefixes,
-        cache_dir: Some(project.katlas_dir().join("cache")),
+        cache_dir: Some(katlas_corpus::Layout::for_project(&project.root).cache_dir()),
         ..Default::default()
     })
 }

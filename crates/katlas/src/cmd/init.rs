@@ -16,9 +16,10 @@ pub fn run(args: &InitArgs, ctx: &Ctx) -> CmdResult {
         return Err(CliError::bad_input(format!("{}: already exists (use --force to overwrite)", path.display())));
     }
     std::fs::write(&path, katlas_project::INIT_TEMPLATE).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
-    let dot = root.join(".katlas");
-    for sub in ["corpus", "isa", "tasks", "runs"] {
-        katlas_fs::create_dir_all(&dot.join(sub)).map_err(|e| CliError::bad_input(format!("{}: {e}", dot.display())))?;
+    let layout = katlas_corpus::Layout::for_project(&root);
+    let dot = &layout.root;
+    for sub in layout.init_dirs() {
+        katlas_fs::create_dir_all(&sub).map_err(|e| CliError::bad_input(format!("{}: {e}", dot.display())))?;
     }
     println!("wrote {}", path.display());
     println!("created {}/{{corpus,isa,tasks,runs}}", dot.display());

@@ -105,10 +105,10 @@ pub fn run(c: &IsaCmd, ctx: &Ctx) -> CmdResult {
     }
 }
 
-fn project_dir(ctx: &Ctx, sub: &str) -> Option<PathBuf> {
-    let p = ctx.project().ok()?;
-    let katlas = p.root.join(".katlas");
-    katlas.is_dir().then(|| katlas.join(sub))
+/// A path of the project's `.katlas/` layout, when that directory exists.
+fn project_dir(ctx: &Ctx, pick: fn(&katlas_corpus::Layout) -> PathBuf) -> Option<PathBuf> {
+    let l = ctx.layout().ok()?;
+    l.root.is_dir().then(|| pick(&l))
 }
 
 fn scan_failure(e: ScanFailure) -> CliError {
@@ -143,7 +143,8 @@ fn scan(a: &ScanArgs, ctx: &Ctx) -> CmdResult {
         Some(f) => Some(regex::Regex::new(f).map_err(|e| CliError::bad_input(format!("--filter: {e}")))?),
         None => None,
     };
-    let cache_dir = if a.no_cache { None } else { a.cache_dir.as_ref().map(|d| ctx.resolve(d)).or_else(|| project_dir(ctx, "cache/isa")) };
+    let cache_dir =
+        if a.no_cache { None } else { a.cache_dir.as_ref().map(|d| ctx.resolve(d)).or_else(|| project_dir(ctx, katlas_corpus::Layout::isa_cache_dir)) };
     let opts = ScanOptions {
         filter,
         arch: a.arch.clone(),
@@ -176,7 +177,7 @@ fn scan(a: &ScanArgs, ctx: &Ctx) -> CmdResult {
     let manifest_path = match (&a.output, a.export) {
         (Some(o), None) => Some(ctx.resolve(o)),
         (Some(_), Some(_)) => None,
-        (None, _) => project_dir(ctx, "isa").map(|d| d.join(format!("scan-{stamp}.json"))),
+        (None, _) => project_dir(ctx, katlas_corpus::Layout::isa_dir).map(|d| d.join(format!("scan-{stamp}.json"))),
     };
     if let Some(p) = &manifest_path {
         write_manifest(p, &mut m)?;
@@ -398,7 +399,8 @@ fn read_manifest(p: &Path) -> Result<IsaManifest, CliError> {
 }
 
 fn latest_manifest(ctx: &Ctx) -> Result<PathBuf, CliError> {
-    let dir = project_dir(ctx, "isa").ok_or_else(|| CliError::bad_input("no --manifest and no .katlas/isa/ in this project (run `katlas isa scan` first)"))?;
+    let dir = project_dir(ctx, katlas_corpus::Layout::isa_dir)
+        .ok_or_else(|| CliError::bad_input("no --manifest and no .katlas/isa/ in this project (run `katlas isa scan` first)"))?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map_err(|e| CliError::bad_input(format!("{}: {e}", dir.display())))?
         .filter_map(|e| e.ok().map(|e| e.path()))

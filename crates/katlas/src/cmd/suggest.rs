@@ -41,7 +41,7 @@ pub struct LastQueue {
 pub const LAST_SCHEMA: &str = "katlas.suggest.last.v1";
 
 pub fn last_path(ctx: &Ctx) -> Result<PathBuf, CliError> {
-    Ok(ctx.layout()?.cache_dir().join("suggest-last.json"))
+    Ok(ctx.layout()?.suggest_last())
 }
 
 /// Build the queue for the evidence in `args` (also used by `katlas task`).
