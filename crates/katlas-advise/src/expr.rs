@@ -167,16 +167,41 @@ pub fn eval_all(conds: &[Cond], s: &Signals) -> (Truth, Vec<String>) {
     }
 }
 
-/// Fill `{name}` / `{name:.N}` from signals; unknown names stay as `{name?}`.
+/// Fill `{name}` / `{name:.N}` from signals. A clause in `[…]` is dropped whole when a name it
+/// quotes is unknown (`{launches:.0} launches[, {launches_per_step:.0} per step]` on a trace with
+/// no step markers); an unknown name outside one reads `unknown`. A finding never prints an
+/// unfilled placeholder.
 pub fn render_template(t: &str, s: &Signals) -> String {
     let mut out = String::with_capacity(t.len());
+    let mut rest = t;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&fill(&rest[..open], s).0);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(']') else {
+            out.push_str(&fill(&rest[open..], s).0);
+            return out;
+        };
+        let (clause, complete) = fill(&after[..close], s);
+        if complete {
+            out.push_str(&clause);
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(&fill(rest, s).0);
+    out
+}
+
+/// The text with its names filled, and whether every name was known.
+fn fill(t: &str, s: &Signals) -> (String, bool) {
+    let mut out = String::with_capacity(t.len());
+    let mut complete = true;
     let mut rest = t;
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
         let Some(close) = after.find('}') else {
             out.push_str(&rest[open..]);
-            return out;
+            return (out, complete);
         };
         let spec = &after[..close];
         let (name, dec) = match spec.split_once(":.") {
@@ -187,15 +212,14 @@ pub fn render_template(t: &str, s: &Signals) -> String {
             Some(Val::Num(n)) => out.push_str(&fmt_num(*n, dec)),
             Some(v) => out.push_str(&v.to_string()),
             None => {
-                out.push('{');
-                out.push_str(name);
-                out.push_str("?}");
+                complete = false;
+                out.push_str("unknown");
             }
         }
         rest = &after[close + 1..];
     }
     out.push_str(rest);
-    out
+    (out, complete)
 }
 
 /// Signal names a template quotes.
@@ -253,7 +277,11 @@ mod tests {
     #[test]
     fn templates() {
         let s = sig();
-        assert_eq!(render_template("at {bw_pct:.0}% ({limiter}) {nope}", &s), "at 72% (vgpr) {nope?}");
+        // An unknown name never prints as a placeholder: its optional clause goes, else it reads `unknown`.
+        assert_eq!(render_template("at {bw_pct:.0}% ({limiter})[, {nope} per step]: done", &s), "at 72% (vgpr): done");
+        assert_eq!(render_template("at {bw_pct:.0}%[, {limiter} limit]", &s), "at 72%, vgpr limit");
+        assert_eq!(render_template("at {bw_pct:.0}% {nope}", &s), "at 72% unknown");
+        assert!(!render_template("[{nope}] {nope:.1}", &s).contains('{'));
         assert_eq!(template_names("{a:.1} and {b}"), vec!["a", "b"]);
     }
 }

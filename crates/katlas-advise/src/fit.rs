@@ -762,7 +762,9 @@ fn eval_rules<'r>(rules: impl Iterator<Item = &'r crate::rules::FitRule>, s: &Si
         match truth {
             Some(true) => {
                 let mut numbers = BTreeMap::new();
-                for n in r.when.iter().map(|c| c.signal.clone()).chain(crate::expr::template_names(&r.text)) {
+                let nvidia = matches!(s.get("vendor"), Some(Val::Str(v)) if v == "nvidia");
+                let text = r.text_nvidia.as_ref().filter(|_| nvidia).unwrap_or(&r.text);
+                for n in r.when.iter().map(|c| c.signal.clone()).chain(crate::expr::template_names(text)) {
                     if n == "kernel" {
                         continue;
                     }
@@ -774,7 +776,7 @@ fn eval_rules<'r>(rules: impl Iterator<Item = &'r crate::rules::FitRule>, s: &Si
                     rule: r.id.clone(),
                     kind: r.kind.clone(),
                     kernel: kernel.map(str::to_string),
-                    text: render_template(&r.text, s),
+                    text: render_template(text, s),
                     numbers,
                     when: r.when.iter().map(|c| c.text.clone()).collect(),
                     source: r.source.clone(),
@@ -1011,9 +1013,17 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
             .insert(0, Missing { evidence: "a profile (per-kernel calls and times): without it no kernel can be called hot".into(), rules: vec![] });
     }
     if !evidence.isa {
-        evidence
-            .missing
-            .push(Missing { evidence: "an ISA manifest (`katlas isa scan`): registers, spills, LDS, wave size, instruction mix".into(), rules: vec![] });
+        evidence.missing.push(Missing {
+            evidence: format!(
+                "an ISA manifest (`katlas isa scan`): {}",
+                if atom.is_some_and(|a| a.vendor == Vendor::Nvidia) {
+                    "registers/thread, spills, shared memory, instruction mix"
+                } else {
+                    "registers, spills, LDS, wave size, instruction mix"
+                }
+            ),
+            rules: vec![],
+        });
     }
     if !evidence.product {
         evidence.missing.push(Missing { evidence: "a product (`--product`): bandwidth and rate ceilings for % of peak".into(), rules: vec![] });

@@ -62,6 +62,8 @@ struct RawRule {
     when: Vec<String>,
     text: String,
     #[serde(default)]
+    text_nvidia: Option<String>,
+    #[serde(default)]
     emits: Vec<String>,
     source: String,
 }
@@ -76,6 +78,9 @@ pub struct FitRule {
     pub scope: String,
     pub when: Vec<Cond>,
     pub text: String,
+    /// The text in NVIDIA's words (warps, SM sub-partitions, shared and local memory), used
+    /// when the kernel's arch is NVIDIA's; `text` otherwise.
+    pub text_nvidia: Option<String>,
     pub emits: Vec<String>,
     pub source: String,
 }
@@ -326,7 +331,7 @@ pub fn parse_fit(file: &str, text: &str) -> Result<FitRules, AdviseError> {
             });
         }
         let when = conds(file, text, &r.id, &r.when, "when")?;
-        rules.push(FitRule { id: r.id, kind: r.kind, scope, when, text: r.text, emits: r.emits, source: r.source });
+        rules.push(FitRule { id: r.id, kind: r.kind, scope, when, text: r.text, text_nvidia: r.text_nvidia, emits: r.emits, source: r.source });
     }
     let mut bands = raw.band;
     bands.sort_by(|a, b| b.min_pct.total_cmp(&a.min_pct));

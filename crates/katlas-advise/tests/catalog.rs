@@ -16,7 +16,7 @@ fn every_named_signal_exists() {
         for c in &rule.when {
             assert!(known.contains(&c.signal), "fit rule {}: unknown signal `{}`", rule.id, c.signal);
         }
-        for n in template_names(&rule.text) {
+        for n in template_names(&rule.text).into_iter().chain(rule.text_nvidia.iter().flat_map(|t| template_names(t))) {
             assert!(known.contains(&n), "fit rule {}: text quotes unknown signal `{n}`", rule.id);
         }
     }

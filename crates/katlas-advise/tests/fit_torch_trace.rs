@@ -218,3 +218,41 @@ fn gemv_and_gemm_kernels_show_bandwidth_from_shapes() {
     .unwrap();
     assert_eq!(out.artifacts.get("record_shapes"), Some(&serde_json::json!(true)));
 }
+
+/// The same trace read as if it had no step markers (`steps`, `launches_per_step`, `step_us`
+/// absent, as the parser leaves them) and no host launch calls: the host_bound finding still
+/// leads, without the per-step and host clauses and without an unfilled placeholder.
+#[test]
+fn host_bound_without_step_markers_prints_no_placeholder() {
+    let rules = Rules::builtin().unwrap();
+    let mut row = llama();
+    for k in ["steps", "launches_per_step", "step_us", "host_launch_us"] {
+        assert!(row.metrics.remove(k).is_some(), "the trace has {k}");
+    }
+    let fit = fit_of(&row, &rules);
+    let lead = fit.likely_limit.first().expect("a likely limit");
+    assert_eq!(lead.rule, "host_bound");
+    assert!(!lead.text.contains('{') && !lead.text.contains("per step") && !lead.text.contains("host time"), "{}", lead.text);
+    assert!(lead.text.contains("median gap of 30.7 us") && lead.text.ends_with("launches: the GPU waits on the host"), "{}", lead.text);
+    for f in fit.phase.findings.iter().chain(fit.kernels.iter().flat_map(|k| &k.findings)) {
+        assert!(!f.text.contains('{') && !f.text.contains("unknown"), "[{}] {}", f.rule, f.text);
+    }
+}
+
+/// On the H200 the rule texts speak NVIDIA's words (issue 16): warps per SM sub-partition, not
+/// waves per SIMD; the missing-ISA line names shared memory, not LDS or wave size.
+#[test]
+fn nvidia_findings_say_warps_and_shared_memory() {
+    let rules = Rules::builtin().unwrap();
+    let fit = fit_of(&llama(), &rules);
+    let findings: Vec<_> = fit.kernels.iter().flat_map(|k| &k.findings).collect();
+    let occ = findings.iter().find(|f| f.rule == "low_occupancy").expect("low_occupancy fires on the trace's kernels");
+    assert!(occ.text.contains("warps per SM sub-partition"), "{}", occ.text);
+    let under = findings.iter().find(|f| f.rule == "grid_underfill").expect("grid_underfill fires");
+    assert!(under.text.contains("SM sub-partitions") && under.text.contains("warps for"), "{}", under.text);
+    for f in findings {
+        assert!(!f.text.contains("SIMD") && !f.text.contains("waves"), "[{}] {}", f.rule, f.text);
+    }
+    let isa = fit.evidence.missing.iter().find(|m| m.evidence.starts_with("an ISA manifest (`katlas isa scan`)")).unwrap();
+    assert!(isa.evidence.contains("shared memory") && !isa.evidence.contains("LDS") && !isa.evidence.contains("wave size"), "{}", isa.evidence);
+}
