@@ -43,6 +43,45 @@ pub fn fmt_num(n: f64, decimals: Option<usize>) -> String {
 
 pub type Signals = BTreeMap<String, Val>;
 
+/// What a condition reads: values by name, and flags. A bare `NAME` / `!NAME` (or `NAME ==
+/// true`) asks the flag; a comparison asks the value — so a rule that emits `spills` leaves
+/// the spill count readable as a number.
+pub trait Lookup {
+    fn value(&self, name: &str) -> Option<&Val>;
+    fn flag(&self, name: &str) -> Option<bool> {
+        match self.value(name) {
+            Some(Val::Bool(b)) => Some(*b),
+            _ => None,
+        }
+    }
+}
+
+impl Lookup for Signals {
+    fn value(&self, name: &str) -> Option<&Val> {
+        self.get(name)
+    }
+}
+
+/// Computed values beside the flags fired rules emitted (kept apart: an emitted name never
+/// overwrites a value of the same name).
+#[derive(Clone, Copy)]
+pub struct Facts<'a> {
+    pub values: &'a Signals,
+    pub flags: &'a std::collections::BTreeSet<String>,
+}
+
+impl Lookup for Facts<'_> {
+    fn value(&self, name: &str) -> Option<&Val> {
+        self.values.get(name)
+    }
+    fn flag(&self, name: &str) -> Option<bool> {
+        if self.flags.contains(name) {
+            return Some(true);
+        }
+        self.values.flag(name)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Op {
     Ge,
@@ -92,15 +131,15 @@ impl Cond {
         Ok(Cond { signal: name.into(), op: None, negate, value: None, text: t.into() })
     }
 
-    pub fn eval(&self, s: &Signals) -> Truth {
-        let v = s.get(&self.signal)?;
+    pub fn eval<L: Lookup + ?Sized>(&self, s: &L) -> Truth {
         let Some(op) = self.op else {
-            return match v {
-                Val::Bool(b) => Some(*b != self.negate),
-                _ => None,
-            };
+            return s.flag(&self.signal).map(|b| b != self.negate);
         };
         let want = self.value.as_ref()?;
+        if let (Op::Eq | Op::Ne, Val::Bool(w)) = (op, want) {
+            return s.flag(&self.signal).map(|b| (b == *w) == (op == Op::Eq));
+        }
+        let v = s.value(&self.signal)?;
         Some(match (op, v, want) {
             (Op::Contains, Val::List(l), Val::Str(w)) => l.iter().any(|x| x == w),
             (Op::Contains, Val::List(l), Val::Num(n)) => l.iter().any(|x| x.parse::<f64>().ok() == Some(*n)),
@@ -151,7 +190,7 @@ fn parse_value(raw: &str) -> Option<Val> {
 
 /// All conditions hold (`Some(true)`), one fails (`Some(false)`), or some are unknown
 /// and none fails (`None`, with the unknown signal names).
-pub fn eval_all(conds: &[Cond], s: &Signals) -> (Truth, Vec<String>) {
+pub fn eval_all<L: Lookup + ?Sized>(conds: &[Cond], s: &L) -> (Truth, Vec<String>) {
     let mut unknown = Vec::new();
     for c in conds {
         match c.eval(s) {

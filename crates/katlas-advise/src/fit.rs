@@ -4,7 +4,7 @@
 //! view says where it came from; a rule that could not decide for lack of evidence is
 //! listed under `missing` with the evidence that would decide it.
 
-use crate::expr::{eval_all, render_template, Signals, Val};
+use crate::expr::{eval_all, render_template, Facts, Signals, Val};
 use crate::isa::{CodeObject, IsaManifest, Kernel as IsaKernel};
 use crate::names::{match_level, MatchLevel};
 use crate::rules::{QuantIntent, Rules};
@@ -13,109 +13,6 @@ use katlas_model::{KernelSample, OpClass, Row};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// Signals the fit view computes itself (rules may also `emit` more). The rules files may
-/// only name these or emitted ones; a test checks the data against this list.
-pub const COMPUTED_SIGNALS: &[&str] = &[
-    "kernel",
-    "share_pct",
-    "calls",
-    "avg_us",
-    "total_us",
-    "bw_gbps",
-    "bw_pct",
-    "bw_peak_gbps",
-    "bw_peak_label",
-    "bw_source",
-    "headroom_pct",
-    "tflops",
-    "compute_pct",
-    "compute_peak",
-    "compute_peak_key",
-    "compute_source",
-    "memory_sol_pct",
-    "achieved_occupancy_pct",
-    "launch_waves",
-    "simds",
-    "launch_waves_per_simd",
-    "vgpr",
-    "sgpr",
-    "agpr",
-    "spills",
-    "scratch_bytes",
-    "lds_bytes",
-    "wave_size",
-    "occupancy_waves",
-    "occupancy_max",
-    "occupancy_pct",
-    "occupancy_limiter",
-    "occupancy_error",
-    "mix_total",
-    "matrix_ops",
-    "valu_frac",
-    "valu_frac_pct",
-    "vmem_loads",
-    "vmem_wide_frac",
-    "vmem_wide_frac_pct",
-    "phase",
-    "phase_prefill",
-    "phase_decode",
-    "is_gemm",
-    "decode_gemv",
-    "gemv_evidence",
-    "projection",
-    "op_family",
-    "op_role",
-    "is_elementwise",
-    "is_reduction",
-    "library_kernel",
-    "small_transform",
-    "transform_evidence",
-    "fusion_neighbour",
-    "fusion_neighbour_share_pct",
-    "graph_enabled",
-    "route_knobs",
-    "route_knob_list",
-    "dispatch_knobs",
-    "arch",
-    "arch_class",
-    "arch_family",
-    "vendor",
-    "caps",
-    "wave_sizes",
-    "wave_size_choices",
-    "matrix_capable",
-    "matrix_units",
-    // Phase timeline (a trace's kernels and host launch calls; data/timeline.toml).
-    "gpu_busy_pct",
-    "gpu_busy_us",
-    "timeline_window_us",
-    "timeline_window_ms",
-    "gap_median_us",
-    "gap_p90_us",
-    "launches",
-    "kernel_avg_us",
-    "host_launch_us",
-    "steps",
-    "launches_per_step",
-    "step_us",
-    "framework",
-];
-
-/// Row metrics that are phase-timeline signals (torch-trace parser, `data/timeline.toml`).
-pub const TIMELINE_METRICS: &[&str] = &[
-    "gpu_busy_pct",
-    "gpu_busy_us",
-    "timeline_window_us",
-    "gap_median_us",
-    "gap_p90_us",
-    "launches",
-    "kernel_avg_us",
-    "host_launch_us",
-    "steps",
-    "launches_per_step",
-    "step_us",
-];
 
 /// What the fit view is built from.
 pub struct FitInput<'a> {
@@ -293,9 +190,35 @@ pub struct KernelFit {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mix: Vec<MixBar>,
     pub matrix: MatrixFit,
-    /// Every signal the rules saw, by name.
+    /// Every computed signal the rules saw, by name (values; see `emitted` for the flags).
     pub signals: BTreeMap<String, Val>,
+    /// Flags the fired rules emitted (the phase's and the kernel's own), which levers trigger
+    /// on; kept apart from `signals` so an emitted name never overwrites a value.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub emitted: BTreeSet<String>,
     pub findings: Vec<Finding>,
+    /// Conditions that could not decide for want of a signal (not serialised).
+    #[serde(skip)]
+    pub unknown: Vec<Unknown>,
+}
+
+/// A rule condition whose signal was unknown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unknown {
+    pub signal: String,
+    pub rule: String,
+}
+
+impl KernelFit {
+    /// What the lever catalog and history read: the values and the emitted flags.
+    pub fn facts(&self) -> Facts<'_> {
+        Facts { values: &self.signals, flags: &self.emitted }
+    }
+
+    /// A stop rule fired on it (Amdahl and any project stop rule): not worth tuning.
+    pub fn stopped(&self) -> bool {
+        self.findings.iter().any(|f| f.kind == "stop")
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -707,25 +630,7 @@ fn fusion_neighbours(st: &crate::rules::FitSettings, list: &[KernelSample]) -> B
     out
 }
 
-/// Evidence each signal stands for, for the `missing` list.
-fn evidence_for(signal: &str) -> &'static str {
-    match signal {
-        "share_pct" | "calls" | "avg_us" | "total_us" => "a profile (per-kernel calls and times)",
-        "bw_pct" | "bw_gbps" => "bytes moved per call (profiler DRAM counters or bytes) and a product bandwidth ceiling",
-        "compute_pct" | "tflops" => "FLOPs per call and a product peak rate",
-        "launch_waves_per_simd" => "launch geometry (grid and block size) and a product unit count",
-        "occupancy_waves" | "occupancy_limiter" => "kernel resources (ISA manifest entry or profiler registers/shared memory)",
-        "vgpr" | "sgpr" | "agpr" | "spills" | "scratch_bytes" | "lds_bytes" => "an ISA manifest entry for the kernel",
-        "matrix_ops" | "mix_total" | "valu_frac" | "vmem_loads" | "vmem_wide_frac" => "an instruction mix (ISA scan with a disassembler)",
-        "matrix_capable" => "the arch atom",
-        "is_gemm" | "phase_prefill" | "phase_decode" | "decode_gemv" => "the row's phase and op class",
-        "gpu_busy_pct" | "gap_median_us" | "gap_p90_us" | "launches" | "kernel_avg_us" | "timeline_window_ms" => {
-            "a timeline of the phase (a trace with per-launch kernel start times: torch-trace, nsys, rocprofv3 kernel trace)"
-        }
-        "host_launch_us" | "launches_per_step" | "steps" => "host launch calls and step markers in the trace (CUPTI runtime events, ProfilerStep#)",
-        _ => "further evidence",
-    }
-}
+use crate::signals::evidence_for;
 
 struct KernelCtx<'a> {
     atom: Option<&'a Atom>,
@@ -734,15 +639,16 @@ struct KernelCtx<'a> {
     row: Option<&'a Row>,
     /// Phase signals and what the phase rules emitted: every kernel sees them.
     phase_signals: &'a Signals,
+    phase_flags: &'a BTreeSet<String>,
 }
 
 /// The phase's timeline signals from the row's metrics, and the framework that ran it.
 fn phase_signals(row: Option<&Row>) -> Signals {
     let mut s = Signals::new();
     let Some(r) = row else { return s };
-    for k in TIMELINE_METRICS {
-        if let Some(m) = r.metrics.get(*k) {
-            s.insert((*k).into(), Val::Num(m.value));
+    for k in crate::signals::timeline_metrics() {
+        if let Some(m) = r.metrics.get(k) {
+            s.insert(k.into(), Val::Num(m.value));
         }
     }
     if let Some(w) = r.metrics.get("timeline_window_us") {
@@ -755,10 +661,11 @@ fn phase_signals(row: Option<&Row>) -> Signals {
 
 /// Findings of `rules` that hold on `s`, the signals they emit, and the unknown conditions
 /// (`signal@rule`) of those that could not decide.
-fn eval_rules<'r>(rules: impl Iterator<Item = &'r crate::rules::FitRule>, s: &Signals, kernel: Option<&str>) -> (Vec<Finding>, Vec<String>, Vec<String>) {
+fn eval_rules<'r>(rules: impl Iterator<Item = &'r crate::rules::FitRule>, facts: Facts, kernel: Option<&str>) -> (Vec<Finding>, Vec<String>, Vec<Unknown>) {
+    let s = facts.values;
     let (mut findings, mut emitted, mut unknown) = (Vec::new(), Vec::new(), Vec::new());
     for r in rules {
-        let (truth, unk) = eval_all(&r.when, s);
+        let (truth, unk) = eval_all(&r.when, &facts);
         match truth {
             Some(true) => {
                 let mut numbers = BTreeMap::new();
@@ -784,7 +691,7 @@ fn eval_rules<'r>(rules: impl Iterator<Item = &'r crate::rules::FitRule>, s: &Si
                 emitted.extend(r.emits.iter().cloned());
             }
             Some(false) => {}
-            None => unknown.extend(unk.into_iter().map(|u| format!("{u}@{}", r.id))),
+            None => unknown.extend(unk.into_iter().map(|signal| Unknown { signal, rule: r.id.clone() })),
         }
     }
     (findings, emitted, unknown)
@@ -881,11 +788,11 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     // The phase first: its timeline decides before any one kernel does.
     let mut psig = phase_signals(row);
     arch_signals(atom, &mut psig);
-    let (phase_findings, phase_emitted, phase_unknown) = eval_rules(rules.fit.rules.iter().filter(|r| r.scope == "phase"), &psig, None);
-    for e in phase_emitted {
-        psig.insert(e, Val::Bool(true));
-    }
-    let ctx = KernelCtx { atom, product: prod, phase: row.map(|r| r.phase.as_str()), row, phase_signals: &psig };
+    let no_flags = BTreeSet::new();
+    let (phase_findings, phase_emitted, phase_unknown) =
+        eval_rules(rules.fit.rules.iter().filter(|r| r.scope == "phase"), Facts { values: &psig, flags: &no_flags }, None);
+    let pflags: BTreeSet<String> = phase_emitted.into_iter().collect();
+    let ctx = KernelCtx { atom, product: prod, phase: row.map(|r| r.phase.as_str()), row, phase_signals: &psig, phase_flags: &pflags };
     let mut kernels = Vec::new();
     let mut scope = Scope { isa_kernels: isa_all.len(), isa_kernels_for_arch: isa_for_arch.len(), isa_arches, ..Default::default() };
 
@@ -950,6 +857,7 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
                 phase: ctx.phase,
                 row: ctx.row,
                 phase_signals: ctx.phase_signals,
+                phase_flags: ctx.phase_flags,
             };
             kernels.push(fit_kernel(&own, rules, None, Some((MatchLevel::Exact, (*o, *k))), short, None));
         }
@@ -978,12 +886,11 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     // Phase rules wait on a trace's timeline only when there is a profile to have one.
     if row.is_some_and(|r| !r.kernels.is_empty()) {
         for u in &phase_unknown {
-            let (sig, rule) = u.split_once('@').unwrap_or((u, ""));
-            missing.entry(evidence_for(sig).to_string()).or_default().insert(rule.to_string());
+            missing.entry(evidence_for(&u.signal).to_string()).or_default().insert(u.rule.clone());
         }
     }
     for k in &kernels {
-        let stopped = k.findings.iter().any(|f| f.kind == "stop");
+        let stopped = k.stopped();
         for f in &k.findings {
             match f.kind.as_str() {
                 "limit" if !stopped => likely.push(f.clone()),
@@ -993,11 +900,8 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
                 _ => {}
             }
         }
-        if let Some(Val::List(unknown)) = k.signals.get("_unknown") {
-            for u in unknown {
-                let (sig, rule) = u.split_once('@').unwrap_or((u, ""));
-                missing.entry(evidence_for(sig).to_string()).or_default().insert(rule.to_string());
-            }
+        for u in &k.unknown {
+            missing.entry(evidence_for(&u.signal).to_string()).or_default().insert(u.rule.clone());
         }
     }
     let mut evidence = Evidence {
@@ -1027,9 +931,6 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     }
     if !evidence.product {
         evidence.missing.push(Missing { evidence: "a product (`--product`): bandwidth and rate ceilings for % of peak".into(), rules: vec![] });
-    }
-    for k in &mut kernels {
-        k.signals.remove("_unknown");
     }
 
     let quant = row.and_then(|r| r.quant.as_deref()).and_then(|q| input.rules.quant_for(q)).cloned();
@@ -1062,7 +963,13 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
         evidence,
         scope,
         phase: PhaseFit {
-            signals: psig.into_iter().filter(|(k, _)| TIMELINE_METRICS.contains(&k.as_str()) || k == "timeline_window_ms" || k == "framework").collect(),
+            signals: psig
+                .into_iter()
+                .filter(|(k, _)| {
+                    crate::signals::get(k).is_some_and(|d| matches!(d.from, crate::signals::Source::Timeline | crate::signals::Source::Host))
+                        || k == "framework"
+                })
+                .collect(),
             findings: phase_findings,
         },
         kernels,
@@ -1393,14 +1300,12 @@ fn fit_kernel(
     }
 
     // Rules.
-    let (findings, emitted, unknown) = eval_rules(rules.fit.rules.iter().filter(|r| r.scope == "kernel"), &s, Some(&name));
+    let mut flags = ctx.phase_flags.clone();
+    let (findings, emitted, unknown) = eval_rules(rules.fit.rules.iter().filter(|r| r.scope == "kernel"), Facts { values: &s, flags: &flags }, Some(&name));
     kf.findings = findings;
-    for e in emitted {
-        s.insert(e, Val::Bool(true));
-    }
-    if !unknown.is_empty() {
-        s.insert("_unknown".into(), Val::List(unknown));
-    }
+    flags.extend(emitted);
+    kf.emitted = flags;
+    kf.unknown = unknown;
     kf.signals = s;
     kf
 }

@@ -6,7 +6,7 @@
 //! and not counted. A rejection whose `revisit-if` condition now holds on the fit
 //! signals is shown as restored and not counted.
 
-use crate::expr::{eval_all, Cond, Signals};
+use crate::expr::{eval_all, Cond};
 use crate::names::variant_base;
 use crate::rules::HistorySettings;
 use katlas_arch::ArchDb;
@@ -146,7 +146,7 @@ pub fn judge(
     lever: &str,
     kernel: &Option<String>,
     target: &Target,
-    signals: &Signals,
+    signals: &dyn crate::expr::Lookup,
 ) -> Option<SuggestionHistory> {
     let mut attempts = Vec::new();
     let mut demotion = 0.0;

@@ -20,6 +20,7 @@ pub mod names;
 mod overlay;
 pub mod render;
 pub mod rules;
+pub mod signals;
 pub mod suggest;
 pub mod task;
 

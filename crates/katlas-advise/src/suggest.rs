@@ -1,6 +1,6 @@
 //! Ranked one-lever experiments from a fit view, the lever catalog and the ledger.
 
-use crate::expr::{eval_all, fmt_num, Signals, Val};
+use crate::expr::{eval_all, fmt_num, Facts, Lookup, Signals, Val};
 use crate::fit::{Finding, FitView, KernelFit};
 use crate::history::{judge, Ledger, SuggestionHistory, Target};
 use crate::rules::{Lever, Magnitude, Rules};
@@ -156,7 +156,7 @@ pub fn preferred_metric(row: &Row) -> Option<(String, Goal)> {
     if row.metrics.contains_key("step_us") {
         return Some(("step_us".into(), goal("step_us")));
     }
-    let timeline = |k: &str| crate::fit::TIMELINE_METRICS.contains(&k);
+    let timeline = crate::signals::is_timeline_metric;
     let by_unit = |u: &str| row.metrics.iter().find(|(k, m)| m.unit.as_deref() == Some(u) && !timeline(k)).map(|(k, _)| k.clone());
     if let Some(k) = by_unit("tok/s").or_else(|| by_unit("GB/s")).or_else(|| by_unit("GiB/s")) {
         return Some((k.clone(), Goal::infer_with_unit(&k, row.metrics[&k].unit.as_deref()).unwrap_or(Goal::Maximize)));
@@ -290,12 +290,12 @@ fn suggestion_id(lever: &str, kernel: &Option<String>, t: &Target) -> String {
 }
 
 /// Trigger texts of `lever` whose every condition holds on `sig`.
-fn held_triggers(lever: &Lever, sig: &Signals) -> Vec<String> {
+fn held_triggers(lever: &Lever, sig: &Facts) -> Vec<String> {
     lever.triggers.iter().zip(&lever.trigger_conds).filter(|(_, c)| eval_all(c, sig).0 == Some(true)).map(|(t, _)| t.clone()).collect()
 }
 
-fn truthy(s: &Signals, name: &str) -> bool {
-    matches!(s.get(name), Some(Val::Bool(true)))
+fn truthy(s: &Facts, name: &str) -> bool {
+    s.flag(name) == Some(true)
 }
 
 /// Fit findings that emitted (or whose conditions use) one of `names`.
@@ -347,7 +347,7 @@ pub fn suggest(fit: &FitView, row: Option<&Row>, db: &ArchDb, rules: &Rules, opt
         .kernels
         .iter()
         .filter(|k| {
-            let stop = truthy(&k.signals, "amdahl_stop");
+            let stop = k.stopped();
             if stop {
                 stopped.push(k.short_name.clone());
             }
@@ -363,15 +363,16 @@ pub fn suggest(fit: &FitView, row: Option<&Row>, db: &ArchDb, rules: &Rules, opt
                 if prov.map(|p| !p.env_controls.is_empty()).unwrap_or(false) {
                     sig.insert("dispatch_knobs".into(), Val::Bool(true));
                 }
-                if let Some(s) = build_one(lever, &[k], &sig, fit, rules, &target, &contract, prov, phase) {
+                let facts = Facts { values: &sig, flags: &k.emitted };
+                if let Some(s) = build_one(lever, &[k], &facts, fit, rules, &target, &contract, prov, phase) {
                     out.push(s);
                 }
             }
         } else {
             // Row-wide lever: every live kernel whose triggers hold contributes its share.
-            let hit: Vec<&KernelFit> = live.iter().copied().filter(|k| !held_triggers(lever, &k.signals).is_empty()).collect();
+            let hit: Vec<&KernelFit> = live.iter().copied().filter(|k| !held_triggers(lever, &k.facts()).is_empty()).collect();
             if let Some(first) = hit.first() {
-                if let Some(s) = build_one(lever, &hit, &first.signals, fit, rules, &target, &contract, None, phase) {
+                if let Some(s) = build_one(lever, &hit, &first.facts(), fit, rules, &target, &contract, None, phase) {
                     out.push(s);
                 }
             }
@@ -387,8 +388,10 @@ pub fn suggest(fit: &FitView, row: Option<&Row>, db: &ArchDb, rules: &Rules, opt
     };
     let mut matched_ids = std::collections::BTreeSet::new();
     for s in &mut out {
-        let signals = s.kernel.as_ref().and_then(|n| fit.kernels.iter().find(|k| &k.name == n)).map(|k| k.signals.clone()).unwrap_or_default();
-        if let Some(h) = judge(db, &rules.levers.history, entries, &s.lever, &s.kernel, &target, &signals) {
+        let (none, no_flags) = (Signals::new(), std::collections::BTreeSet::new());
+        let facts =
+            s.kernel.as_ref().and_then(|n| fit.kernels.iter().find(|k| &k.name == n)).map(|k| k.facts()).unwrap_or(Facts { values: &none, flags: &no_flags });
+        if let Some(h) = judge(db, &rules.levers.history, entries, &s.lever, &s.kernel, &target, &facts) {
             for a in &h.attempts {
                 matched_ids.insert(a.ledger_id.clone());
             }
@@ -439,7 +442,7 @@ pub fn suggest(fit: &FitView, row: Option<&Row>, db: &ArchDb, rules: &Rules, opt
 fn build_one(
     lever: &Lever,
     kernels: &[&KernelFit],
-    sig: &Signals,
+    sig: &Facts,
     fit: &FitView,
     rules: &Rules,
     target: &Target,
@@ -502,7 +505,7 @@ fn build_one(
         ));
     }
     if triggers.iter().any(|t| t.contains("route_knobs")) {
-        if let Some(Val::Str(list)) = sig.get("route_knob_list") {
+        if let Some(Val::Str(list)) = sig.value("route_knob_list") {
             evidence.push(format!("route knobs in the row's env: {list}"));
         }
     }

@@ -98,6 +98,9 @@ fn spills_and_occupancy_from_isa_only() {
     let spilly = f.kernels.iter().find(|k| k.name == "spilly").unwrap();
     let r: Vec<&str> = spilly.findings.iter().map(|x| x.rule.as_str()).collect();
     assert!(r.contains(&"spills"), "{r:?}");
+    // The rule emits the `spills` flag the lever triggers on; the count stays a number beside it.
+    assert_eq!(spilly.signals.get("spills"), Some(&katlas_advise::expr::Val::Num(12.0)));
+    assert!(spilly.emitted.contains("spills") && spilly.emitted.contains("low_occupancy"), "{:?}", spilly.emitted);
     assert!(r.contains(&"low_occupancy"), "64 KiB of LDS per 128-lane workgroup leaves few waves: {r:?}");
     assert_eq!(spilly.occupancy.as_ref().unwrap().limiter, "lds");
     assert!(f.evidence.missing.iter().any(|m| m.evidence.starts_with("a profile")), "says the profile is missing");

@@ -83,7 +83,7 @@ pub fn locate_sources(fit: &FitView, db: &katlas_arch::ArchDb, ctx: &Ctx) -> Vec
     }
     fit.kernels
         .iter()
-        .filter(|k| !matches!(k.signals.get("amdahl_stop"), Some(katlas_advise::expr::Val::Bool(true))))
+        .filter(|k| !k.stopped())
         .map(|k| {
             let p = katlas_collect::provenance::locate(&k.name, &opts);
             KernelProvenance {
