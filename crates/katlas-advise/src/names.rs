@@ -244,19 +244,74 @@ pub fn variant_base(name: &str) -> String {
     }
 }
 
+/// Integer literal casts as cpp_demangle writes them, and the suffix c++filt and the CUDA
+/// runtime (torch traces) write instead: `(unsigned long)2` is `2ul`.
+const LITERAL_CASTS: &[(&str, &str)] =
+    &[("(unsignedlonglong)", "ull"), ("(unsignedlong)", "ul"), ("(unsignedint)", "u"), ("(longlong)", "ll"), ("(long)", "l")];
+
+/// A demangled signature in one spelling, when the name carries template arguments or
+/// parameters (`None` for a plain name): spacing removed (`> >` is `>>`), literal casts as
+/// suffixes, and no `void` return type before a function named inside template arguments
+/// (cpp_demangle writes `<128, 4, void at::native::gpu_kernel_impl<…>(…)::{lambda(int)#1}>`,
+/// the CUDA runtime `<128, 4, at::native::gpu_kernel_impl<…>(…)::{lambda(int)#1}>`).
+fn signature(name: &str) -> Option<String> {
+    let n = name.trim();
+    let n = n.strip_suffix(".kd").unwrap_or(n);
+    let full = demangle(n).unwrap_or_else(|| n.to_string());
+    if !full.contains(['<', '(']) {
+        return None;
+    }
+    let mut s: String = full.chars().filter(|c| !c.is_whitespace()).collect();
+    for (cast, suffix) in LITERAL_CASTS {
+        while let Some(i) = s.find(cast) {
+            let digits = s[i + cast.len()..].chars().take_while(|c| c.is_ascii_digit() || *c == '-').count();
+            if digits == 0 {
+                break;
+            }
+            let lit = s[i + cast.len()..i + cast.len() + digits].to_string();
+            s.replace_range(i..i + cast.len() + digits, &format!("{lit}{suffix}"));
+        }
+    }
+    for open in ['<', ','] {
+        let pat = format!("{open}void");
+        let mut from = 0;
+        while let Some(j) = s[from..].find(&pat).map(|j| j + from) {
+            let after = j + pat.len();
+            if s[after..].starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == ':') {
+                s.replace_range(j + 1..after, "");
+            }
+            from = j + 1;
+        }
+    }
+    Some(s)
+}
+
 /// The match level of a profile name against one ISA kernel (name, symbol, demangled).
+///
+/// Two signatures (template arguments or parameters on both sides) must be the same function:
+/// `elementwise_kernel<128, 4, MulFunctor<float>>` is not `elementwise_kernel<128, 4,
+/// CUDAFunctor_add<complex<Half>>>`, though both have the base name `at::native::elementwise_kernel`.
+/// A base name joins only where one side is a plain name and so cannot tell instantiations apart.
 pub fn match_level(profile: &str, isa_names: &[&str]) -> Option<MatchLevel> {
     let p = profile.trim();
     let strip = |s: &str| s.strip_suffix(".kd").unwrap_or(s).to_string();
     if isa_names.iter().any(|n| strip(n) == p) {
         return Some(MatchLevel::Exact);
     }
+    let psig = signature(p);
+    let isigs: Vec<Option<String>> = isa_names.iter().map(|n| signature(n)).collect();
+    if let Some(ps) = &psig {
+        if isigs.iter().flatten().any(|s| s == ps) {
+            return Some(MatchLevel::Demangled);
+        }
+    }
     let pb = base_name(p);
-    if !pb.is_empty() && isa_names.iter().any(|n| base_name(n) == pb) {
+    let comparable = |sig: &Option<String>| psig.is_none() || sig.is_none();
+    if !pb.is_empty() && isa_names.iter().zip(&isigs).any(|(n, sig)| comparable(sig) && base_name(n) == pb) {
         return Some(MatchLevel::Demangled);
     }
     let pv = variant_base(p);
-    if !pv.is_empty() && isa_names.iter().any(|n| variant_base(n) == pv) {
+    if !pv.is_empty() && isa_names.iter().zip(&isigs).any(|(n, sig)| comparable(sig) && variant_base(n) == pv) {
         return Some(MatchLevel::Variant);
     }
     None
@@ -316,7 +371,30 @@ mod tests {
     #[test]
     fn levels() {
         assert_eq!(match_level("k", &["k.kd"]), Some(MatchLevel::Exact));
-        assert_eq!(match_level("void k<4>(float*)", &["_Z1kPf"]), Some(MatchLevel::Demangled));
+        // the same function, spelled mangled and demangled (spacing aside)
+        assert_eq!(match_level("void ns::k<4>(float*)", &["_ZN2ns1kILi4EEEvPf"]), Some(MatchLevel::Demangled));
+        // another instantiation, or a non-template kernel of the same base name, is not it
+        assert_eq!(match_level("void k<4>(float*)", &["_Z1kPf"]), None);
+        assert_eq!(match_level("void ns::k<4>(float*)", &["_ZN2ns1kILi8EEEvPf"]), None);
+        // a plain name cannot tell instantiations apart: the base name joins
+        assert_eq!(match_level("ns::k", &["_ZN2ns1kILi8EEEvPf"]), Some(MatchLevel::Demangled));
+        assert_eq!(match_level("void gemv<4>(float*)", &["gemv"]), Some(MatchLevel::Demangled));
+    }
+
+    /// The same kernels as a torch trace and cpp_demangle spell them (real names from the H200:
+    /// the run's trace against the cubins it loaded), and a different instantiation of the same
+    /// launcher, which must not join (it did, and showed 27 registers for an 18-register kernel).
+    #[test]
+    fn torch_trace_names_join_their_own_cubin_symbols_only() {
+        let traced = "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#10}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul>, 4, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#10}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)";
+        let demangled = "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#10}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, (unsigned long)2>, 4, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>>(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#10}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, (unsigned long)2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)";
+        assert_eq!(match_level(traced, &["_Zsym", demangled]), Some(MatchLevel::Demangled));
+        let mul = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1})";
+        let mul_cpp = mul.replace("<128, 4, at::native::gpu", "<128, 4, void at::native::gpu").replace("(int, at::native::gpu", "(int, void at::native::gpu");
+        assert_eq!(match_level(mul, &[&mul_cpp]), Some(MatchLevel::Demangled));
+        let add =
+            mul_cpp.replace("BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >", "CUDAFunctor_add<c10::complex<c10::Half> >");
+        assert_eq!(match_level(mul, &[&add]), None);
         assert_eq!(match_level("gemv_r2", &["gemv_r4"]), Some(MatchLevel::Variant));
         assert_eq!(match_level("gemv", &["gemm"]), None);
     }
