@@ -203,7 +203,7 @@ fn shared_state(o: &Outcome, base: &str, cand: &str, goal: katlas_model::ledger:
     let of = |label: &str| -> Vec<f64> { ordered.iter().filter(|x| x.side == label).filter_map(|x| x.value).collect() };
     let (b, c) = (of(base), of(cand));
     let (first, later) = c.split_first()?;
-    guard::first_run_like_baseline(*first, later, crate::stats::median(&b), goal == katlas_model::ledger::Goal::Minimize)
+    guard::first_run_like_baseline(*first, later, &b, goal == katlas_model::ledger::Goal::Minimize)
 }
 
 /// Sides that differ in nothing katlas records (the same commit and changes, command,
