@@ -8,6 +8,7 @@ use crate::expr::{eval_all, render_template, Facts, Signals, Val};
 use crate::isa::{CodeObject, IsaManifest, Kernel as IsaKernel};
 use crate::names::{match_level, MatchLevel};
 use crate::rules::{QuantIntent, Rules};
+use crate::signals::evidence_for;
 use katlas_arch::{ArchDb, Atom, KernelResources, Product, Vendor};
 use katlas_model::{KernelSample, OpClass, Row};
 use schemars::JsonSchema;
@@ -630,8 +631,6 @@ fn fusion_neighbours(st: &crate::rules::FitSettings, list: &[KernelSample]) -> B
     out
 }
 
-use crate::signals::evidence_for;
-
 struct KernelCtx<'a> {
     atom: Option<&'a Atom>,
     product: Option<&'a Product>,
@@ -1093,7 +1092,7 @@ fn fit_kernel(
             .variant
             .env
             .iter()
-            .filter(|(k, _)| !crate::suggest::is_instrumentation(k, &r.variant.instrumentation) && is_route_env(st, r, k))
+            .filter(|(k, _)| !r.variant.instrumentation.contains(k) && is_route_env(st, r, k))
             .chain(r.variant.knobs.iter())
             .map(|(k, v)| format!("{k}={v}"))
             .collect();

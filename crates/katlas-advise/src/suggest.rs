@@ -130,11 +130,6 @@ pub struct SuggestOptions<'a> {
     pub max: Option<usize>,
 }
 
-/// Whether an env name only switches on instrumentation.
-pub fn is_instrumentation(name: &str, declared: &[String]) -> bool {
-    declared.iter().any(|d| d == name)
-}
-
 fn matches_pattern(name: &str, pat: &str) -> bool {
     match pat.strip_suffix('*') {
         Some(prefix) => name.starts_with(prefix),
@@ -215,7 +210,7 @@ pub fn eval_contract(row: Option<&Row>, rules: &Rules) -> EvalContract {
             .push(format!("the row ran under its profiler (`{}` stripped from the command): its numbers are not a baseline", c.stripped_args.join(" ")));
     }
     for (k, v) in &r.variant.env {
-        let instr = is_instrumentation(k, &r.variant.instrumentation) || rules.levers.eval.instrumentation_env.iter().any(|p| matches_pattern(k, p));
+        let instr = r.variant.instrumentation.contains(k) || rules.levers.eval.instrumentation_env.iter().any(|p| matches_pattern(k, p));
         if instr {
             c.stripped_env.push(k.clone());
         } else {
