@@ -484,6 +484,15 @@ fn is_route_env(st: &crate::rules::FitSettings, r: &Row, k: &str) -> bool {
     r.identity.env.contains_key(k) || st.route_env_prefixes.iter().any(|p| k.starts_with(p.as_str()))
 }
 
+/// Whether a route knob can reroute this kernel: a library's knob (`[settings] route_env_reach`)
+/// only that library's kernels, any other knob every kernel.
+fn knob_reaches(st: &crate::rules::FitSettings, env: &str, kernel: &str) -> bool {
+    match st.route_env_reach.iter().find(|r| env.starts_with(r.env.as_str())) {
+        Some(r) => is_library_kernel(&r.kernels, kernel),
+        None => true,
+    }
+}
+
 /// Why a kernel is a one-token GEMV, or `None` when nothing says so: M = 1 on every call from
 /// the launching op's shapes (a larger M says it is not), else a profiled kernel of a decode
 /// phase whose op is a GEMV or projection, in no batched phase and with no matrix-tile name
@@ -1092,7 +1101,7 @@ fn fit_kernel(
             .variant
             .env
             .iter()
-            .filter(|(k, _)| !r.variant.instrumentation.contains(k) && is_route_env(st, r, k))
+            .filter(|(k, _)| !r.variant.instrumentation.contains(k) && is_route_env(st, r, k) && knob_reaches(st, k, &name))
             .chain(r.variant.knobs.iter())
             .map(|(k, v)| format!("{k}={v}"))
             .collect();

@@ -11,6 +11,14 @@ pub const FIT_TOML: &str = include_str!("../../../data/fit.toml");
 pub const QUANT_TOML: &str = include_str!("../../../data/quant.toml");
 pub const LEVERS_TOML: &str = include_str!("../../../data/levers.toml");
 
+/// The kernels a route knob with this env prefix can reroute (name or base-name prefixes).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteEnvReach {
+    pub env: String,
+    pub kernels: Vec<String>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FitSettings {
@@ -25,6 +33,10 @@ pub struct FitSettings {
     pub route_env_prefixes: Vec<String>,
     #[serde(default)]
     pub not_route_env: Vec<String>,
+    /// Library knobs reach only that library's kernels (a cuBLAS workspace setting cannot
+    /// reroute an ATen elementwise kernel); env matching no entry reaches every kernel.
+    #[serde(default)]
+    pub route_env_reach: Vec<RouteEnvReach>,
     /// Words (lower case) in a kernel or phase name that say it is batched, never a one-token GEMV.
     #[serde(default)]
     pub batched_words: Vec<String>,

@@ -129,11 +129,34 @@ fn env_that_cannot_change_a_route_is_no_sweep() {
     let fit = fit_of(&row, &rules);
     let q = queue_of(&fit, &row, &rules);
     assert!(q.suggestions.iter().all(|s| s.lever != "env_sweep"), "{:?}", q.suggestions.iter().map(|s| &s.lever).collect::<Vec<_>>());
-    // A cuBLASLt knob can change the route: it is a knob.
+    // A cuBLASLt knob can change the route of cuBLAS's kernels: it is a knob there.
     row.variant.env.insert("CUBLASLT_WORKSPACE_SIZE".into(), "0".into());
     let fit = fit_of(&row, &rules);
-    let k = &fit.kernels[0];
-    assert_eq!(k.signals.get("route_knob_list"), Some(&katlas_advise::expr::Val::Str("CUBLASLT_WORKSPACE_SIZE=0".into())));
+    let nvjet = fit.kernels.iter().find(|k| k.name.starts_with("nvjet_")).expect("an nvjet kernel in the trace");
+    assert_eq!(nvjet.signals.get("route_knob_list"), Some(&katlas_advise::expr::Val::Str("CUBLASLT_WORKSPACE_SIZE=0".into())));
+}
+
+/// The H200 collect of llama-decode (docs/GPU.md): the workload's own env sets
+/// CUBLAS_WORKSPACE_CONFIG, and suggest proposed an env sweep on all 8 hot kernels, ATen and
+/// cuDNN ones included, ranked above graph capture on a 4.7%-busy GPU. A cuBLAS knob reaches
+/// cuBLAS kernels only, and the launch-bound levers still lead.
+#[test]
+fn a_library_knob_reaches_only_that_librarys_kernels() {
+    let rules = Rules::builtin().unwrap();
+    let mut row = llama();
+    row.variant.env.insert("CUBLAS_WORKSPACE_CONFIG".into(), ":4096:8".into());
+    let fit = fit_of(&row, &rules);
+    let knob = |k: &katlas_advise::fit::KernelFit| k.signals.contains_key("route_knob_list");
+    assert!(fit.kernels.iter().any(|k| k.name.starts_with("nvjet_") && knob(k)));
+    for k in fit.kernels.iter().filter(|k| k.name.contains("at::native") || k.name.starts_with("cudnn")) {
+        assert!(!knob(k), "{} got a cuBLAS knob", k.name);
+    }
+    let q = queue_of(&fit, &row, &rules);
+    let levers: Vec<&str> = q.suggestions.iter().map(|s| s.lever.as_str()).collect();
+    assert!(matches!(levers[0], "graph_capture" | "torch_compile"), "{levers:?}");
+    for s in q.suggestions.iter().filter(|s| s.lever == "env_sweep") {
+        assert!(s.kernel.as_deref().is_some_and(|k| k.starts_with("nvjet_") || k.contains("gemv")), "env sweep on {:?}", s.kernel);
+    }
 }
 
 #[test]
