@@ -694,7 +694,7 @@ fn eval_rules<'r>(rules: impl Iterator<Item = &'r crate::rules::FitRule>, facts:
                     text: render_template(text, s),
                     numbers,
                     when: r.when.iter().map(|c| c.text.clone()).collect(),
-                    source: r.source.clone(),
+                    source: r.source_nvidia.as_ref().filter(|_| nvidia).unwrap_or(&r.source).clone(),
                 });
                 emitted.extend(r.emits.iter().cloned());
             }

@@ -78,6 +78,8 @@ struct RawRule {
     #[serde(default)]
     emits: Vec<String>,
     source: String,
+    #[serde(default)]
+    source_nvidia: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -95,6 +97,8 @@ pub struct FitRule {
     pub text_nvidia: Option<String>,
     pub emits: Vec<String>,
     pub source: String,
+    /// The source line in NVIDIA's words, like `text_nvidia`.
+    pub source_nvidia: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -343,7 +347,17 @@ pub fn parse_fit(file: &str, text: &str) -> Result<FitRules, AdviseError> {
             });
         }
         let when = conds(file, text, &r.id, &r.when, "when")?;
-        rules.push(FitRule { id: r.id, kind: r.kind, scope, when, text: r.text, text_nvidia: r.text_nvidia, emits: r.emits, source: r.source });
+        rules.push(FitRule {
+            id: r.id,
+            kind: r.kind,
+            scope,
+            when,
+            text: r.text,
+            text_nvidia: r.text_nvidia,
+            emits: r.emits,
+            source: r.source,
+            source_nvidia: r.source_nvidia,
+        });
     }
     let mut bands = raw.band;
     bands.sort_by(|a, b| b.min_pct.total_cmp(&a.min_pct));

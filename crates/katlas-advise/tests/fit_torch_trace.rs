@@ -275,6 +275,13 @@ fn nvidia_findings_say_warps_and_shared_memory() {
     assert!(under.text.contains("SM sub-partitions") && under.text.contains("warps for"), "{}", under.text);
     for f in findings {
         assert!(!f.text.contains("SIMD") && !f.text.contains("waves"), "[{}] {}", f.rule, f.text);
+        // the source line is what the fit read quotes for a rule common to several kernels
+        assert!(!f.source.contains("SIMD") && !f.source.contains("wave") && !f.source.contains("VALU"), "[{}] {}", f.rule, f.source);
+    }
+    for out in [katlas_advise::render::fit_text(&fit), katlas_advise::render::fit_text_verbose(&fit), katlas_advise::render::fit_markdown(&fit)] {
+        for word in ["SIMD", "VGPR", "VALU", "LDS", "waves per"] {
+            assert!(!out.contains(word), "`{word}` in an sm_90 fit:\n{out}");
+        }
     }
     let isa = fit.evidence.missing.iter().find(|m| m.evidence.starts_with("an ISA manifest (`katlas isa scan`)")).unwrap();
     assert!(isa.evidence.contains("shared memory") && !isa.evidence.contains("LDS") && !isa.evidence.contains("wave size"), "{}", isa.evidence);
