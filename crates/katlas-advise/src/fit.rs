@@ -343,6 +343,14 @@ fn resolve_product<'a>(
                 notes.push(format!("row device product `{name}` is not in the arch database"));
             }
         }
+        // The profiler's own record of the device (a torch trace's deviceProperties, rocprofv3's
+        // agent), for a row collected where nvidia-smi/rocm-smi gave none, or imported.
+        if let Some(name) = r.route.as_ref().and_then(|rt| rt.attributes.get("device")).and_then(|v| v.as_str()) {
+            if let Some(prod) = db.product(name) {
+                return Ok(Some((prod, format!("profiled device `{name}`"))));
+            }
+            notes.push(format!("profiled device `{name}` is not in the arch database"));
+        }
     }
     let Some(atom) = atom else { return Ok(None) };
     let cands = db.products_for_atom(atom);

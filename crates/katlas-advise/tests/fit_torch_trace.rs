@@ -286,3 +286,18 @@ fn nvidia_findings_say_warps_and_shared_memory() {
     let isa = fit.evidence.missing.iter().find(|m| m.evidence.starts_with("an ISA manifest (`katlas isa scan`)")).unwrap();
     assert!(isa.evidence.contains("shared memory") && !isa.evidence.contains("LDS") && !isa.evidence.contains("wave size"), "{}", isa.evidence);
 }
+
+/// A row whose identity names no device (collected where nvidia-smi gave none, or imported)
+/// still has the profiler's own record of it: the trace's deviceProperties picks the product.
+#[test]
+fn the_traces_own_device_names_the_product() {
+    let rules = Rules::builtin().unwrap();
+    let mut row = llama();
+    let device = row.identity.devices.remove(0).product.expect("the trace names its device");
+    let mut route = row.route.clone().unwrap_or_default();
+    route.attributes.insert("device".into(), serde_json::json!(device));
+    row.route = Some(route);
+    let fit = build_fit(&FitInput { row: Some(&row), isa: None, product: None, arch: None, db: ArchDb::builtin(), rules: &rules, row_source: None }).unwrap();
+    assert_eq!(fit.header.product.as_deref(), Some("NVIDIA H200"));
+    assert!(fit.header.product_source.as_deref().is_some_and(|s| s.contains("profiled device")), "{:?}", fit.header.product_source);
+}
