@@ -2,7 +2,7 @@
 //! JSON is the records themselves (serde).
 
 use crate::expr::fmt_num;
-use crate::fit::{Finding, FitView, KernelFit};
+use crate::fit::{Finding, FitView, Header, KernelFit};
 use crate::suggest::SuggestionQueue;
 use katlas_model::text::printable;
 use std::fmt::Write;
@@ -228,14 +228,11 @@ fn product_readings(d: &mut Doc, v: &FitView, finding: fn(&Finding) -> String) {
     }
 }
 
-fn fit_doc(v: &FitView, md: bool) -> String {
-    let mut d = Doc { md, out: String::new() };
-    let h = &v.header;
-    if md {
-        d.line("# katlas fit");
-    } else {
-        d.line("KATLAS FIT");
-    }
+/// The fit's title and one-line header (arch, product, workload, phase, shape, quant), the same
+/// in the full and the brief view.
+fn fit_title(d: &mut Doc, h: &Header) {
+    let md = d.md;
+    d.line(if md { "# katlas fit" } else { "KATLAS FIT" });
     d.line(header_line(
         md,
         &[
@@ -247,6 +244,12 @@ fn fit_doc(v: &FitView, md: bool) -> String {
             h.quant.as_deref().unwrap_or("-"),
         ],
     ));
+}
+
+fn fit_doc(v: &FitView, md: bool) -> String {
+    let mut d = Doc { md, out: String::new() };
+    let h = &v.header;
+    fit_title(&mut d, h);
     d.h("Header");
     d.kv("arch", format!("{} (class {}, from {})", or_unknown(&h.arch), or_unknown(&h.arch_class), or_unknown(&h.arch_source)));
     d.kv("product", format!("{} ({})", h.product.as_deref().unwrap_or("none"), h.product_source.as_deref().unwrap_or("pass --product")));
@@ -482,18 +485,7 @@ fn kernel_row(d: &mut Doc, k: &KernelFit, nv: bool) {
 fn fit_brief(v: &FitView, md: bool) -> String {
     let mut d = Doc { md, out: String::new() };
     let h = &v.header;
-    d.line(if md { "# katlas fit" } else { "KATLAS FIT" });
-    d.line(header_line(
-        md,
-        &[
-            or_unknown(&h.arch),
-            h.product.as_deref().unwrap_or("no product"),
-            or_unknown(&h.workload),
-            or_unknown(&h.phase),
-            or_unknown(&h.shape),
-            h.quant.as_deref().unwrap_or("-"),
-        ],
-    ));
+    fit_title(&mut d, h);
     let ceiling = match (h.bw_ceiling_gbps, &h.bw_ceiling_label) {
         (Some(bw), Some(l)) => format!(", {} GB/s ceiling ({l})", fmt_num(bw, Some(1))),
         _ => String::new(),
