@@ -118,31 +118,22 @@ fn with_shares(mut ks: Vec<KernelSample>) -> Vec<KernelSample> {
 pub fn compare(baseline: (&Row, &FitView, Option<&str>), candidate: (&Row, &FitView, Option<&str>)) -> Result<FitCompare, String> {
     let (ra, fa, sa) = baseline;
     let (rb, fb, sb) = candidate;
-    let mut warnings = Vec::new();
-    for (what, a, b) in [
-        ("workload", Some(ra.workload.clone()), Some(rb.workload.clone())),
-        ("phase", Some(ra.phase.clone()), Some(rb.phase.clone())),
-        ("shape_bucket", ra.shape_bucket.clone(), rb.shape_bucket.clone()),
-        ("arch", fa.header.arch.clone(), fb.header.arch.clone()),
-    ] {
-        if a != b {
-            let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
-            return Err(format!("not comparable: {what} differs ({} vs {})", show(&a), show(&b)));
-        }
-    }
     let ka = with_shares(merge_samples(&ra.kernels));
     let kb = with_shares(merge_samples(&rb.kernels));
     let (a, b) = (side(ra, fa, sa, &ka), side(rb, fb, sb, &kb));
-    for (what, x, y) in [
-        ("cross-host: the sides ran on different hosts", &a.host, &b.host),
-        ("different GPU products", &a.product, &b.product),
-        ("different binaries", &a.binary_md5, &b.binary_md5),
-    ] {
-        if x != y {
-            let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
-            warnings.push(format!("{what} ({} vs {}): part of any difference may be the machine or build", show(x), show(y)));
-        }
-    }
+    let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    let warnings = katlas_model::comparable::judge(|f| {
+        Ok::<_, String>(match f {
+            "workload" => (ra.workload.clone(), rb.workload.clone()),
+            "phase" => (ra.phase.clone(), rb.phase.clone()),
+            "shape_bucket" => (show(&ra.shape_bucket), show(&rb.shape_bucket)),
+            "arch" => (show(&fa.header.arch), show(&fb.header.arch)),
+            "host" => (show(&a.host), show(&b.host)),
+            "product" => (show(&a.product), show(&b.product)),
+            "binary_md5" => (show(&a.binary_md5), show(&b.binary_md5)),
+            other => return Err(format!("comparison field `{other}` has no value in a fit")),
+        })
+    })?;
 
     let mut kernels = Vec::new();
     let find = |ks: &[KernelSample], n: &str| ks.iter().find(|k| k.name == n).cloned();

@@ -5,6 +5,7 @@
 //! types (`schemas()`) and committed under `docs/schema/`; a test fails when
 //! the committed files drift from the code.
 
+pub mod comparable;
 pub mod digest;
 pub mod hipfire;
 pub mod identity;

@@ -167,19 +167,10 @@ pub fn compare(conn: &Connection, a: &str, b: &str) -> Result<Comparison, String
     let ia = select(conn, a)?;
     let ib = select(conn, b)?;
     let e = |e: rusqlite::Error| e.to_string();
-    let mut warnings = Vec::new();
-    for col in ["workload", "phase", "shape_bucket", "arch"] {
-        let (da, db) = (distinct(conn, col, &ia).map_err(e)?, distinct(conn, col, &ib).map_err(e)?);
-        if da != db {
-            return Err(format!("not comparable: {col} differs ({} vs {})", da.join(", "), db.join(", ")));
-        }
-    }
-    for (col, what) in [("host", "cross-host: the sides ran on different hosts"), ("product", "different GPU products"), ("binary_md5", "different binaries")] {
-        let (da, db) = (distinct(conn, col, &ia).map_err(e)?, distinct(conn, col, &ib).map_err(e)?);
-        if da != db {
-            warnings.push(format!("{what} ({} vs {}): part of any difference may be the machine or build", da.join(", "), db.join(", ")));
-        }
-    }
+    // Each side's distinct values of the column, as one shown string.
+    let warnings = katlas_model::comparable::judge(|col| {
+        Ok::<_, String>((distinct(conn, col, &ia).map_err(e)?.join(", "), distinct(conn, col, &ib).map_err(e)?.join(", ")))
+    })?;
     let (va, vb) = (values(conn, &ia).map_err(e)?, values(conn, &ib).map_err(e)?);
     let mut names: Vec<&String> = va.iter().map(|x| &x.0).filter(|n| vb.iter().any(|y| &y.0 == *n)).collect();
     names.dedup();
