@@ -48,11 +48,22 @@ pub struct Side {
     pub gpu_us: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+word_enum! {
+    /// Where a kernel of the comparison ran.
+    pub enum DeltaStatus {
+        /// In both rows.
+        Both = "both",
+        /// In the candidate only.
+        Appeared = "appeared",
+        /// In the baseline only.
+        Vanished = "vanished",
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct KernelDelta {
     pub name: String,
-    /// `both`, `appeared` or `vanished`.
-    pub status: String,
+    pub status: DeltaStatus,
     pub total_us: [Option<f64>; 2],
     pub total_change_pct: Option<f64>,
     pub calls: [Option<u64>; 2],
@@ -146,11 +157,10 @@ pub fn compare(baseline: (&Row, &FitView, Option<&str>), candidate: (&Row, &FitV
         let b_ = |k: &Option<KernelSample>| k.as_ref().and_then(bw);
         kernels.push(KernelDelta {
             status: match (&x, &y) {
-                (Some(_), Some(_)) => "both",
-                (None, Some(_)) => "appeared",
-                _ => "vanished",
-            }
-            .into(),
+                (Some(_), Some(_)) => DeltaStatus::Both,
+                (None, Some(_)) => DeltaStatus::Appeared,
+                _ => DeltaStatus::Vanished,
+            },
             total_us: [t(&x), t(&y)],
             total_change_pct: pct(t(&x), t(&y)),
             calls: [x.as_ref().map(|k| k.calls), y.as_ref().map(|k| k.calls)],
@@ -165,13 +175,14 @@ pub fn compare(baseline: (&Row, &FitView, Option<&str>), candidate: (&Row, &FitV
         });
     }
     // The kernels that moved most first (time, else share), then those that came and went.
-    let weight = |k: &KernelDelta| match k.status.as_str() {
-        "both" => {
+    let weight = |k: &KernelDelta| match k.status {
+        DeltaStatus::Both => {
             k.total_change_pct.map(|_| (k.total_us[1].unwrap_or(0.0) - k.total_us[0].unwrap_or(0.0)).abs()).or(k.share_change_pts.map(f64::abs)).unwrap_or(0.0)
         }
-        _ => f64::INFINITY,
+        DeltaStatus::Appeared | DeltaStatus::Vanished => f64::INFINITY,
     };
-    kernels.sort_by(|p, q| (p.status != "both").cmp(&(q.status != "both")).then(weight(q).total_cmp(&weight(p))).then(p.name.cmp(&q.name)));
+    kernels
+        .sort_by(|p, q| (p.status != DeltaStatus::Both).cmp(&(q.status != DeltaStatus::Both)).then(weight(q).total_cmp(&weight(p))).then(p.name.cmp(&q.name)));
 
     let metrics: Vec<MetricDelta> = ra
         .metrics
@@ -214,7 +225,7 @@ fn lead(phase: &str, gpu: Option<f64>, kernels: &[KernelDelta], metrics: &[Metri
             }
         }
     }
-    if let Some(k) = kernels.iter().find(|k| k.status == "both" && (k.total_change_pct.is_some() || k.share_change_pts.is_some_and(|s| s != 0.0))) {
+    if let Some(k) = kernels.iter().find(|k| k.status == DeltaStatus::Both && (k.total_change_pct.is_some() || k.share_change_pts.is_some_and(|s| s != 0.0))) {
         let short = crate::names::short_names(&[k.name.as_str()]).remove(0);
         match (k.total_change_pct, k.total_us) {
             (Some(p), [Some(x), Some(y)]) => parts.push(format!("{short} {} ({} \u{2192} {} us)", signed(p), fmt_num(x, Some(1)), fmt_num(y, Some(1)))),
@@ -231,11 +242,12 @@ fn lead(phase: &str, gpu: Option<f64>, kernels: &[KernelDelta], metrics: &[Metri
             }
         }
     }
-    let count = |s: &str| kernels.iter().filter(|k| k.status == s).count();
+    let count = |s: DeltaStatus| kernels.iter().filter(|k| k.status == s).count();
     let plural = |n: usize| if n == 1 { "kernel" } else { "kernels" };
-    let names =
-        |s: &str| kernels.iter().filter(|k| k.status == s).map(|k| crate::names::short_names(&[k.name.as_str()]).remove(0)).collect::<Vec<_>>().join(", ");
-    for s in ["vanished", "appeared"] {
+    let names = |s: DeltaStatus| {
+        kernels.iter().filter(|k| k.status == s).map(|k| crate::names::short_names(&[k.name.as_str()]).remove(0)).collect::<Vec<_>>().join(", ")
+    };
+    for s in [DeltaStatus::Vanished, DeltaStatus::Appeared] {
         let n = count(s);
         if n > 0 {
             parts.push(format!("{n} {} {s} ({})", plural(n), names(s)));
@@ -277,7 +289,7 @@ pub fn compare_doc(c: &FitCompare, md: bool) -> String {
     for (k, short) in c.kernels.iter().zip(shorts) {
         rows.push(vec![
             short,
-            k.status.clone(),
+            k.status.to_string(),
             format!("{} \u{2192} {}", f(k.total_us[0], 1), f(k.total_us[1], 1)),
             k.total_change_pct.map(signed).unwrap_or_else(|| "-".into()),
             format!("{} \u{2192} {}", u(k.calls[0]), u(k.calls[1])),

@@ -7,7 +7,7 @@
 use crate::expr::{eval_all, render_template, Facts, Signals, Val};
 use crate::isa::{CodeObject, IsaManifest, Kernel as IsaKernel};
 use crate::names::{match_level, MatchLevel};
-use crate::rules::{QuantIntent, Rules};
+use crate::rules::{FindingKind, QuantIntent, RuleScope, Rules};
 use crate::signals::evidence_for;
 use katlas_arch::{ArchDb, Atom, KernelResources, Product, Vendor};
 use katlas_model::{KernelSample, OpClass, Row};
@@ -133,11 +133,27 @@ pub struct Missing {
     pub rules: Vec<String>,
 }
 
+word_enum! {
+    /// What the view's kernels were read from.
+    #[derive(Default)]
+    pub enum ScopeKind {
+        /// A profile whose hot names were found in the ISA manifest.
+        ProfileMatched = "profile-matched",
+        /// A profile and a manifest, no hot name found in the ISA.
+        ProfileUnmatched = "profile-unmatched",
+        /// A profile, no manifest.
+        ProfileOnly = "profile-only",
+        /// A manifest, no profile.
+        IsaOnly = "isa-only",
+        /// Neither.
+        #[default]
+        Empty = "empty",
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Scope {
-    /// `profile-matched`, `profile-unmatched` (no hot name found in the ISA),
-    /// `profile-only` (no manifest), `isa-only` (no profile).
-    pub kind: String,
+    pub kind: ScopeKind,
     pub profile_names: usize,
     pub isa_kernels: usize,
     /// ISA kernels of the row's arch (the only ones a profile name may match).
@@ -154,8 +170,7 @@ pub struct Scope {
 pub struct ScopeMatch {
     pub profile: String,
     pub isa_kernel: String,
-    /// `exact`, `demangled` or `variant`.
-    pub how: String,
+    pub how: MatchLevel,
     pub object: String,
     /// Other ISA kernels that matched at the same level (variants).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -218,7 +233,7 @@ impl KernelFit {
 
     /// A stop rule fired on it (Amdahl and any project stop rule): not worth tuning.
     pub fn stopped(&self) -> bool {
-        self.findings.iter().any(|f| f.kind == "stop")
+        self.findings.iter().any(|f| f.kind == FindingKind::Stop)
     }
 }
 
@@ -238,12 +253,12 @@ pub struct Throughput {
     pub memory_sol_pct: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct IsaFit {
     pub kernel: String,
     pub object: String,
     pub arch: String,
-    pub how: String,
+    pub how: MatchLevel,
     pub vgpr: Option<u32>,
     pub sgpr: Option<u32>,
     pub agpr: Option<u32>,
@@ -305,8 +320,7 @@ pub struct MatrixFit {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Finding {
     pub rule: String,
-    /// `limit`, `left`, `stop`, `caveat`.
-    pub kind: String,
+    pub kind: FindingKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
     pub text: String,
@@ -697,7 +711,7 @@ fn eval_rules<'r>(rules: impl Iterator<Item = &'r crate::rules::FitRule>, facts:
                 }
                 findings.push(Finding {
                     rule: r.id.clone(),
-                    kind: r.kind.clone(),
+                    kind: r.kind,
                     kernel: kernel.map(str::to_string),
                     text: render_template(text, s),
                     numbers,
@@ -806,7 +820,7 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     arch_signals(atom, &mut psig);
     let no_flags = BTreeSet::new();
     let (phase_findings, phase_emitted, phase_unknown) =
-        eval_rules(rules.fit.rules.iter().filter(|r| r.scope == "phase"), Facts { values: &psig, flags: &no_flags }, None);
+        eval_rules(rules.fit.rules.iter().filter(|r| r.scope == RuleScope::Phase), Facts { values: &psig, flags: &no_flags }, None);
     let pflags: BTreeSet<String> = phase_emitted.into_iter().collect();
     let ctx = KernelCtx { atom, product: prod, phase: row.map(|r| r.phase.as_str()), row, phase_signals: &psig, phase_flags: &pflags };
     let mut kernels = Vec::new();
@@ -839,7 +853,7 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
                 Some((lvl, (o, k), also)) => scope.matched.push(ScopeMatch {
                     profile: s.name.clone(),
                     isa_kernel: k.name.clone(),
-                    how: lvl.as_str().into(),
+                    how: *lvl,
                     object: object_label(o),
                     also: also.clone(),
                 }),
@@ -850,13 +864,12 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
             kernels.push(fit_kernel(&ctx, rules, Some(s), isa, short, neighbours.get(&s.name)));
         }
         scope.kind = match (input.isa.is_some(), scope.matched.is_empty()) {
-            (false, _) => "profile-only",
-            (true, false) => "profile-matched",
-            (true, true) => "profile-unmatched",
-        }
-        .into();
+            (false, _) => ScopeKind::ProfileOnly,
+            (true, false) => ScopeKind::ProfileMatched,
+            (true, true) => ScopeKind::ProfileUnmatched,
+        };
     } else if input.isa.is_some() {
-        scope.kind = "isa-only".into();
+        scope.kind = ScopeKind::IsaOnly;
         if atom.is_none() && scope.isa_arches.len() > 1 {
             scope_notes.push(format!(
                 "the manifest holds several arches ({}): each kernel is read against its own; pass --arch to pick one",
@@ -881,7 +894,7 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
             scope_notes.push(format!("{} of {} ISA kernels shown (isa_only_limit)", rules.fit.settings.isa_only_limit, isa_for_arch.len()));
         }
     } else {
-        scope.kind = "empty".into();
+        scope.kind = ScopeKind::Empty;
     }
     scope.notes = scope_notes;
 
@@ -892,11 +905,11 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     let mut caveats = Vec::new();
     let mut missing: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in &phase_findings {
-        match f.kind.as_str() {
-            "limit" => likely.push(f.clone()),
-            "left" => left.push(f.clone()),
-            "stop" => stops.push(f.clone()),
-            _ => caveats.push(f.clone()),
+        match f.kind {
+            FindingKind::Limit => likely.push(f.clone()),
+            FindingKind::Left => left.push(f.clone()),
+            FindingKind::Stop => stops.push(f.clone()),
+            FindingKind::Caveat => caveats.push(f.clone()),
         }
     }
     // Phase rules wait on a trace's timeline only when there is a profile to have one.
@@ -908,12 +921,12 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     for k in &kernels {
         let stopped = k.stopped();
         for f in &k.findings {
-            match f.kind.as_str() {
-                "limit" if !stopped => likely.push(f.clone()),
-                "left" if !stopped => left.push(f.clone()),
-                "stop" => stops.push(f.clone()),
-                "caveat" => caveats.push(f.clone()),
-                _ => {}
+            match f.kind {
+                FindingKind::Limit if !stopped => likely.push(f.clone()),
+                FindingKind::Left if !stopped => left.push(f.clone()),
+                FindingKind::Stop => stops.push(f.clone()),
+                FindingKind::Caveat => caveats.push(f.clone()),
+                FindingKind::Limit | FindingKind::Left => {}
             }
         }
         for u in &k.unknown {
@@ -1223,7 +1236,7 @@ fn fit_kernel(
             kernel: k.name.clone(),
             object: object_label(o),
             arch: o.arch.clone(),
-            how: lvl.as_str().into(),
+            how: lvl,
             vgpr: r.vgpr,
             sgpr: r.sgpr,
             agpr: r.agpr,
@@ -1317,7 +1330,8 @@ fn fit_kernel(
 
     // Rules.
     let mut flags = ctx.phase_flags.clone();
-    let (findings, emitted, unknown) = eval_rules(rules.fit.rules.iter().filter(|r| r.scope == "kernel"), Facts { values: &s, flags: &flags }, Some(&name));
+    let (findings, emitted, unknown) =
+        eval_rules(rules.fit.rules.iter().filter(|r| r.scope == RuleScope::Kernel), Facts { values: &s, flags: &flags }, Some(&name));
     kf.findings = findings;
     flags.extend(emitted);
     kf.emitted = flags;

@@ -58,10 +58,21 @@ pub struct PriorAttempt {
     pub note: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+word_enum! {
+    /// What the ledger's memory did to a suggestion.
+    pub enum HistoryStatus {
+        /// A matching rejection took points away.
+        Demoted = "demoted",
+        /// A rejection's revisit-if condition holds now: not counted.
+        Restored = "restored",
+        /// Prior attempts shown, none counted.
+        Seen = "seen",
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SuggestionHistory {
-    /// `demoted`, `restored` (a rejection's revisit-if now holds) or `seen` (shown, not counted).
-    pub status: String,
+    pub status: HistoryStatus,
     /// Score points taken away.
     pub demotion: f64,
     pub attempts: Vec<PriorAttempt>,
@@ -190,11 +201,11 @@ pub fn judge(
         return None;
     }
     let status = if demotion > 0.0 {
-        "demoted"
+        HistoryStatus::Demoted
     } else if restored {
-        "restored"
+        HistoryStatus::Restored
     } else {
-        "seen"
+        HistoryStatus::Seen
     };
-    Some(SuggestionHistory { status: status.into(), demotion, attempts })
+    Some(SuggestionHistory { status, demotion, attempts })
 }

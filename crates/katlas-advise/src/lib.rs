@@ -9,6 +9,39 @@
 //! Rules are data: the TOML files are embedded with `include_str!` and a project adds to,
 //! replaces or disables their entries by id with a file of the same name under `.katlas/rules/`.
 
+/// An enum written as fixed words: in JSON (each variant's `rename`, so the wire text is the
+/// word itself), in the rules files (`parse`) and in text output (`Display`).
+macro_rules! word_enum {
+    ($(#[$m:meta])* pub enum $name:ident { $($(#[$vm:meta])* $v:ident = $w:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+        pub enum $name {
+            $($(#[$vm])* #[serde(rename = $w)] $v),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$v),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$v => $w),+
+                }
+            }
+
+            /// The variant written `word`; `None` for any other text.
+            pub fn parse(word: &str) -> Option<$name> {
+                Self::ALL.iter().copied().find(|k| k.as_str() == word)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
 pub mod compare;
 pub mod error;
 pub mod expr;

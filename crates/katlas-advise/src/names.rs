@@ -5,21 +5,15 @@
 //! add variant suffixes (`_r4`, `_k2`, `_v1`, `_default`). A profile name matches an ISA
 //! kernel at the first level that agrees: exact, demangled base name, variant base name.
 
-/// How a profile name was joined to an ISA kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum MatchLevel {
-    Exact,
-    Demangled,
-    Variant,
-}
-
-impl MatchLevel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MatchLevel::Exact => "exact",
-            MatchLevel::Demangled => "demangled",
-            MatchLevel::Variant => "variant",
-        }
+word_enum! {
+    /// How a profile name was joined to an ISA kernel (the first level that agrees wins).
+    pub enum MatchLevel {
+        /// The same symbol.
+        Exact = "exact",
+        /// The same demangled base name.
+        Demangled = "demangled",
+        /// The same base name once variant suffixes are peeled.
+        Variant = "variant",
     }
 }
 

@@ -3,6 +3,7 @@
 
 use crate::expr::fmt_num;
 use crate::fit::{Finding, FitView, Header, KernelFit};
+use crate::rules::FindingKind;
 use crate::suggest::SuggestionQueue;
 use katlas_model::text::printable;
 use std::fmt::Write;
@@ -268,7 +269,7 @@ fn fit_doc(v: &FitView, md: bool) -> String {
 
     d.h("Scope");
     let s = &v.scope;
-    d.kv("kind", &s.kind);
+    d.kv("kind", s.kind.as_str());
     if v.evidence.isa {
         d.kv(
             "isa",
@@ -386,14 +387,14 @@ pub fn fit_markdown_verbose(v: &FitView) -> String {
 const COMMON_RULE_KERNELS: usize = 3;
 
 fn stopped(k: &KernelFit) -> bool {
-    k.findings.iter().any(|f| f.kind == "stop")
+    k.findings.iter().any(|f| f.kind == FindingKind::Stop)
 }
 
 /// Limit rules that hold on several hot kernels, with the kernels, in rule order of first use.
 fn common_rules(v: &FitView) -> Vec<(String, Vec<&KernelFit>)> {
     let mut out: Vec<(String, Vec<&KernelFit>)> = Vec::new();
     for k in &v.kernels {
-        for f in k.findings.iter().filter(|f| f.kind == "limit") {
+        for f in k.findings.iter().filter(|f| f.kind == FindingKind::Limit) {
             match out.iter_mut().find(|(r, _)| *r == f.rule) {
                 Some((_, ks)) => ks.push(k),
                 None => out.push((f.rule.clone(), vec![k])),
@@ -495,7 +496,7 @@ fn fit_brief(v: &FitView, md: bool) -> String {
         d.kv("row", r);
     }
     let s = &v.scope;
-    let mut scope = s.kind.clone();
+    let mut scope = s.kind.to_string();
     if v.evidence.isa {
         scope.push_str(&format!(
             "; {}/{} hot names matched in {}",
@@ -525,7 +526,7 @@ fn fit_brief(v: &FitView, md: bool) -> String {
         None => d.kv("likely limit", "unknown: no limit rule could decide (see missing evidence)"),
     }
     product_readings(&mut d, v, brief_finding);
-    for f in v.phase.findings.iter().filter(|f| f.kind != "limit") {
+    for f in v.phase.findings.iter().filter(|f| f.kind != FindingKind::Limit) {
         d.item(format!("{}: {}", f.kind, brief_finding(f)));
     }
     // The top live kernels' own limits, once each (the headline is not repeated).
@@ -535,7 +536,8 @@ fn fit_brief(v: &FitView, md: bool) -> String {
         if shown == 3 {
             break;
         }
-        let own = k.findings.iter().find(|f| f.kind == "limit" && !is_common(&f.rule) && headline.as_ref() != Some(&(f.rule.clone(), f.kernel.clone())));
+        let own =
+            k.findings.iter().find(|f| f.kind == FindingKind::Limit && !is_common(&f.rule) && headline.as_ref() != Some(&(f.rule.clone(), f.kernel.clone())));
         if let Some(f) = own {
             d.item(format!("{}: {}", k.short_name, brief_finding(f)));
             shown += 1;

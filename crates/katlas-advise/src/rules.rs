@@ -82,14 +82,45 @@ struct RawRule {
     source_nvidia: Option<String>,
 }
 
+word_enum! {
+    /// What a fit rule's finding says about its kernel or phase.
+    pub enum FindingKind {
+        /// What bounds it (leads `likely_limit`).
+        Limit = "limit",
+        /// Performance left on the table.
+        Left = "left",
+        /// Not worth tuning (Amdahl and other stop signs).
+        Stop = "stop",
+        /// A reading to take with care.
+        Caveat = "caveat",
+    }
+}
+
+word_enum! {
+    /// What a fit rule is judged on.
+    pub enum RuleScope {
+        /// Each hot kernel (the default).
+        Kernel = "kernel",
+        /// The phase's timeline signals, once; its findings lead the fit read.
+        Phase = "phase",
+    }
+}
+
+word_enum! {
+    /// What one suggestion of a lever is for.
+    pub enum LeverScope {
+        /// One suggestion per hot kernel.
+        Kernel = "kernel",
+        /// One suggestion for the whole phase (row).
+        Row = "row",
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct FitRule {
     pub id: String,
-    /// `limit`, `left`, `stop` or `caveat`.
-    pub kind: String,
-    /// `kernel` (judged per hot kernel, the default) or `phase` (judged once on the phase's
-    /// timeline signals; its findings lead the fit read).
-    pub scope: String,
+    pub kind: FindingKind,
+    pub scope: RuleScope,
     pub when: Vec<Cond>,
     pub text: String,
     /// The text in NVIDIA's words (warps, SM sub-partitions, shared and local memory), used
@@ -181,8 +212,7 @@ struct RawLever {
 pub struct Lever {
     pub id: String,
     pub name: String,
-    /// `kernel` (one suggestion per hot kernel) or `row` (one for the phase).
-    pub scope: String,
+    pub scope: LeverScope,
     /// Trigger texts as written (`grid_underfill & is_gemm`).
     pub triggers: Vec<String>,
     /// Parsed triggers: each a conjunction of conditions.
@@ -328,28 +358,28 @@ pub fn parse_fit(file: &str, text: &str) -> Result<FitRules, AdviseError> {
     check_schema(file, &raw.schema, "katlas.rules.fit.v1")?;
     let mut rules = Vec::new();
     for r in raw.rule {
-        if !matches!(r.kind.as_str(), "limit" | "left" | "stop" | "caveat") {
+        let Some(kind) = FindingKind::parse(&r.kind) else {
             return Err(AdviseError::Rules {
                 file: file.into(),
                 line: line_of_id(text, "id", &r.id),
                 message: format!("{}.kind: expected limit, left, stop or caveat, found `{}`", r.id, r.kind),
             });
-        }
+        };
         if rules.iter().any(|x: &FitRule| x.id == r.id) {
             return Err(AdviseError::Rules { file: file.into(), line: line_of_id(text, "id", &r.id), message: format!("duplicate rule id `{}`", r.id) });
         }
-        let scope = r.scope.unwrap_or_else(|| "kernel".into());
-        if !matches!(scope.as_str(), "kernel" | "phase") {
-            return Err(AdviseError::Rules {
+        let scope = match r.scope.as_deref() {
+            None => RuleScope::Kernel,
+            Some(word) => RuleScope::parse(word).ok_or_else(|| AdviseError::Rules {
                 file: file.into(),
                 line: line_of_id(text, "id", &r.id),
-                message: format!("{}.scope: expected kernel or phase, found `{scope}`", r.id),
-            });
-        }
+                message: format!("{}.scope: expected kernel or phase, found `{word}`", r.id),
+            })?,
+        };
         let when = conds(file, text, &r.id, &r.when, "when")?;
         rules.push(FitRule {
             id: r.id,
-            kind: r.kind,
+            kind,
             scope,
             when,
             text: r.text,
@@ -388,9 +418,9 @@ pub fn parse_levers(file: &str, text: &str) -> Result<LeverCatalog, AdviseError>
         if levers.iter().any(|x| x.id == l.id) {
             return Err(AdviseError::Rules { file: file.into(), line, message: format!("duplicate lever id `{}`", l.id) });
         }
-        if !matches!(l.scope.as_str(), "kernel" | "row") {
+        let Some(scope) = LeverScope::parse(&l.scope) else {
             return Err(AdviseError::Rules { file: file.into(), line, message: format!("{}.scope: expected kernel or row, found `{}`", l.id, l.scope) });
-        }
+        };
         if l.triggers.is_empty() {
             return Err(AdviseError::Rules { file: file.into(), line, message: format!("{}.triggers: at least one fit signal", l.id) });
         }
@@ -403,7 +433,7 @@ pub fn parse_levers(file: &str, text: &str) -> Result<LeverCatalog, AdviseError>
         levers.push(Lever {
             id: l.id,
             name: l.name,
-            scope: l.scope,
+            scope,
             triggers: l.triggers,
             trigger_conds,
             legal,

@@ -2,8 +2,9 @@
 
 use crate::expr::{eval_all, fmt_num, Facts, Lookup, Signals, Val};
 use crate::fit::{Finding, FitView, KernelFit};
+use crate::history::HistoryStatus;
 use crate::history::{judge, Ledger, SuggestionHistory, Target};
-use crate::rules::{Lever, Magnitude, Rules};
+use crate::rules::{FindingKind, Lever, LeverScope, Magnitude, Rules};
 use katlas_arch::ArchDb;
 use katlas_model::ledger::Goal;
 use katlas_model::{OpClass, Row};
@@ -351,7 +352,7 @@ pub fn suggest(fit: &FitView, row: Option<&Row>, db: &ArchDb, rules: &Rules, opt
         .collect();
 
     for lever in &rules.levers.levers {
-        if lever.scope == "kernel" {
+        if lever.scope == LeverScope::Kernel {
             for k in &live {
                 let prov = provenance.iter().find(|p| p.kernel == k.name || crate::names::variant_base(&p.kernel) == crate::names::variant_base(&k.name));
                 let mut sig = k.signals.clone();
@@ -390,10 +391,10 @@ pub fn suggest(fit: &FitView, row: Option<&Row>, db: &ArchDb, rules: &Rules, opt
             for a in &h.attempts {
                 matched_ids.insert(a.ledger_id.clone());
             }
-            match h.status.as_str() {
-                "demoted" => summary.demoted += 1,
-                "restored" => summary.restored += 1,
-                _ => {}
+            match h.status {
+                HistoryStatus::Demoted => summary.demoted += 1,
+                HistoryStatus::Restored => summary.restored += 1,
+                HistoryStatus::Seen => {}
             }
             s.score = (s.score_before_history - h.demotion).max(0.0);
             for a in &h.attempts {
@@ -462,7 +463,7 @@ fn build_one(
             adjustments.push(format!("{name} x{}", fmt_num(*f, None)));
         }
     }
-    let row_wide = lever.scope == "row";
+    let row_wide = lever.scope == LeverScope::Row;
     let kernel = if row_wide { None } else { Some(kernels[0].name.clone()) };
     let mut watched: Vec<String> = lever.trigger_conds.iter().flatten().map(|c| c.signal.clone()).collect();
     watched.extend(lever.boost.keys().cloned());
@@ -489,7 +490,7 @@ fn build_one(
         }
     }
     for k in kernels {
-        for f in k.findings.iter().filter(|f| f.kind == "caveat") {
+        for f in k.findings.iter().filter(|f| f.kind == FindingKind::Caveat) {
             evidence.push(format!("caveat [{}] {}", f.rule, f.text));
         }
     }

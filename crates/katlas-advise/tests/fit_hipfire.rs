@@ -1,6 +1,8 @@
 mod common;
 
+use katlas_advise::fit::ScopeKind;
 use katlas_advise::isa::IsaManifest;
+use katlas_advise::names::MatchLevel;
 use katlas_advise::{build_fit, render, FitInput, Rules};
 use katlas_arch::ArchDb;
 
@@ -16,9 +18,9 @@ fn decode_row_unmatched_hot_kernels_and_likely_limit() {
         build_fit(&FitInput { row: Some(&row), isa: Some(&isa), product: None, arch: None, db: ArchDb::builtin(), rules: &rules, row_source: None }).unwrap();
     println!("{}", render::fit_text(&fit));
     assert_eq!(fit.header.arch.as_deref(), Some("gfx1201"));
-    assert_eq!(fit.scope.kind, "profile-matched");
+    assert_eq!(fit.scope.kind, ScopeKind::ProfileMatched);
     assert_eq!(fit.scope.matched.len(), 1);
-    assert_eq!(fit.scope.matched[0].how, "variant");
+    assert_eq!(fit.scope.matched[0].how, MatchLevel::Variant);
     // Never widened: the gfx1100 object's fused_qkvza does not count for a gfx1201 row.
     assert_eq!(fit.scope.unmatched_hot, vec!["fused_qkvza_hfq4g256", "fused_rmsnorm_mq_rotate"]);
     assert!(!fit.likely_limit.is_empty());

@@ -2,7 +2,9 @@
 
 mod common;
 
+use katlas_advise::fit::ScopeKind;
 use katlas_advise::isa::IsaManifest;
+use katlas_advise::names::MatchLevel;
 use katlas_advise::suggest::{suggest, SuggestOptions};
 use katlas_advise::{build_fit, FitInput, FitView, Rules};
 use katlas_arch::ArchDb;
@@ -47,7 +49,7 @@ fn prefill_gemm_without_matrix_ops_on_matrix_arch() {
     std::fs::write(&p, m.to_string()).unwrap();
     let isa = IsaManifest::read(&p).unwrap();
     let f = fit(&row, Some(&isa), Some("Radeon RX 7900 XTX"));
-    assert_eq!(f.scope.matched[0].how, "variant");
+    assert_eq!(f.scope.matched[0].how, MatchLevel::Variant);
     let r = rules_of(&f, "gemm_q4_prefill");
     assert!(r.contains(&"no_matrix_prefill_gemm".to_string()), "{r:?}");
     let k = &f.kernels[0];
@@ -92,7 +94,7 @@ fn spills_and_occupancy_from_isa_only() {
     let rules = Rules::builtin().unwrap();
     let f = build_fit(&FitInput { row: None, isa: Some(&isa), product: None, arch: Some("gfx1201"), db: ArchDb::builtin(), rules: &rules, row_source: None })
         .unwrap();
-    assert_eq!(f.scope.kind, "isa-only");
+    assert_eq!(f.scope.kind, ScopeKind::IsaOnly);
     // The gfx1100 object is not this arch: only the two gfx1201 kernels.
     assert_eq!(f.kernels.len(), 2);
     let spilly = f.kernels.iter().find(|k| k.name == "spilly").unwrap();

@@ -1,6 +1,6 @@
 mod common;
 
-use katlas_advise::history::Ledger;
+use katlas_advise::history::{HistoryStatus, Ledger};
 use katlas_advise::isa::IsaManifest;
 use katlas_advise::suggest::{suggest, SuggestOptions, SuggestionQueue};
 use katlas_advise::{build_fit, render, FitInput, Rules};
@@ -79,7 +79,7 @@ fn no_change_demotes_inconclusive_does_not() {
     let s = q.suggestions.iter().find(|s| s.id == top.id).unwrap();
     assert_eq!(s.rank, 1, "inconclusive does not demote");
     let h = s.history.as_ref().expect("history shown");
-    assert_eq!(h.status, "seen");
+    assert_eq!(h.status, HistoryStatus::Seen);
     assert!(!h.attempts[0].counted);
     assert_eq!(h.attempts[0].verdict.as_str(), "inconclusive");
 
@@ -92,7 +92,7 @@ fn no_change_demotes_inconclusive_does_not() {
     assert_eq!(s.rank, q.suggestions.len(), "demoted to the bottom");
     assert!(q.suggestions.iter().filter(|x| x.id != s.id).all(|x| x.score > s.score));
     let h = s.history.as_ref().unwrap();
-    assert_eq!(h.status, "demoted");
+    assert_eq!(h.status, HistoryStatus::Demoted);
     assert_eq!(h.attempts[0].verdict.as_str(), "no_change");
     assert!(render::queue_markdown(&q).contains("prior verdict no_change"));
     assert_eq!(q.history.demoted, 1);
@@ -117,7 +117,7 @@ fn revisit_if_condition_restores() {
     let q = queue(Some(&p));
     let s = q.suggestions.iter().find(|s| s.id == top.id).unwrap();
     let h = s.history.as_ref().unwrap();
-    assert_eq!(h.status, "restored");
+    assert_eq!(h.status, HistoryStatus::Restored);
     assert_eq!(s.rank, 1);
     assert_eq!(h.attempts[0].revisit_holds, Some(true));
     // One that does not hold: demoted, condition shown.
@@ -125,7 +125,7 @@ fn revisit_if_condition_restores() {
     let p = write_ledger(dir.path(), &[entry(&top.lever, &kernel, Verdict::NoChange, Disposition::RevisitIf { condition: "bw_pct < 50".into() })]);
     let q = queue(Some(&p));
     let s = q.suggestions.iter().find(|s| s.id == top.id).unwrap();
-    assert_eq!(s.history.as_ref().unwrap().status, "demoted");
+    assert_eq!(s.history.as_ref().unwrap().status, HistoryStatus::Demoted);
     assert!(render::queue_text(&q).contains("revisit if: bw_pct < 50 [does not hold yet]"));
 }
 
@@ -141,7 +141,7 @@ fn bad_ledger_line_is_reported_and_good_ones_kept() {
     let q = queue(Some(&p));
     assert_eq!(q.history.errors.len(), 1, "{:?}", q.history.errors);
     assert!(q.history.errors[0].contains(":1"), "{:?}", q.history.errors);
-    assert_eq!(q.suggestions.iter().find(|s| s.id == top.id).unwrap().history.as_ref().unwrap().status, "demoted");
+    assert_eq!(q.suggestions.iter().find(|s| s.id == top.id).unwrap().history.as_ref().unwrap().status, HistoryStatus::Demoted);
 }
 
 #[test]
@@ -156,7 +156,7 @@ fn arch_class_matches_other_atoms_do_not() {
     let p = write_ledger(dir.path(), &[e]);
     let q = queue(Some(&p));
     let h = q.suggestions.iter().find(|s| s.id == top.id).unwrap().history.clone().unwrap();
-    assert_eq!(h.status, "demoted");
+    assert_eq!(h.status, HistoryStatus::Demoted);
     assert_eq!(h.attempts[0].matched_by, "arch class rdna4");
     // gfx1100 (rdna3_dgpu) is another class: not the same target.
     std::fs::remove_file(&p).unwrap();
@@ -169,5 +169,5 @@ fn arch_class_matches_other_atoms_do_not() {
     std::fs::remove_file(&p).unwrap();
     let p = write_ledger(dir.path(), &[entry(&top.lever, &format!("{kernel}_r4"), Verdict::NoChange, Disposition::Reject)]);
     let q = queue(Some(&p));
-    assert_eq!(q.suggestions.iter().find(|s| s.id == top.id).unwrap().history.as_ref().unwrap().status, "demoted");
+    assert_eq!(q.suggestions.iter().find(|s| s.id == top.id).unwrap().history.as_ref().unwrap().status, HistoryStatus::Demoted);
 }
