@@ -13,6 +13,7 @@
 pub mod amd;
 pub mod blob;
 pub mod bundle;
+pub mod category;
 pub mod decompress;
 pub mod demangle;
 pub mod diff;

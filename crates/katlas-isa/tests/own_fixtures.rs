@@ -211,7 +211,7 @@ fn instruction_mix_per_kernel_with_llvm_objdump() {
         assert_ne!(kernel(o, "saxpy").mix.as_ref().unwrap().total, kernel(o, "vgpr_spill").mix.as_ref().unwrap().total);
         if o.arch == "gfx1201" {
             assert!(lds.opcodes.keys().any(|op| op.starts_with("s_wait_")), "gfx12 split waits");
-            assert!(!lds.opcodes.keys().any(|op| op.starts_with("s_wait_") && katlas_isa::mix::amd_category(op) != "wait"));
+            assert!(!lds.opcodes.keys().any(|op| op.starts_with("s_wait_") && katlas_isa::category::amd_category(op) != "wait"));
         }
     }
 }

@@ -468,7 +468,7 @@ pub fn object_mix(data: &[u8], arch: &str) -> Result<HashMap<String, Instruction
     // consecutive instructions share an owner: keep its map at hand (compared by address:
     // Tensile names run to hundreds of bytes) instead of a lookup per instruction
     let mut cur: Option<(&str, Ops)> = None;
-    let mut pad = crate::mix::TrailingPad::<&'static str>::default();
+    let mut pad = crate::category::TrailingPad::<&'static str>::default();
     walk(
         data,
         arch,
@@ -497,7 +497,7 @@ pub fn object_mix(data: &[u8], arch: &str) -> Result<HashMap<String, Instruction
             let mut mix = InstructionMix::default();
             for (op, n) in ops.into_values() {
                 mix.total += n;
-                *mix.categories.entry(crate::mix::amd_category(op).into()).or_default() += n;
+                *mix.categories.entry(crate::category::amd_category(op).into()).or_default() += n;
                 mix.opcodes.insert(op.into(), n);
             }
             (name.to_string(), mix)
