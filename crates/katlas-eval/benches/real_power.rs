@@ -2,8 +2,10 @@
 //! numbers depend on how loaded the machine is; results in docs/PERF.md, "Real processes").
 //! `katlas-eval-spin` does real CPU work scaled by a factor, each sample a fresh process,
 //! through the same runner and verdict code as `katlas eval`; the metric is the worker's own
-//! thread CPU time (`cpu_ms`). Run: `cargo bench -p katlas-eval --bench real_power [-- SCALE]`
-//! (SCALE 1 = the 200 A/A and 50 evals per effect; 0.2 for a quick look).
+//! thread CPU time (`cpu_ms`). Run: `cargo bench -p katlas-eval --bench real_power [-- SCALE [JITTER]]`
+//! (SCALE 1 = the 200 A/A and 50 evals per effect; 0.2 for a quick look. JITTER, default
+//! 0.02, is the log-normal CV of each run's work on top of the process's own noise: the sample CV
+//! the evals see is what the table's "median CV" column measures).
 
 #[path = "../tests/support/real.rs"]
 mod real;
@@ -28,16 +30,19 @@ fn row(name: &str, plan: &str, t: &Tally, secs: f64) {
 }
 
 fn main() {
-    let scale: f64 = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(1.0);
+    let nums: Vec<f64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let scale = nums.first().copied().unwrap_or(1.0);
+    let jitter = nums.get(1).copied().unwrap_or(0.02);
     let n = |k: u32| ((k as f64 * scale).round() as u32).max(1);
     let d = tempfile::tempdir().unwrap();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average at start: {}", load.trim());
+    println!("work jitter (log-normal CV per run): {:.1}%", jitter * 100.0);
     println!("| scenario | plan | evals | improved | regressed | no_change | inconclusive | unstable | runs/side | median CV | wall s |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let timed = |name: &str, plan_name: &str, factor: f64, plan: Plan, warmups: u32, k: u32| {
         let t0 = Instant::now();
-        let t = evals(d.path(), &format!("{name}-{plan_name}").replace(' ', "_"), factor, 0.02, &plan, warmups, n(k));
+        let t = evals(d.path(), &format!("{name}-{plan_name}").replace(' ', "_"), factor, jitter, &plan, warmups, n(k));
         row(name, plan_name, &t, t0.elapsed().as_secs_f64());
         t
     };

@@ -30,7 +30,7 @@ pub fn zstd(data: &[u8], declared: u64, what: &'static str) -> Result<Vec<u8>> {
     if let Ok(Some(n)) = zstd::zstd_safe::get_frame_content_size(data) {
         if n == declared && declared <= MAX_DECOMPRESSED {
             let mut out = Vec::with_capacity(declared as usize);
-            if let Ok(written) = zstd::bulk::Decompressor::new().and_then(|mut d| d.decompress_to_buffer(data, &mut out)) {
+            if let Ok(written) = with_zstd_context(|d| d.decompress_to_buffer(data, &mut out)) {
                 if written as u64 == declared {
                     return Ok(out);
                 }
@@ -39,6 +39,24 @@ pub fn zstd(data: &[u8], declared: u64, what: &'static str) -> Result<Vec<u8>> {
     }
     let dec = zstd::stream::read::Decoder::with_buffer(data).map_err(|e| IsaError::malformed(what, format!("zstd: {e}")))?;
     read_capped(dec, declared, data.len(), what)
+}
+
+/// Runs `f` with this thread's zstd context: a scan decodes thousands of frames, and a fresh
+/// context per frame allocated and initialised its tables each time.
+fn with_zstd_context<T>(f: impl FnOnce(&mut zstd::bulk::Decompressor<'static>) -> std::io::Result<T>) -> std::io::Result<T> {
+    thread_local! {
+        static CONTEXT: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
+    }
+    CONTEXT.with(|c| {
+        let mut c = c.try_borrow_mut().map_err(std::io::Error::other)?;
+        if c.is_none() {
+            *c = Some(zstd::bulk::Decompressor::new()?);
+        }
+        match c.as_mut() {
+            Some(d) => f(d),
+            None => Err(std::io::Error::other("no zstd context")),
+        }
+    })
 }
 
 pub fn zlib(data: &[u8], declared: u64, what: &'static str) -> Result<Vec<u8>> {

@@ -398,76 +398,119 @@ fn fatbin_region(ctx: &Ctx, path: &str, region: &Blob, chain: Vec<String>, depth
     for e in errs {
         found.errors.push(ScanError { path: path.into(), chain: chain.join(SEP), message: e.to_string() });
     }
-    let mut work = Vec::new();
-    for (base, f) in &containers {
-        for e in &f.entries {
-            work.push((*base, e.clone()));
-        }
-    }
-    // Entries are decompressed in parallel a batch at a time, the batch's cubins hashed together
-    // in SIMD lanes (one scalar md5 per cubin was half the CPU time of cuBLASLt's 5,449), then
-    // parsed; a batch bounds the decompressed bytes held at once.
-    const BATCH_BYTES: u64 = 256 << 20;
-    let mut batches: Vec<Vec<(u64, fatbin::FatbinEntry)>> = vec![];
-    let mut held = u64::MAX;
-    for w in work {
-        let size = w.1.uncompressed_size.max(w.1.payload_size);
-        if held.saturating_add(size) > BATCH_BYTES {
-            batches.push(vec![]);
-            held = 0;
-        }
-        held += size;
-        if let Some(b) = batches.last_mut() {
-            b.push(w);
-        }
-    }
-    for batch in batches {
-        let payloads: Vec<(Vec<String>, fatbin::FatbinEntry, std::result::Result<Blob, IsaError>)> = batch
-            .into_par_iter()
-            .map(|(base, e)| {
-                let label = format!("fatbin[sm_{}{},{},{}]", e.sm, e.arch_suffix(), e.kind_name(), e.compression());
-                let payload = fatbin::entry_payload(&d[base as usize..], &e).map(Blob::from_vec);
-                (push(&chain, label), e, payload)
-            })
-            .collect();
-        let leaves: Vec<Blob> = payloads
-            .iter()
-            .filter_map(|(_, e, p)| p.as_ref().ok().filter(|b| e.kind == fatbin::KIND_PTX || detect(b.bytes()) == Kind::Cubin).cloned())
-            .collect();
-        let _digests = ctx.ahead.compute(&leaves);
-        let sub = payloads
-            .into_par_iter()
-            .map(|(c, e, payload)| {
-                let b = match payload {
-                    Ok(b) => b,
-                    Err(err) => return Found::error(path, &c, err),
+    let work: Vec<(u64, fatbin::FatbinEntry)> = containers.iter().flat_map(|(base, f)| f.entries.iter().map(|e| (*base, e.clone()))).collect();
+    let groups = lane_groups(&work);
+    // Groups run largest first, each taken by the next idle worker: no barrier waits for the
+    // slowest entry of a batch (the batches of 256 MiB this replaced stopped at three barriers
+    // each, and cuBLASLt's 16-core scan stopped scaling at 4 threads), and the small groups
+    // left at the end keep every worker busy to the last.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, Found)>> = Mutex::new(Vec::with_capacity(work.len()));
+    rayon::scope(|s| {
+        for _ in 0..rayon::current_num_threads().min(groups.len()) {
+            s.spawn(|_| loop {
+                let g = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(members) = groups.get(g) else {
+                    break;
                 };
-                match e.kind {
-                    fatbin::KIND_ELF => {
-                        if detect(b.bytes()) == Kind::Cubin {
-                            let mut f = leaf(ctx, path, &b, push(&c, "cubin"), Vendor::Nvidia);
-                            f.objects.iter_mut().for_each(|o| {
-                                if let Some(n) = o.nvidia.as_mut() {
-                                    n.fatbin_compression = Some(e.compression().into());
-                                }
-                                cubin::apply_entry_suffix(o, e.flags);
-                            });
-                            f
-                        } else {
-                            explore(ctx, path, b, c, depth + 1)
-                        }
-                    }
-                    fatbin::KIND_PTX => {
-                        let md5 = ctx.ahead.md5_hex(&b).unwrap_or_else(|| md5_hex(b.bytes()));
-                        ptx_leaf(path, b.bytes(), md5, push(&c, "ptx"))
-                    }
-                    k => Found::error(path, &c, format!("fatbin entry kind {k} is not PTX or ELF")),
+                let results = fatbin_group(ctx, path, d, &chain, depth, &work, members);
+                if let Ok(mut all) = done.lock() {
+                    all.extend(results);
                 }
-            })
-            .reduce(Found::default, Found::merge);
-        found = found.merge(sub);
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_default();
+    done.sort_unstable_by_key(|(i, _)| *i);
+    for (_, f) in done {
+        found = found.merge(f);
     }
     found
+}
+
+/// Fatbin entries (indices into `work`) dealt largest first into groups of one md5 lane set
+/// each, a group holding at most [`GROUP_BYTES`] decompressed (a single larger entry alone):
+/// entries of similar size keep the lanes equally busy, and the bytes held at once stay below
+/// one group per worker.
+fn lane_groups(work: &[(u64, fatbin::FatbinEntry)]) -> Vec<Vec<usize>> {
+    const GROUP_BYTES: u64 = 64 << 20;
+    let lanes = md5_lanes::group_lanes();
+    let size = |i: usize| work[i].1.uncompressed_size.max(work[i].1.payload_size);
+    let mut order: Vec<usize> = (0..work.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(size(i)));
+    let mut groups: Vec<Vec<usize>> = vec![];
+    let mut held = 0u64;
+    for i in order {
+        match groups.last_mut() {
+            Some(g) if g.len() < lanes && held.saturating_add(size(i)) <= GROUP_BYTES => {
+                g.push(i);
+                held += size(i);
+            }
+            _ => {
+                groups.push(vec![i]);
+                held = size(i);
+            }
+        }
+    }
+    groups
+}
+
+/// Decompresses one group's entries, hashes their code objects together in md5 lanes, and
+/// parses them; the decompressed bytes are dropped when the group is done.
+fn fatbin_group(
+    ctx: &Ctx,
+    path: &str,
+    d: &[u8],
+    chain: &[String],
+    depth: usize,
+    work: &[(u64, fatbin::FatbinEntry)],
+    members: &[usize],
+) -> Vec<(usize, Found)> {
+    let payloads: Vec<(usize, Vec<String>, &fatbin::FatbinEntry, std::result::Result<Blob, IsaError>)> = members
+        .iter()
+        .map(|&i| {
+            let (base, e) = &work[i];
+            let label = format!("fatbin[sm_{}{},{},{}]", e.sm, e.arch_suffix(), e.kind_name(), e.compression());
+            let payload = fatbin::entry_payload(&d[*base as usize..], e).map(Blob::from_vec);
+            (i, push(chain, label), e, payload)
+        })
+        .collect();
+    let leaves: Vec<Blob> = payloads
+        .iter()
+        .filter_map(|(_, _, e, p)| p.as_ref().ok().filter(|b| e.kind == fatbin::KIND_PTX || detect(b.bytes()) == Kind::Cubin).cloned())
+        .collect();
+    let _digests = ctx.ahead.compute(&leaves);
+    payloads
+        .into_iter()
+        .map(|(i, c, e, payload)| {
+            let b = match payload {
+                Ok(b) => b,
+                Err(err) => return (i, Found::error(path, &c, err)),
+            };
+            let f = match e.kind {
+                fatbin::KIND_ELF => {
+                    if detect(b.bytes()) == Kind::Cubin {
+                        let mut f = leaf(ctx, path, &b, push(&c, "cubin"), Vendor::Nvidia);
+                        f.objects.iter_mut().for_each(|o| {
+                            if let Some(n) = o.nvidia.as_mut() {
+                                n.fatbin_compression = Some(e.compression().into());
+                            }
+                            cubin::apply_entry_suffix(o, e.flags);
+                        });
+                        f
+                    } else {
+                        explore(ctx, path, b, c, depth + 1)
+                    }
+                }
+                fatbin::KIND_PTX => {
+                    let md5 = ctx.ahead.md5_hex(&b).unwrap_or_else(|| md5_hex(b.bytes()));
+                    ptx_leaf(path, b.bytes(), md5, push(&c, "ptx"))
+                }
+                k => Found::error(path, &c, format!("fatbin entry kind {k} is not PTX or ELF")),
+            };
+            (i, f)
+        })
+        .collect()
 }
 
 fn ptx_leaf(path: &str, d: &[u8], md5: String, chain: Vec<String>) -> Found {
