@@ -51,6 +51,7 @@ pub mod isa;
 pub mod levers;
 pub mod names;
 mod overlay;
+pub mod queue;
 pub mod render;
 pub mod rules;
 pub mod signals;

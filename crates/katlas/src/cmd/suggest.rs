@@ -4,10 +4,8 @@ use super::fit::{load, EvidenceArgs};
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, Format};
 use katlas_advise::history::Ledger;
-use katlas_advise::suggest::{provenance_from_row, suggest, KernelProvenance, SuggestOptions, SuggestionQueue};
-use katlas_advise::{levers, render, FitView};
-use katlas_model::Row;
-use serde::{Deserialize, Serialize};
+use katlas_advise::queue::{build_queue, LastQueue, QueueInput, SourceRoots};
+use katlas_advise::{levers, render};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -28,20 +26,14 @@ pub struct SuggestArgs {
     pub format: Format,
 }
 
-/// The last queue shown, so `katlas task --rank N` hands out exactly what was seen.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct LastQueue {
-    pub schema: String,
-    pub queue: SuggestionQueue,
-    pub fit: FitView,
-    pub row: Option<Row>,
-    pub provenance: Vec<KernelProvenance>,
-}
-
-pub const LAST_SCHEMA: &str = "katlas.suggest.last.v1";
-
 pub fn last_path(ctx: &Ctx) -> Result<PathBuf, CliError> {
     Ok(ctx.layout()?.suggest_last())
+}
+
+/// The project's source roots, for the allowed files (none outside a project).
+pub fn source_roots(ctx: &Ctx) -> Option<SourceRoots<'_>> {
+    let p = ctx.project().ok()?;
+    Some(SourceRoots { root: &p.root, kernel_roots: &p.config.project.kernel_roots, dispatch_roots: &p.config.project.dispatch_roots })
 }
 
 /// Build the queue for the evidence in `args` (also used by `katlas task`).
@@ -60,41 +52,8 @@ pub fn build(evidence: &EvidenceArgs, ledger: Option<&PathBuf>, max: Option<usiz
             eprintln!("katlas: warning: ledger line skipped: {e}");
         }
     }
-    let mut provenance = l.row.as_ref().map(provenance_from_row).unwrap_or_default();
-    provenance.extend(locate_sources(&l.fit, &l.db, ctx));
-    let queue = suggest(&l.fit, l.row.as_ref(), &l.db, &l.rules, &SuggestOptions { ledger: led.as_ref(), provenance: &provenance, max });
-    Ok(LastQueue { schema: LAST_SCHEMA.into(), queue, fit: l.fit, row: l.row, provenance })
-}
-
-/// Dispatch provenance of the fit's live hot kernels from the project's sources
-/// (`[project] kernel_roots` / `dispatch_roots`, collect's ranking): the allowed files.
-pub fn locate_sources(fit: &FitView, db: &katlas_arch::ArchDb, ctx: &Ctx) -> Vec<KernelProvenance> {
-    let Ok(project) = ctx.project() else { return vec![] };
-    let mut opts = katlas_collect::provenance::ProvenanceOptions::new(&project.root);
-    let pc = &project.config.project;
-    if !pc.kernel_roots.is_empty() {
-        opts.kernel_roots = pc.kernel_roots.iter().map(PathBuf::from).collect();
-    }
-    if !pc.dispatch_roots.is_empty() {
-        opts.dispatch_roots = pc.dispatch_roots.iter().map(PathBuf::from).collect();
-    }
-    if let Some(a) = &fit.header.arch {
-        opts = opts.with_arch(db, a);
-    }
-    fit.kernels
-        .iter()
-        .filter(|k| !k.stopped())
-        .map(|k| {
-            let p = katlas_collect::provenance::locate(&k.name, &opts);
-            KernelProvenance {
-                kernel: k.name.clone(),
-                sources: p.sources.iter().map(|c| c.path.clone()).collect(),
-                dispatch_refs: p.dispatch.iter().map(|d| format!("{}:{}", d.path, d.line)).collect(),
-                env_controls: p.env_knobs.clone(),
-            }
-        })
-        .filter(|p| !(p.sources.is_empty() && p.dispatch_refs.is_empty()))
-        .collect()
+    let roots = source_roots(ctx);
+    Ok(build_queue(QueueInput { fit: l.fit, row: l.row, db: &l.db, rules: &l.rules, ledger: led.as_ref(), roots: roots.as_ref(), max }))
 }
 
 pub fn run(args: &SuggestArgs, ctx: &Ctx) -> CmdResult {

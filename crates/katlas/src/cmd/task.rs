@@ -1,9 +1,10 @@
 //! `katlas task`: a task packet (`task.json` + `TASK.md`) for one experiment.
 
 use super::fit::{load, EvidenceArgs};
-use super::suggest::{build, last_path, LastQueue, LAST_SCHEMA};
+use super::suggest::{build, last_path, source_roots};
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, Format};
+use katlas_advise::queue::{provenance, LastQueue};
 use katlas_advise::task::{from_op, from_row, from_suggestion, task_markdown, write_task, TaskExtras};
 use katlas_model::ledger::Goal;
 use katlas_model::task::{CorrectnessRoute, OpSpec};
@@ -117,11 +118,7 @@ fn read_last(ctx: &Ctx) -> Result<LastQueue, CliError> {
     let p = last_path(ctx)?;
     let text = std::fs::read_to_string(&p)
         .map_err(|_| CliError::bad_input(format!("no suggestion queue at {}: run `katlas suggest ROW` first or give the ROW", p.display())))?;
-    let last: LastQueue = serde_json::from_str(&text).map_err(|e| CliError::bad_input(format!("{}: {e} (run `katlas suggest` again)", p.display())))?;
-    if last.schema != LAST_SCHEMA {
-        return Err(CliError::bad_input(format!("{}: schema `{}`, expected {LAST_SCHEMA}", p.display(), last.schema)));
-    }
-    Ok(last)
+    LastQueue::from_json(&text).map_err(|e| CliError::bad_input(format!("{}: {e}", p.display())))
 }
 
 pub fn run(args: &TaskArgs, ctx: &Ctx) -> CmdResult {
@@ -144,26 +141,13 @@ pub fn run(args: &TaskArgs, ctx: &Ctx) -> CmdResult {
     } else if args.rank.is_some() || args.id.is_some() {
         let last =
             if args.evidence.row.is_some() || args.evidence.isa.is_some() { build(&args.evidence, args.ledger.as_ref(), None, ctx)? } else { read_last(ctx)? };
-        let s = match (args.rank, &args.id) {
-            (Some(r), _) => last
-                .queue
-                .suggestions
-                .iter()
-                .find(|s| s.rank == r)
-                .ok_or_else(|| CliError::bad_input(format!("--rank {r}: the queue has {} suggestions", last.queue.suggestions.len())))?,
-            (None, Some(id)) => {
-                last.queue.suggestions.iter().find(|s| &s.id == id).ok_or_else(|| CliError::bad_input(format!("--id {id}: not in the queue")))?
-            }
-            _ => unreachable!(),
-        };
+        let s = last.pick(args.rank, args.id.as_deref()).map_err(CliError::bad_input)?;
         let rules = katlas_advise::Rules::load(ctx.layout().ok().map(|l| l.rules_dir()).as_deref()).map_err(CliError::bad_input)?;
-        let prov = s.kernel.as_ref().and_then(|k| last.provenance.iter().find(|p| &p.kernel == k));
-        from_suggestion(&last.fit, last.row.as_ref(), s, &rules, prov, &extra)
+        from_suggestion(&last.fit, last.row.as_ref(), s, &rules, last.provenance_of(s), &extra)
     } else {
         let l = load(&args.evidence, ctx)?;
         let row = l.row.as_ref().ok_or_else(|| CliError::bad_input("give a ROW, --rank/--id, or --from-op"))?;
-        let mut prov = katlas_advise::suggest::provenance_from_row(row);
-        prov.extend(super::suggest::locate_sources(&l.fit, &l.db, ctx));
+        let prov = provenance(&l.fit, Some(row), &l.db, source_roots(ctx).as_ref());
         from_row(&l.fit, row, args.kernel.as_deref(), &l.rules, &prov, &extra).map_err(CliError::bad_input)?
     };
     let dir = write_task(&tasks_dir, &task).map_err(CliError::bad_input)?;
