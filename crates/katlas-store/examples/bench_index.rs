@@ -7,7 +7,7 @@
 //! - a per-kernel aggregate with a fresh index (open + staleness check + query), against the
 //!   peer: the same aggregate computed by reading the JSONL files.
 //!
-//! Usage: cargo run --release -p katlas-store --example bench_index -- ROWS DIR [REPS]
+//! Usage: cargo run --release -p katlas-store --example bench_index -- ROWS DIR [REPS [rebuild-only]]
 
 use katlas_corpus::{append_jsonl, Fsync, Layout};
 use katlas_model::Row;
@@ -72,6 +72,9 @@ fn main() {
     }
     let rb = median(rebuild.clone());
     println!("index rebuild: median {rb:.3} s of {reps} ({:.0} rows/s); runs {rebuild:.3?}", n as f64 / rb);
+    if args.get(4).is_some_and(|a| a == "rebuild-only") {
+        return;
+    }
     let mut peer = Vec::new();
     for _ in 0..reps.min(3) {
         let t = Instant::now();

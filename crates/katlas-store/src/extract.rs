@@ -285,12 +285,14 @@ pub fn sample_cells(s: &EvalSample, source: &str, line: u64) -> Vec<Val> {
     ]
 }
 
-pub fn isa_manifest(m: &IsaManifest, source: &str, batch: &mut Batch) {
+/// `md5`: of the manifest document's bytes (hosts may hold different manifests at one path).
+pub fn isa_manifest(m: &IsaManifest, source: &str, md5: &str, batch: &mut Batch) {
     for (oi, o) in m.objects.iter().enumerate() {
         batch.push(
             &schema::ISA_OBJECTS,
             vec![
                 source.into(),
+                md5.into(),
                 (oi as u64).into(),
                 (&o.path).into(),
                 (&o.chain_text).into(),
@@ -309,6 +311,7 @@ pub fn isa_manifest(m: &IsaManifest, source: &str, batch: &mut Batch) {
                 &schema::ISA_KERNELS,
                 vec![
                     source.into(),
+                    md5.into(),
                     (oi as u64).into(),
                     (ki as u64).into(),
                     (&o.md5).into(),

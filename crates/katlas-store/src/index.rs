@@ -1,14 +1,17 @@
 //! `.katlas/index.sqlite`: the query index, rebuilt from the files under `.katlas/` at any time
 //! and never trusted over them.
 //!
-//! Freshness: the index remembers each source file's size and mtime (nanoseconds) and, for
-//! JSON-lines files, how many bytes it has read and the md5 of the last 4 KiB of those bytes.
-//! Every open compares the files with that record: an unchanged file is trusted; a JSON-lines
-//! file that grew and whose indexed prefix still ends with the same bytes is read from where the
-//! index stopped (appends are the normal way the corpus, the ledger and samples grow); anything
-//! else (a rewritten, truncated or new file, a file that went away, an index from another
-//! version, a missing or unreadable index) is read again. Writers serialise on
-//! `index.sqlite.lock`; a full rebuild writes a new file and renames it over the old one, so a
+//! Freshness: the index remembers each source file's size and mtime (nanoseconds), how many
+//! bytes of it it has read and the xxh3 digest of those bytes. Every open compares the files
+//! with that record: a file of the same size and mtime is trusted; a JSON-lines file whose
+//! indexed bytes still have the same digest is read from where the index stopped (appends are
+//! how the corpus, the ledger and samples grow, so a query after an append reads only the new
+//! lines); a new file is read and added; a changed document (`result.json`, an ISA manifest)
+//! has its records replaced. Anything else (a JSON-lines file changed before its indexed end or
+//! truncated, a file that went away, a duplicate key whose first copy would now be another
+//! file's, an index of another version, a missing or unreadable index) rebuilds the whole
+//! index, so an index is always what a rebuild from the files would write. Writers serialise
+//! on `index.sqlite.lock`; a rebuild writes a new file and renames it over the old one, so a
 //! reader never sees half an index.
 
 use crate::extract::{self, Batch, Val};
@@ -19,15 +22,16 @@ use fs4::fs_std::FileExt;
 use katlas_corpus::Layout;
 use katlas_model::digest::md5_hex;
 use rayon::prelude::*;
-use rusqlite::{Connection, OpenFlags, Transaction};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction};
 use std::collections::{HashMap, HashSet};
+use std::hash::Hasher;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use twox_hash::XxHash3_64;
 
 /// Bumped whenever a table or view changes: an index of another version is rebuilt.
-pub const INDEX_VERSION: i64 = 1;
-const TAIL: u64 = 4096;
+pub const INDEX_VERSION: i64 = 2;
 /// Lines parsed together (in parallel) before their records are inserted.
 const CHUNK_BYTES: usize = 8 << 20;
 
@@ -55,9 +59,13 @@ pub fn index_path(layout: &Layout) -> PathBuf {
 pub struct Stats {
     /// The whole index was written anew.
     pub rebuilt: bool,
+    /// Why it was (`None` when only what changed was read).
+    pub rebuild_reason: Option<String>,
     pub sources: usize,
     /// Sources read (wholly or from where the index stopped).
     pub sources_read: usize,
+    /// Of those, JSON-lines files read from where the index stopped (appends).
+    pub appended: usize,
     /// Records inserted: rows, ledger entries, eval results, samples, ISA objects.
     pub records: u64,
     /// Bad lines or documents recorded in the `errors` table by this refresh.
@@ -69,9 +77,28 @@ pub struct Stats {
 struct SourceState {
     size: u64,
     mtime_ns: i64,
+    /// When the file was looked at (stat before reading), by this machine's clock.
+    checked_ns: i64,
     indexed_len: u64,
     lines: u64,
-    tail_md5: String,
+    /// xxh3-64 (hex) of the first `indexed_len` bytes.
+    digest: String,
+}
+
+/// A file modified this close to when it was indexed may have been modified again within the
+/// file system's timestamp granularity (or a clock step): its size and mtime prove nothing and
+/// its bytes are checked (git's "racily clean" rule).
+const RACY_NS: i64 = 2_000_000_000;
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
+
+impl SourceState {
+    /// Same size and mtime as indexed, and modified well before it was indexed.
+    fn unchanged(&self, size: u64, mtime_ns: i64) -> bool {
+        size == self.size && mtime_ns == self.mtime_ns && mtime_ns < self.checked_ns - RACY_NS
+    }
 }
 
 fn stat(path: &Path) -> std::io::Result<(u64, i64)> {
@@ -81,26 +108,35 @@ fn stat(path: &Path) -> std::io::Result<(u64, i64)> {
 }
 
 enum Plan {
+    /// Same size and mtime as indexed.
     Fresh,
-    Append { from: u64, lines: u64 },
-    Reindex,
+    /// A JSON-lines file whose indexed bytes are unchanged: read from `from` on, the digest
+    /// going on from `hasher`.
+    Append { from: u64, lines: u64, hasher: XxHash3_64 },
+    /// Not in the index yet: read and added.
+    New,
+    /// A document that changed: its records are replaced.
+    Replace,
+    /// Anything else: the whole index is written anew, for this reason.
+    Rebuild(String),
 }
 
 const SOURCES_DDL: &str = "CREATE TABLE IF NOT EXISTS sources (rel TEXT PRIMARY KEY, kind TEXT NOT NULL, size BIGINT NOT NULL, \
-    mtime_ns BIGINT NOT NULL, indexed_len BIGINT NOT NULL, lines BIGINT NOT NULL, tail_md5 TEXT NOT NULL);\n\
+    mtime_ns BIGINT NOT NULL, checked_ns BIGINT NOT NULL, indexed_len BIGINT NOT NULL, lines BIGINT NOT NULL, digest TEXT NOT NULL);\n\
     CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);\n";
 
 fn known_sources(conn: &Connection) -> rusqlite::Result<HashMap<String, SourceState>> {
-    let mut st = conn.prepare("SELECT rel, size, mtime_ns, indexed_len, lines, tail_md5 FROM sources")?;
+    let mut st = conn.prepare("SELECT rel, size, mtime_ns, checked_ns, indexed_len, lines, digest FROM sources")?;
     let rows = st.query_map([], |r| {
         Ok((
             r.get::<_, String>(0)?,
             SourceState {
                 size: r.get::<_, i64>(1)? as u64,
                 mtime_ns: r.get(2)?,
-                indexed_len: r.get::<_, i64>(3)? as u64,
-                lines: r.get::<_, i64>(4)? as u64,
-                tail_md5: r.get(5)?,
+                checked_ns: r.get(3)?,
+                indexed_len: r.get::<_, i64>(4)? as u64,
+                lines: r.get::<_, i64>(5)? as u64,
+                digest: r.get(6)?,
             },
         ))
     })?;
@@ -112,25 +148,53 @@ fn version_ok(conn: &Connection) -> bool {
         == Some(INDEX_VERSION)
 }
 
-fn tail_md5(path: &Path, end: u64) -> std::io::Result<String> {
-    let start = end.saturating_sub(TAIL);
-    let mut f = std::fs::File::open(path)?;
-    f.seek(SeekFrom::Start(start))?;
-    let mut buf = vec![0u8; (end - start) as usize];
-    f.read_exact(&mut buf)?;
-    Ok(md5_hex(&buf))
+fn hex(h: &XxHash3_64) -> String {
+    format!("{:016x}", h.finish())
 }
 
+/// The digest of a file's first `len` bytes, ready to go on with the bytes after them; `None`
+/// when the file is shorter.
+fn prefix_digest(path: &Path, len: u64) -> std::io::Result<Option<XxHash3_64>> {
+    let mut h = XxHash3_64::new();
+    let mut r = std::fs::File::open(path)?.take(len);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut got = 0u64;
+    loop {
+        let n = r.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.write(&buf[..n]);
+        got += n as u64;
+    }
+    Ok((got == len).then_some(h))
+}
+
+/// What a refresh does with a source. A JSON-lines file is only ever appended to by katlas;
+/// that it was is proved by the digest of every byte the index had read, so an edit anywhere
+/// before the indexed end (same size or not) is seen.
 fn plan(src: &Source, known: Option<&SourceState>) -> std::io::Result<Plan> {
-    let Some(k) = known else { return Ok(Plan::Reindex) };
+    let Some(k) = known else { return Ok(Plan::New) };
     let (size, mtime) = stat(&src.path)?;
-    if size == k.size && mtime == k.mtime_ns {
+    if k.unchanged(size, mtime) {
         return Ok(Plan::Fresh);
     }
-    if src.kind.is_jsonl() && size >= k.indexed_len && tail_md5(&src.path, k.indexed_len)? == k.tail_md5 {
-        return Ok(Plan::Append { from: k.indexed_len, lines: k.lines });
+    // Same size and mtime, but too recent to prove anything by them.
+    let racy = size == k.size && mtime == k.mtime_ns;
+    let jsonl = src.kind.is_jsonl();
+    if !jsonl && !racy {
+        return Ok(Plan::Replace);
     }
-    Ok(Plan::Reindex)
+    if size < k.indexed_len {
+        return Ok(if jsonl { Plan::Rebuild(format!("{}: shorter than the index had read (truncated or rewritten)", src.rel)) } else { Plan::Replace });
+    }
+    let same = prefix_digest(&src.path, k.indexed_len)?.filter(|h| hex(h) == k.digest);
+    Ok(match same {
+        Some(_) if racy && size == k.indexed_len => Plan::Fresh,
+        Some(hasher) if jsonl => Plan::Append { from: k.indexed_len, lines: k.lines, hasher },
+        None if jsonl => Plan::Rebuild(format!("{}: changed before the end the index had read (not an append)", src.rel)),
+        _ => Plan::Replace,
+    })
 }
 
 /// Whether the index at `path` is current with the project's files (no writes).
@@ -201,31 +265,53 @@ pub fn refresh(layout: &Layout) -> Result<Stats, IndexError> {
             .ok()
             .is_some_and(|c| version_ok(&c) && c.query_row("PRAGMA quick_check", [], |r| r.get::<_, String>(0)).ok().as_deref() == Some("ok"));
     if !usable {
-        return rebuild_locked(layout, &path, srcs, t0);
+        return rebuild_locked(&path, srcs, t0, "no usable index of this version".into());
     }
     let mut conn = Connection::open(&path).map_err(sql(&path))?;
     conn.busy_timeout(Duration::from_secs(60)).map_err(sql(&path))?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql(&path))?;
     let known = known_sources(&tx).map_err(sql(&path))?;
-    let mut stats = Stats { sources: srcs.len(), ..Stats::default() };
-    let current: HashSet<&str> = srcs.iter().map(|s| s.rel.as_str()).collect();
-    for rel in known.keys().filter(|r| !current.contains(r.as_str())) {
-        let kind: String = tx.query_row("SELECT kind FROM sources WHERE rel = ?1", [rel], |r| r.get(0)).map_err(sql(&path))?;
-        delete_source(&tx, rel, &kind).map_err(sql(&path))?;
-        tx.execute("DELETE FROM sources WHERE rel = ?1", [rel]).map_err(sql(&path))?;
-    }
-    let mut loader = Loader { tx: &tx, seen_rows: None, sql: HashMap::new() };
+    let order: HashMap<&str, usize> = srcs.iter().enumerate().map(|(i, s)| (s.rel.as_str(), i)).collect();
+    let mut why = known.keys().find(|r| !order.contains_key(r.as_str())).map(|gone| format!("{gone}: went away"));
+    let mut plans = Vec::new();
     for s in &srcs {
-        let (from, lines) = match plan(s, known.get(&s.rel)).map_err(io(&s.path))? {
-            Plan::Fresh => continue,
-            Plan::Append { from, lines } => (from, lines),
-            Plan::Reindex => {
-                delete_source(loader.tx, &s.rel, s.kind.as_str()).map_err(sql(&path))?;
-                (0, 0)
+        if why.is_some() {
+            break;
+        }
+        match plan(s, known.get(&s.rel)).map_err(io(&s.path))? {
+            Plan::Fresh => {}
+            Plan::Rebuild(reason) => why = Some(reason),
+            p => plans.push((s, p)),
+        }
+    }
+    let mut stats = Stats { sources: srcs.len(), ..Stats::default() };
+    if why.is_none() {
+        let mut loader = Loader::new(&tx, false, Some(&order));
+        for (s, p) in plans {
+            let (from, lines, hasher) = match p {
+                Plan::Append { from, lines, hasher } => {
+                    stats.appended += 1;
+                    (from, lines, hasher)
+                }
+                Plan::Replace => {
+                    delete_document(loader.tx, &s.rel, s.kind).map_err(sql(&path))?;
+                    (0, 0, XxHash3_64::new())
+                }
+                _ => (0, 0, XxHash3_64::new()),
+            };
+            loader.current = order[s.rel.as_str()];
+            ingest(&mut loader, s, from, lines, hasher, &mut stats)?;
+            stats.sources_read += 1;
+            if let Some(d) = loader.displaced.take() {
+                why = Some(d);
+                break;
             }
-        };
-        ingest(&mut loader, s, from, lines, &mut stats)?;
-        stats.sources_read += 1;
+        }
+    }
+    if let Some(reason) = why {
+        drop(tx);
+        drop(conn);
+        return rebuild_locked(&path, srcs, t0, reason);
     }
     tx.commit().map_err(sql(&path))?;
     stats.elapsed_ms = t0.elapsed().as_millis() as u64;
@@ -238,13 +324,13 @@ pub fn rebuild(layout: &Layout) -> Result<Stats, IndexError> {
     let path = index_path(layout);
     let _lock = WriterLock::take(&path)?;
     let srcs = sources::discover(layout).map_err(io(&layout.root))?;
-    rebuild_locked(layout, &path, srcs, t0)
+    rebuild_locked(&path, srcs, t0, "asked for".into())
 }
 
-fn rebuild_locked(_layout: &Layout, path: &Path, srcs: Vec<Source>, t0: Instant) -> Result<Stats, IndexError> {
+fn rebuild_locked(path: &Path, srcs: Vec<Source>, t0: Instant, reason: String) -> Result<Stats, IndexError> {
     let tmp = path.with_extension(format!("sqlite.tmp-{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
-    let mut stats = Stats { rebuilt: true, sources: srcs.len(), ..Stats::default() };
+    let mut stats = Stats { rebuilt: true, rebuild_reason: Some(reason), sources: srcs.len(), ..Stats::default() };
     {
         let mut conn = Connection::open(&tmp).map_err(sql(&tmp))?;
         // A new file nobody reads yet: no journal, no syncs until the final rename.
@@ -257,11 +343,12 @@ fn rebuild_locked(_layout: &Layout, path: &Path, srcs: Vec<Source>, t0: Instant)
             conn.execute_batch(&format!("CREATE UNIQUE INDEX {0}_key ON {0} ({1});", t.name, t.key.join(", "))).map_err(sql(&tmp))?;
         }
         let tx = conn.transaction().map_err(sql(&tmp))?;
-        let mut loader = Loader { tx: &tx, seen_rows: Some(HashSet::new()), sql: HashMap::new() };
+        let mut loader = Loader::new(&tx, true, None);
         for s in &srcs {
-            ingest(&mut loader, s, 0, 0, &mut stats)?;
+            ingest(&mut loader, s, 0, 0, XxHash3_64::new(), &mut stats)?;
             stats.sources_read += 1;
         }
+        drop(loader);
         tx.commit().map_err(sql(&tmp))?;
         conn.execute_batch(&schema::create_indexes()).map_err(sql(&tmp))?;
         conn.execute_batch(&schema::create_views()).map_err(sql(&tmp))?;
@@ -284,16 +371,11 @@ fn is_bulk(t: &TableDef) -> bool {
     ["rows", "metrics", "kernels"].contains(&t.name)
 }
 
-fn delete_source(tx: &Connection, rel: &str, kind: &str) -> rusqlite::Result<()> {
+/// Drop a document's records before it is read again (only documents are replaced: a
+/// JSON-lines file changed other than by an append rebuilds the index).
+fn delete_document(tx: &Connection, rel: &str, kind: Kind) -> rusqlite::Result<()> {
     let stmts: &[&str] = match kind {
-        "rows" => &[
-            "DELETE FROM metrics WHERE row_id IN (SELECT id FROM rows WHERE source = ?1)",
-            "DELETE FROM kernels WHERE row_id IN (SELECT id FROM rows WHERE source = ?1)",
-            "DELETE FROM rows WHERE source = ?1",
-        ],
-        "ledger" => &["DELETE FROM ledger WHERE source = ?1"],
-        "eval_result" => &["DELETE FROM evals WHERE source = ?1", "DELETE FROM eval_sides WHERE source = ?1"],
-        "eval_samples" => &["DELETE FROM samples WHERE source = ?1"],
+        Kind::EvalResult => &["DELETE FROM evals WHERE source = ?1", "DELETE FROM eval_sides WHERE source = ?1"],
         _ => &["DELETE FROM isa_kernels WHERE manifest = ?1", "DELETE FROM isa_objects WHERE manifest = ?1"],
     };
     for s in stmts {
@@ -307,10 +389,15 @@ struct Loader<'t> {
     tx: &'t Transaction<'t>,
     /// During a rebuild: row ids seen (the unique index comes after the load).
     seen_rows: Option<HashSet<String>>,
-    /// Insert statements by table, built once.
-    sql: HashMap<&'static str, String>,
+    /// Prepared inserts, by position in `schema::TABLES`.
+    stmts: Vec<Option<rusqlite::Statement<'t>>>,
+    /// During a refresh: each source's position in name order and the one being read, to
+    /// notice a key the index holds from a file a rebuild would read after this one.
+    order: Option<HashMap<String, usize>>,
+    current: usize,
+    /// Why this refresh cannot stand for a rebuild (a rebuild follows).
+    displaced: Option<String>,
 }
-
 impl rusqlite::ToSql for Val {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
         use rusqlite::types::{ToSqlOutput, ValueRef};
@@ -323,19 +410,62 @@ impl rusqlite::ToSql for Val {
     }
 }
 
-impl Loader<'_> {
+impl<'t> Loader<'t> {
+    fn new(tx: &'t Transaction<'t>, rebuild: bool, order: Option<&HashMap<&str, usize>>) -> Self {
+        Loader {
+            tx,
+            seen_rows: rebuild.then(HashSet::new),
+            stmts: schema::TABLES.iter().map(|_| None).collect(),
+            order: order.map(|o| o.iter().map(|(k, v)| (k.to_string(), *v)).collect()),
+            current: 0,
+            displaced: None,
+        }
+    }
+
     fn insert(&mut self, t: &'static TableDef, cells: &[Val]) -> rusqlite::Result<usize> {
-        let bulk = self.seen_rows.is_some() && is_bulk(t);
-        let sql = self.sql.entry(t.name).or_insert_with(|| {
+        let i = schema::TABLES.iter().position(|x| x.name == t.name).expect("a table of the schema");
+        if self.stmts[i].is_none() {
+            // Metrics and kernels go in only with their new row: they never conflict.
+            let plain = is_bulk(t) && (self.seen_rows.is_some() || t.name != "rows");
             let ph = |i| format!("?{i}");
-            if bulk {
-                t.plain_insert_sql(ph)
-            } else {
-                t.insert_sql(ph)
-            }
-        });
-        let mut st = self.tx.prepare_cached(sql)?;
-        st.execute(rusqlite::params_from_iter(cells.iter()))
+            let sql = if plain { t.plain_insert_sql(ph) } else { t.insert_sql(ph) };
+            self.stmts[i] = Some(self.tx.prepare(&sql)?);
+        }
+        let st = self.stmts[i].as_mut().expect("prepared above");
+        for (j, c) in cells.iter().enumerate() {
+            st.raw_bind_parameter(j + 1, c)?;
+        }
+        let n = st.raw_execute()?;
+        if n == 0 && self.order.is_some() {
+            self.check_displaced(t, cells)?;
+        }
+        Ok(n)
+    }
+
+    /// A record whose key the index holds already: fine when the holder is this file or one
+    /// a rebuild reads first (the first in name order is kept); otherwise only a rebuild
+    /// gives what a rebuild gives.
+    fn check_displaced(&mut self, t: &TableDef, cells: &[Val]) -> rusqlite::Result<()> {
+        let col = |name: &str| t.columns.iter().position(|c| c.0 == name);
+        let Some(src) = col("source") else { return Ok(()) };
+        let keys: Vec<&Val> = t.key.iter().filter_map(|k| col(k)).map(|i| &cells[i]).collect();
+        let cond: Vec<String> = t.key.iter().enumerate().map(|(i, k)| format!("{k} = ?{}", i + 1)).collect();
+        let holder: Option<String> = self
+            .tx
+            .query_row(&format!("SELECT source FROM {} WHERE {}", t.name, cond.join(" AND ")), rusqlite::params_from_iter(keys.iter()), |r| r.get(0))
+            .optional()?;
+        let later = holder.as_ref().and_then(|h| self.order.as_ref()?.get(h)).is_some_and(|&p| p > self.current);
+        if later && self.displaced.is_none() {
+            let key: Vec<String> = keys.iter().map(|v| format!("{v:?}")).collect();
+            self.displaced = Some(format!(
+                "{} key {} is in {} and in {}, which the index read first: a rebuild keeps the first in name order",
+                t.name,
+                key.join(", "),
+                cells[src].as_str().unwrap_or("?"),
+                holder.unwrap_or_default()
+            ));
+        }
+        Ok(())
     }
     fn batch(&mut self, b: &Batch) -> rusqlite::Result<()> {
         for (t, rows) in &b.tables {
@@ -382,6 +512,13 @@ schema_field!(katlas_model::LedgerEntry, katlas_model::EvalSample, katlas_model:
 /// Parse one JSON record whose `schema` must be `want_schema`: the record, or why not (the
 /// field path named). The wrong schema is reported first, even when the rest does not parse.
 pub fn parse_line<'de, T: serde::Deserialize<'de> + Schema>(bytes: &'de [u8], want_schema: &str) -> Result<T, String> {
+    // The common case without the cost of tracking the path; a record that fails is parsed
+    // again for the path its error names.
+    if let Ok(r) = serde_json::from_slice::<T>(bytes) {
+        if r.schema() == want_schema {
+            return Ok(r);
+        }
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let parsed: Result<T, _> = serde_path_to_error::deserialize(&mut de);
     let schema_error = |found: Option<&str>| match found {
@@ -444,8 +581,8 @@ struct Chunk {
 
 /// Read whole lines from `from` onwards in chunks, parsing each chunk in parallel; a last line
 /// without its newline is not consumed (a writer may be in the middle of it).
-fn read_chunks(s: &Source, from: u64, first_line: u64, out: std::sync::mpsc::SyncSender<std::io::Result<Chunk>>) {
-    let run = || -> std::io::Result<()> {
+fn read_chunks(s: &Source, from: u64, first_line: u64, mut hasher: XxHash3_64, out: std::sync::mpsc::SyncSender<std::io::Result<Chunk>>) -> XxHash3_64 {
+    let mut run = || -> std::io::Result<()> {
         let mut f = std::fs::File::open(&s.path)?;
         let locked = f.lock_shared().is_ok();
         f.seek(SeekFrom::Start(from))?;
@@ -463,6 +600,7 @@ fn read_chunks(s: &Source, from: u64, first_line: u64, out: std::sync::mpsc::Syn
             }
             let complete = chunk.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
             if complete > 0 {
+                hasher.write(&chunk[..complete]);
                 let lines: Vec<(u64, &[u8])> = chunk[..complete - 1].split(|&b| b == b'\n').enumerate().map(|(i, l)| (lineno + 1 + i as u64, l)).collect();
                 lineno += lines.len() as u64;
                 pos += complete as u64;
@@ -483,37 +621,34 @@ fn read_chunks(s: &Source, from: u64, first_line: u64, out: std::sync::mpsc::Syn
     if let Err(e) = run() {
         let _ = out.send(Err(e));
     }
+    hasher
 }
 
-fn ingest(loader: &mut Loader, s: &Source, from: u64, first_line: u64, stats: &mut Stats) -> Result<(), IndexError> {
+fn ingest(loader: &mut Loader, s: &Source, from: u64, first_line: u64, hasher: XxHash3_64, stats: &mut Stats) -> Result<(), IndexError> {
     let path = &s.path;
+    let checked = now_ns();
     let (size, mtime) = stat(path).map_err(io(path))?;
-    let (indexed_len, lines) = if s.kind.is_jsonl() {
-        ingest_jsonl(loader, s, from, first_line, stats)?
-    } else {
-        ingest_document(loader, s, stats)?;
-        (size, 0)
-    };
-    let tail = if s.kind.is_jsonl() { tail_md5(path, indexed_len).map_err(io(path))? } else { String::new() };
+    let (indexed_len, lines, digest) =
+        if s.kind.is_jsonl() { ingest_jsonl(loader, s, from, first_line, hasher, stats)? } else { ingest_document(loader, s, stats)? };
     loader
         .tx
         .execute(
-            "INSERT INTO sources (rel, kind, size, mtime_ns, indexed_len, lines, tail_md5) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+            "INSERT INTO sources (rel, kind, size, mtime_ns, checked_ns, indexed_len, lines, digest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
              ON CONFLICT (rel) DO UPDATE SET kind = excluded.kind, size = excluded.size, mtime_ns = excluded.mtime_ns, \
-             indexed_len = excluded.indexed_len, lines = excluded.lines, tail_md5 = excluded.tail_md5",
-            rusqlite::params![s.rel, s.kind.as_str(), size as i64, mtime, indexed_len as i64, lines as i64, tail],
+             checked_ns = excluded.checked_ns, indexed_len = excluded.indexed_len, lines = excluded.lines, digest = excluded.digest",
+            rusqlite::params![s.rel, s.kind.as_str(), size as i64, mtime, checked, indexed_len as i64, lines as i64, digest],
         )
         .map_err(sql(path))?;
     Ok(())
 }
 
-/// Returns (bytes consumed, lines consumed).
-fn ingest_jsonl(loader: &mut Loader, s: &Source, from: u64, first_line: u64, stats: &mut Stats) -> Result<(u64, u64), IndexError> {
+/// Returns (bytes consumed, lines consumed, digest of the bytes up to there).
+fn ingest_jsonl(loader: &mut Loader, s: &Source, from: u64, first_line: u64, hasher: XxHash3_64, stats: &mut Stats) -> Result<(u64, u64, String), IndexError> {
     let path = &s.path;
     let (tx, rx) = std::sync::mpsc::sync_channel(2);
     let (mut pos, mut lines) = (from, first_line);
-    std::thread::scope(|scope| -> Result<(), IndexError> {
-        scope.spawn(move || read_chunks(s, from, first_line, tx));
+    let hasher = std::thread::scope(|scope| -> Result<XxHash3_64, IndexError> {
+        let reader = scope.spawn(move || read_chunks(s, from, first_line, hasher, tx));
         for chunk in rx {
             let chunk = chunk.map_err(io(path))?;
             for (line, item) in chunk.items {
@@ -532,19 +667,24 @@ fn ingest_jsonl(loader: &mut Loader, s: &Source, from: u64, first_line: u64, sta
                 stats.records += u64::from(new);
             }
             pos = chunk.end;
+            if loader.displaced.is_some() {
+                break;
+            }
         }
-        Ok(())
+        Ok(reader.join().expect("the reader thread does not panic"))
     })?;
-    Ok((pos, lines))
+    Ok((pos, lines, hex(&hasher)))
 }
 
-fn ingest_document(loader: &mut Loader, s: &Source, stats: &mut Stats) -> Result<(), IndexError> {
+/// Returns (bytes read, 0 lines, digest of the document).
+fn ingest_document(loader: &mut Loader, s: &Source, stats: &mut Stats) -> Result<(u64, u64, String), IndexError> {
     let path = &s.path;
     let bytes = std::fs::read(path).map_err(io(path))?;
     let mut b = Batch::default();
     let res = match s.kind {
         Kind::EvalResult => parse_line::<katlas_model::EvalResult>(&bytes, katlas_model::EVAL_RESULT_SCHEMA).map(|r| extract::eval_result(&r, &s.rel, &mut b)),
-        _ => parse_line::<katlas_isa::manifest::IsaManifest>(&bytes, katlas_isa::manifest::SCHEMA).map(|m| extract::isa_manifest(&m, &s.rel, &mut b)),
+        _ => parse_line::<katlas_isa::manifest::IsaManifest>(&bytes, katlas_isa::manifest::SCHEMA)
+            .map(|m| extract::isa_manifest(&m, &s.rel, &md5_hex(&bytes), &mut b)),
     };
     match res {
         Ok(()) => {
@@ -556,5 +696,7 @@ fn ingest_document(loader: &mut Loader, s: &Source, stats: &mut Stats) -> Result
             stats.errors += 1;
         }
     }
-    Ok(())
+    let mut h = XxHash3_64::new();
+    h.write(&bytes);
+    Ok((bytes.len() as u64, 0, hex(&h)))
 }

@@ -216,6 +216,7 @@ pub const ISA_OBJECTS: TableDef = TableDef {
     name: "isa_objects",
     columns: &[
         ("manifest", Text),
+        ("manifest_md5", Text),
         ("idx", Int),
         ("path", Text),
         ("chain", Text),
@@ -227,7 +228,7 @@ pub const ISA_OBJECTS: TableDef = TableDef {
         ("kernel_count", Int),
         ("mix_status", Text),
     ],
-    key: &["manifest", "idx"],
+    key: &["manifest", "manifest_md5", "idx"],
     lookups: &[&["md5"]],
 };
 
@@ -235,6 +236,7 @@ pub const ISA_KERNELS: TableDef = TableDef {
     name: "isa_kernels",
     columns: &[
         ("manifest", Text),
+        ("manifest_md5", Text),
         ("object_idx", Int),
         ("idx", Int),
         ("object_md5", Text),
@@ -252,7 +254,7 @@ pub const ISA_KERNELS: TableDef = TableDef {
         ("wave_size", Int),
         ("max_workgroup_size", Int),
     ],
-    key: &["manifest", "object_idx", "idx"],
+    key: &["manifest", "manifest_md5", "object_idx", "idx"],
     lookups: &[&["name"]],
 };
 

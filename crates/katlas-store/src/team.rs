@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Bumped whenever a table or view of the store changes; a store of another version is refused.
-pub const STORE_VERSION: i64 = 1;
+pub const STORE_VERSION: i64 = 2;
 /// Records per push transaction.
 pub const BATCH_RECORDS: usize = 5000;
 /// Key of the advisory lock that serialises creating the schema.
@@ -206,7 +206,7 @@ fn owner(t: &TableDef) -> Option<(&'static str, &'static str)> {
         "ledger" => ("ledger", "t.id"),
         "evals" | "eval_sides" => ("eval_result", "t.eval_id"),
         "samples" => ("eval_samples", "t.eval_id || '/' || t.seq"),
-        "isa_objects" | "isa_kernels" => ("isa", "t.manifest"),
+        "isa_objects" | "isa_kernels" => ("isa", "t.manifest_md5"),
         _ => return None,
     })
 }
@@ -266,9 +266,12 @@ fn parse_record(kind: Kind, source: &str, line: u64, raw: &[u8]) -> Parsed {
             extract::eval_result(&r, source, &mut b);
             r.eval_id
         }),
+        // Keyed by content: hosts write manifests of the same name (`isa/build.json` on every
+        // host that builds), and each is its own record.
         Kind::Isa => parse_line::<katlas_isa::manifest::IsaManifest>(t, katlas_isa::manifest::SCHEMA).map(|m| {
-            extract::isa_manifest(&m, source, &mut b);
-            source.to_string()
+            let md5 = md5_hex(raw);
+            extract::isa_manifest(&m, source, &md5, &mut b);
+            md5
         }),
     };
     match id {
@@ -642,15 +645,20 @@ fn source_ok(kind: Kind, rel: &str) -> bool {
     }
 }
 
-/// The records the project holds (by the store's (kind, id)), from its refreshed index.
+/// The records the project holds (by the store's (kind, id)), from its refreshed index; ISA
+/// manifests by the md5 of their files.
 fn local_ids(layout: &Layout) -> Result<HashSet<(String, String)>, TeamError> {
     let (conn, _) = index::open(layout)?;
     let path = index::index_path(layout);
     let sql = "SELECT 'rows', id FROM rows UNION ALL SELECT 'ledger', id FROM ledger UNION ALL SELECT 'eval_result', eval_id FROM evals \
-               UNION ALL SELECT 'eval_samples', eval_id || '/' || seq FROM samples UNION ALL SELECT kind, rel FROM sources WHERE kind = 'isa'";
+               UNION ALL SELECT 'eval_samples', eval_id || '/' || seq FROM samples";
     let e = |e: rusqlite::Error| TeamError::Index(index::IndexError::Sql { path: path.clone(), source: e });
     let mut st = conn.prepare(sql).map_err(e)?;
-    let ids = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).map_err(e)?.collect::<Result<HashSet<_>, _>>().map_err(e)?;
+    let mut ids = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).map_err(e)?.collect::<Result<HashSet<_>, _>>().map_err(e)?;
+    for s in sources::discover(layout).map_err(io(&layout.root))?.into_iter().filter(|s| s.kind == Kind::Isa) {
+        let bytes = std::fs::read(&s.path).map_err(io(&s.path))?;
+        ids.insert((Kind::Isa.as_str().to_string(), md5_hex(&bytes)));
+    }
     Ok(ids)
 }
 
@@ -733,6 +741,10 @@ pub fn pull(store: &mut Store, layout: &Layout, progress: &mut dyn FnMut(&Progre
                     continue;
                 }
             };
+            if kind == Kind::Isa {
+                write_manifest(layout, &f.rel, &f.id, &f.raw, &mut stats, &mut files)?;
+                continue;
+            }
             if !kind.is_jsonl() {
                 write_document(layout, kind, &f.rel, &f.raw, &mut stats, &mut files)?;
                 continue;
@@ -774,6 +786,21 @@ fn flush(layout: &Layout, c: Lines, stats: &mut PullStats, files: &mut HashSet<S
         files.insert(c.rel);
     }
     Ok(())
+}
+
+/// Another host's ISA manifest: at its own path when that is free here, else beside it under
+/// a name with its md5 (`isa/build.json` from another host becomes `isa/build-0123456789ab.json`).
+fn write_manifest(layout: &Layout, rel: &str, md5: &str, raw: &[u8], stats: &mut PullStats, files: &mut HashSet<String>) -> Result<(), TeamError> {
+    let taken = match std::fs::read(layout.root.join(rel)) {
+        Ok(have) => have != raw,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(TeamError::Io { path: layout.root.join(rel), source: e }),
+    };
+    if !taken {
+        return write_document(layout, Kind::Isa, rel, raw, stats, files);
+    }
+    let stem = rel.strip_suffix(".json").unwrap_or(rel);
+    write_document(layout, Kind::Isa, &format!("{stem}-{}.json", &md5[..12.min(md5.len())]), raw, stats, files)
 }
 
 fn write_document(layout: &Layout, kind: Kind, rel: &str, raw: &[u8], stats: &mut PullStats, files: &mut HashSet<String>) -> Result<(), TeamError> {

@@ -183,3 +183,74 @@ fn a_damaged_index_is_rebuilt_not_trusted() {
     assert!(c.execute("DELETE FROM rows", []).is_err());
     assert_eq!(count(&l, "SELECT COUNT(*) FROM rows"), rows.len() as i64);
 }
+
+#[test]
+fn a_query_after_an_append_reads_only_the_new_lines_and_an_edit_before_the_indexed_end_rebuilds() {
+    let (_d, l) = project();
+    let rows = real_rows();
+    let f = l.corpus_file("box-a", "2026-05-14");
+    // Enough rows that the first lies well before the end (more than any tail a check might read).
+    let first: Vec<Row> = (0..12).flat_map(|i| renamed(&rows, &format!("r{i}"))).collect();
+    append_jsonl(&f, &first, Fsync::Never).unwrap();
+    assert!(std::fs::metadata(&f).unwrap().len() > 64 << 10);
+    index::rebuild(&l).unwrap();
+
+    // katlas's writer appends a row: the next query sees it, and only it was read.
+    let more = renamed(&rows[..1], "appended");
+    append_jsonl(&f, &more, Fsync::Never).unwrap();
+    let (c, s) = index::open(&l).unwrap();
+    assert_eq!((s.rebuilt, s.sources_read, s.appended, s.records), (false, 1, 1, 1), "{s:?}");
+    let line: i64 = c.query_row("SELECT line FROM rows WHERE id = ?1", [&more[0].id], |r| r.get(0)).unwrap();
+    assert_eq!(line, first.len() as i64 + 1);
+    let (len, lines): (i64, i64) =
+        c.query_row("SELECT indexed_len, lines FROM sources WHERE rel = 'corpus/box-a-2026-05-14.jsonl'", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    assert_eq!((len as u64, lines), (std::fs::metadata(&f).unwrap().len(), first.len() as i64 + 1), "the index recorded where it stopped");
+    drop(c);
+
+    // The first row's id edited in place, same length, far before the end: the index is
+    // rebuilt, not trusted and not read as an append.
+    let text = std::fs::read_to_string(&f).unwrap();
+    let edited = text.replacen("\"id\":\"r0-", "\"id\":\"q0-", 1);
+    assert!(edited != text && edited.len() == text.len());
+    std::fs::write(&f, &edited).unwrap();
+    let (_, s) = index::open(&l).unwrap();
+    assert!(s.rebuilt, "{s:?}");
+    assert!(s.rebuild_reason.as_deref().unwrap().contains("corpus/box-a-2026-05-14.jsonl: changed before the end"), "{s:?}");
+    let old = format!("r0-{}", rows[0].id);
+    assert_eq!(count(&l, &format!("SELECT COUNT(*) FROM rows WHERE id = 'q0-{}'", rows[0].id)), 1);
+    assert_eq!(count(&l, &format!("SELECT COUNT(*) FROM rows WHERE id = '{old}'")), 0);
+
+    // An edit before the end and an append at once: still a rebuild, the append does not hide it.
+    let text = std::fs::read_to_string(&f).unwrap();
+    let mut edited = text.replacen("\"id\":\"r1-", "\"id\":\"q1-", 1);
+    edited.push_str(&serde_json::to_string(&renamed(&rows[..1], "late")[0]).unwrap());
+    edited.push('\n');
+    std::fs::write(&f, &edited).unwrap();
+    let (_, s) = index::open(&l).unwrap();
+    assert!(s.rebuilt, "{s:?}");
+    assert_eq!(count(&l, &format!("SELECT COUNT(*) FROM rows WHERE id IN ('q1-{0}', 'late-{0}')", rows[0].id)), 2);
+    assert_eq!(count(&l, "SELECT COUNT(*) FROM rows"), first.len() as i64 + 2);
+    // And nothing changed: nothing read.
+    let (_, s) = index::open(&l).unwrap();
+    assert_eq!((s.rebuilt, s.sources_read), (false, 0));
+}
+
+#[test]
+fn a_new_file_holding_an_indexed_id_first_in_name_order_rebuilds() {
+    // A rebuild keeps the copy of a duplicated row id from the first file in name order; a
+    // refresh that finds the id in a new, earlier file cannot keep it incrementally.
+    let (_d, l) = project();
+    let rows = real_rows();
+    append_jsonl(&l.corpus_file("box-b", "2026-05-14"), &rows, Fsync::Never).unwrap();
+    index::open(&l).unwrap();
+    append_jsonl(&l.corpus_file("box-a", "2026-05-14"), &rows[..1], Fsync::Never).unwrap();
+    let (c, s) = index::open(&l).unwrap();
+    assert!(s.rebuilt && s.rebuild_reason.as_deref().unwrap().contains("rows key"), "{s:?}");
+    let src: String = c.query_row("SELECT source FROM rows WHERE id = ?1", [&rows[0].id], |r| r.get(0)).unwrap();
+    assert_eq!(src, "corpus/box-a-2026-05-14.jsonl");
+    // A later file with a duplicate changes nothing a rebuild would keep: read incrementally.
+    append_jsonl(&l.corpus_file("box-c", "2026-05-14"), &rows[..1], Fsync::Never).unwrap();
+    let (_, s) = index::open(&l).unwrap();
+    assert_eq!((s.rebuilt, s.sources_read), (false, 1), "{s:?}");
+    assert_eq!(count(&l, "SELECT COUNT(*) FROM rows"), rows.len() as i64);
+}
