@@ -2,8 +2,8 @@
 //! `mix_oracle [--per-arch N] [--objdump PATH] PATH...` checks every AMD object (or N per
 //! arch), in parallel, and prints per-architecture totals and every disagreement.
 //! Exit 1 on any refusal or mismatch.
-use katlas_isa::amd::oracle::{check_object, sample, ArchTotals};
 use katlas_isa::manifest::Vendor;
+use katlas_isa::oracle::{check_object, sample, ArchTotals};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 
@@ -17,12 +17,12 @@ fn main() {
     };
     let per_arch: usize = take("--per-arch").and_then(|v| v.parse().ok()).unwrap_or(0);
     let objdump = take("--objdump").unwrap_or_else(|| "/usr/lib/llvm-22/bin/llvm-objdump".into());
-    let tool = katlas_isa::mix::Tool { name: "llvm-objdump".into(), path: objdump.into(), version: None };
+    let tool = katlas_isa::Tool { name: "llvm-objdump".into(), path: objdump.into(), version: None };
     let started = std::time::Instant::now();
     let mut totals: BTreeMap<String, ArchTotals> = BTreeMap::new();
     let mut bad = 0usize;
     for path in &args {
-        let (objs, errors, bytes) = match katlas_isa::scan_file_with_bytes(path.as_ref()) {
+        let (objs, errors, bytes) = match katlas_isa::oracle::scan_file_with_bytes(path.as_ref()) {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("{path}: {e}");

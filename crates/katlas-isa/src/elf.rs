@@ -105,7 +105,6 @@ pub struct SymInfo<'a> {
     pub size: u64,
     pub shndx: u16,
     pub st_type: u8,
-    pub bind: u8,
     pub other: u8,
 }
 
@@ -121,7 +120,6 @@ pub fn symbols<'a>(elf: &Elf<'a>, what: &'static str) -> Result<Vec<SymInfo<'a>>
             size: s.st_size(elf.endian),
             shndx: s.st_shndx(elf.endian),
             st_type: s.st_type(),
-            bind: s.st_bind(),
             other: s.st_other(),
         });
     }

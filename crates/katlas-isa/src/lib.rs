@@ -10,29 +10,38 @@
 //! Parsers never panic on bad input and never allocate from unchecked length fields: every
 //! length is checked against the bytes that remain before use.
 
-pub mod amd;
-pub mod blob;
-pub mod bundle;
-pub mod category;
-pub mod decompress;
-pub mod demangle;
+//! The public surface is the scan ([`scan`], [`scan_bytes`], [`ScanOptions`]), the manifest it
+//! returns ([`manifest`], the `katlas.isa.v1` contract, and its writers [`write_compact`] /
+//! [`write_pretty`]), the manifest diff ([`diff`], `katlas.isa.diff.v1`) and the hipfire export
+//! ([`hipfire`]). The readers themselves are private; [`oracle`] opens the ones the tests and fuzz
+//! targets check against vendor tools.
+
+mod amd;
+mod blob;
+mod bundle;
+mod category;
+mod decompress;
+mod demangle;
 pub mod diff;
-pub mod elf;
-pub mod error;
+mod elf;
+mod error;
 pub mod hipfire;
 pub mod manifest;
-pub mod manifest_write;
-pub mod md5_lanes;
-pub mod mix;
-pub mod msgpack;
-pub mod nv;
-pub mod occupancy;
-pub mod scan;
-pub mod triton;
+mod manifest_write;
+mod md5_lanes;
+mod mix;
+mod msgpack;
+mod nv;
+mod occupancy;
+#[doc(hidden)]
+pub mod oracle;
+mod scan;
+mod triton;
 
 pub use error::IsaError;
 pub use manifest::{CodeObject, IsaManifest, Kernel, SCHEMA};
-pub use mix::DisasmMode;
+pub use manifest_write::{write_compact, write_pretty};
+pub use mix::{DisasmMode, Disassemblers, Tool};
 pub use scan::{scan, ScanFailure, ScanOptions};
 
 /// Scans an in-memory buffer (a file's bytes) without disassembly: the entry point for
@@ -41,19 +50,4 @@ pub fn scan_bytes(name: &str, data: Vec<u8>) -> (Vec<CodeObject>, Vec<manifest::
     let ctx = scan::Ctx::new(ScanOptions { disasm: DisasmMode::Never, ..Default::default() }).expect("no ptxas log: cannot fail");
     let (_, found) = scan::scan_blob(&ctx, name, blob::Blob::from_vec(data));
     (found.objects, found.errors)
-}
-
-/// Scans one file and also returns every code object's bytes (keyed by chain text), for
-/// checking objects against external tools. No disassembly.
-/// Objects, errors, and each object's bytes keyed by its chain text.
-pub type ScanWithBytes = (Vec<CodeObject>, Vec<manifest::ScanError>, std::collections::HashMap<String, blob::Blob>);
-
-pub fn scan_file_with_bytes(path: &std::path::Path) -> std::io::Result<ScanWithBytes> {
-    let mut ctx = scan::Ctx::new(ScanOptions { disasm: DisasmMode::Never, ..Default::default() }).expect("no ptxas log: cannot fail");
-    ctx.keep_bytes = Some(std::sync::Mutex::new(Default::default()));
-    let file = std::fs::File::open(path)?;
-    let blob = blob::Blob::map_file(&file)?;
-    let (_, found) = scan::scan_blob(&ctx, &path.display().to_string(), blob);
-    let bytes = ctx.keep_bytes.take().and_then(|m| m.into_inner().ok()).unwrap_or_default();
-    Ok((found.objects, found.errors, bytes))
 }

@@ -523,6 +523,10 @@ pub struct KernelDescriptor {
     pub accum_offset: Option<u32>,
 }
 
+/// [`NvKernel::regcount_source`] values.
+pub const REGCOUNT_FROM_EIATTR: &str = "eiattr_regcount";
+pub const REGCOUNT_FROM_SECTION: &str = "text_section_info";
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct NvKernel {
     #[serde(default, skip_serializing_if = "Option::is_none")]

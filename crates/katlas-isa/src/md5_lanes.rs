@@ -75,12 +75,13 @@ pub fn md5(d: &[u8]) -> [u8; 16] {
     Md5::digest(d).into()
 }
 
-/// How many messages one call of [`md5_many`] hashes at once on this CPU.
+/// How many messages one call of [`md5_many_with`] (best backend) hashes at once on this CPU.
 pub fn group_lanes() -> usize {
     Backend::detect().lanes()
 }
 
 /// md5 of each message, on the calling thread, with the best backend.
+#[cfg(test)]
 pub fn md5_many(msgs: &[&[u8]]) -> Vec<[u8; 16]> {
     md5_many_with(Backend::detect(), msgs)
 }

@@ -312,10 +312,6 @@ fn each_line(mut r: impl std::io::BufRead, mut f: impl FnMut(&str)) {
     }
 }
 
-pub fn split_llvm_objdump_lines(r: impl std::io::BufRead) -> HashMap<String, InstructionMix> {
-    split_llvm_objdump_functions(r, &HashMap::new())
-}
-
 /// Function entries of an AMD object's executable sections: address -> name (of several
 /// functions at one address, the last by name, as objdump orders them).
 pub fn function_entries(object: &[u8]) -> HashMap<u64, String> {
@@ -398,10 +394,6 @@ fn llvm_objdump_line(sp: &mut Splitter, line: &str, entries: &HashMap<u64, Strin
     sp.add_amd(op, amd_category(op));
 }
 
-pub fn split_llvm_objdump(text: &str) -> HashMap<String, InstructionMix> {
-    split_llvm_objdump_lines(text.as_bytes())
-}
-
 /// nvdisasm (`.text.<fn>:` labels) and cuobjdump -sass (`Function : <fn>` headers).
 fn sass_line(sp: &mut Splitter, line: &str) {
     let t = line.trim();
@@ -427,8 +419,4 @@ fn sass_line(sp: &mut Splitter, line: &str) {
         return;
     }
     sp.add(base, sass_category(base));
-}
-
-pub fn split_sass(text: &str) -> HashMap<String, InstructionMix> {
-    split_sass_lines(text.as_bytes())
 }

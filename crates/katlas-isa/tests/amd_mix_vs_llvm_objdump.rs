@@ -7,9 +7,9 @@
 
 mod common;
 
-use katlas_isa::amd::oracle::{check_object, sample, ArchTotals};
 use katlas_isa::manifest::Vendor;
-use katlas_isa::mix::Tool;
+use katlas_isa::oracle::{check_object, sample, ArchTotals};
+use katlas_isa::Tool;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,7 +24,7 @@ fn check(label: &str, files: &[PathBuf], per_arch: usize) -> BTreeMap<String, Ar
     let mut objects = Vec::new();
     let mut keep = Vec::new();
     for f in files {
-        let (objs, errors, bytes) = katlas_isa::scan_file_with_bytes(f).expect("scan");
+        let (objs, errors, bytes) = katlas_isa::oracle::scan_file_with_bytes(f).expect("scan");
         assert!(errors.is_empty(), "{}: scan errors {:?}", f.display(), errors);
         for o in objs.into_iter().filter(|o| o.vendor == Vendor::Amd) {
             let b = bytes.get(&o.chain_text).expect("object bytes kept").clone();
@@ -130,7 +130,7 @@ fn rocsparse_native_mix_equals_llvm_objdump_on_a_sample() {
 
 #[test]
 fn decoder_refuses_garbage_without_panicking() {
-    use katlas_isa::amd::decode::Decoder;
+    use katlas_isa::oracle::amd::decode::Decoder;
     for arch in ["gfx803", "gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx1010", "gfx1030", "gfx1100", "gfx1151", "gfx1201"] {
         let d = Decoder::for_arch(arch).unwrap_or_else(|| panic!("no table for {arch}"));
         // every 32-bit prefix pattern, with and without following bytes: an answer or an error
@@ -179,20 +179,20 @@ fn auto_mix_is_native_without_any_external_tool() {
 fn an_object_the_decoder_refuses_falls_back_to_llvm_objdump() {
     let src = common::own_fixtures().join("kernels.gfx1201.hsaco");
     let mut bytes = std::fs::read(&src).unwrap();
-    let ranges = katlas_isa::amd::kernel_code_ranges(&bytes).unwrap();
+    let ranges = katlas_isa::oracle::amd::kernel_code_ranges(&bytes).unwrap();
     let (name, off, _) = ranges.iter().find(|r| r.0 == "saxpy").expect("saxpy").clone();
     // an encoding no gfx12 table has, as the kernel's first word
     bytes[off as usize..off as usize + 4].copy_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("patched.hsaco");
     std::fs::write(&path, &bytes).unwrap();
-    let err = katlas_isa::amd::decode::object_mix(&bytes, "gfx1201").unwrap_err();
+    let err = katlas_isa::oracle::amd::decode::object_mix(&bytes, "gfx1201").unwrap_err();
     assert!(err.contains(&name) && err.contains("0xffffffff"), "{err}");
     let m = scan_one(
         &path,
         katlas_isa::ScanOptions {
             disasm: katlas_isa::DisasmMode::Auto,
-            disassemblers: Some(katlas_isa::mix::Disassemblers { amd: Some(objdump()), ..Default::default() }),
+            disassemblers: Some(katlas_isa::Disassemblers { amd: Some(objdump()), ..Default::default() }),
             ..Default::default()
         },
     );
@@ -205,7 +205,7 @@ fn an_object_the_decoder_refuses_falls_back_to_llvm_objdump() {
         &src,
         katlas_isa::ScanOptions {
             disasm: katlas_isa::DisasmMode::External,
-            disassemblers: Some(katlas_isa::mix::Disassemblers { amd: Some(objdump()), ..Default::default() }),
+            disassemblers: Some(katlas_isa::Disassemblers { amd: Some(objdump()), ..Default::default() }),
             ..Default::default()
         },
     );

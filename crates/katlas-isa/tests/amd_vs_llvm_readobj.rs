@@ -211,7 +211,7 @@ fn check_files(files: &[PathBuf]) -> (usize, usize, usize, usize, Vec<String>) {
     let per_file: Vec<(usize, usize, usize, usize, Vec<String>)> = files
         .par_iter()
         .map(|f| {
-            let (objs, errors, bytes) = katlas_isa::scan_file_with_bytes(f).expect("scan");
+            let (objs, errors, bytes) = katlas_isa::oracle::scan_file_with_bytes(f).expect("scan");
             let mut bad: Vec<String> = errors.iter().map(|e| format!("{}: scan error at {}: {}", f.display(), e.chain, e.message)).collect();
             let amd: Vec<_> = objs.iter().filter(|o| o.vendor == Vendor::Amd).collect();
             if amd.is_empty() {

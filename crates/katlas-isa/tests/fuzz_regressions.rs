@@ -19,7 +19,7 @@ fn hsaco_with_target(from: &[u8], to: &[u8]) -> Vec<u8> {
 #[test]
 fn one_digit_processor_name_does_not_panic() {
     let d = hsaco_with_target(b"amdgcn-amd-amdhsa--gfx1201", b"amdgcn-amd-amdhsa--gfx1-01");
-    let p = katlas_isa::amd::parse(&d).expect("well-formed object with an unknown processor");
+    let p = katlas_isa::oracle::amd::parse(&d).expect("well-formed object with an unknown processor");
     assert_eq!(p.arch, "gfx1-01");
     assert!(!p.kernels.is_empty());
     // gfx1 is read as generation 1 (< 10), so SGPRs are decoded from the descriptor.
@@ -34,7 +34,7 @@ fn one_digit_processor_name_does_not_panic() {
 #[test]
 fn bare_major_processor_name_does_not_panic() {
     let d = hsaco_with_target(b"--gfx1201", b"--gfx9\0\0\0");
-    let _ = katlas_isa::amd::parse(&d);
+    let _ = katlas_isa::oracle::amd::parse(&d);
     let _ = katlas_isa::scan_bytes("regression", d);
 }
 
@@ -43,7 +43,7 @@ fn bare_major_processor_name_does_not_panic() {
 #[test]
 fn ccob_v1_shorter_than_its_header_is_an_error() {
     let d = b"CCOB\x01\x00\x00\x00\x22\x00\x00\x00";
-    let e = katlas_isa::bundle::decompress_ccob(d).expect_err("12 bytes cannot hold a v1 header");
+    let e = katlas_isa::oracle::bundle::decompress_ccob(d).expect_err("12 bytes cannot hold a v1 header");
     assert!(e.to_string().contains("CCOB"), "{e}");
     let _ = katlas_isa::scan_bytes("regression", d.to_vec());
 }

@@ -1,8 +1,9 @@
 //! Issue 15 in katlas-isa: an object the native reader refuses is not handed to an external
 //! disassembler, and external disassemblers run under time and memory limits.
 
-use katlas_isa::mix::{run_limited, Disassemblers, Tool, ToolLimits};
+use katlas_isa::oracle::{run_limited, ToolLimits};
 use katlas_isa::{scan, DisasmMode, ScanOptions};
+use katlas_isa::{Disassemblers, Tool};
 use std::path::Path;
 use std::time::{Duration, Instant};
 

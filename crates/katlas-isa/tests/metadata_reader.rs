@@ -6,10 +6,10 @@
 
 mod common;
 
-use katlas_isa::amd::{self, descriptor};
-use katlas_isa::elf::Elf;
 use katlas_isa::manifest::{AmdKernel, Kernel, KernelArg, Resources, Vendor};
-use katlas_isa::msgpack;
+use katlas_isa::oracle::amd::{self, descriptor};
+use katlas_isa::oracle::elf::Elf;
+use katlas_isa::oracle::msgpack;
 use rand::{Rng, SeedableRng};
 use serde_json::Value as J;
 
@@ -18,10 +18,10 @@ const W: &str = "AMDGPU code object";
 /// What `amd::parse` returned before the reader: (target, arch, features, info, kernels, warnings) as JSON.
 fn reference(data: &[u8]) -> Result<J, String> {
     let elf = Elf::parse(data, W).map_err(|e| e.to_string())?;
-    if elf.machine() != katlas_isa::elf::EM_AMDGPU {
+    if elf.machine() != katlas_isa::oracle::elf::EM_AMDGPU {
         return Err(format!("{W}: malformed: e_machine {} is not EM_AMDGPU", elf.machine()));
     }
-    if elf.os_abi() != katlas_isa::elf::ELFOSABI_AMDGPU_HSA {
+    if elf.os_abi() != katlas_isa::oracle::elf::ELFOSABI_AMDGPU_HSA {
         return Err(format!("{W}: unsupported: EI_OSABI {} (only AMDGPU_HSA, 64, is read)", elf.os_abi()));
     }
     let co = amd::code_object_version(elf.abi_version()).map_err(|e| e.to_string())?;
@@ -145,7 +145,7 @@ fn reference_kernel(k: &rmpv::Value) -> Result<Kernel, String> {
         ..Default::default()
     };
     Ok(Kernel {
-        demangled: katlas_isa::demangle::demangle_uncached(&name),
+        demangled: katlas_isa::oracle::demangle_uncached(&name),
         name,
         symbol,
         resources,
@@ -168,7 +168,7 @@ fn fast(data: &[u8]) -> Result<J, String> {
 
 /// Every AMD code object a file holds, with its chain text.
 fn amd_objects(path: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    let (objs, _, bytes) = katlas_isa::scan_file_with_bytes(path).expect("readable fixture");
+    let (objs, _, bytes) = katlas_isa::oracle::scan_file_with_bytes(path).expect("readable fixture");
     objs.iter().filter(|o| o.vendor == Vendor::Amd).filter_map(|o| bytes.get(&o.chain_text).map(|b| (o.chain_text.clone(), b.bytes().to_vec()))).collect()
 }
 

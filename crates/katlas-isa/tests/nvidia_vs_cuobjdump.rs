@@ -69,7 +69,7 @@ fn check(label: &str, file: &Path) -> Seen {
     let out = Command::new(&cuobjdump).arg("--dump-resource-usage").arg(file).output().expect("run cuobjdump");
     assert!(out.status.success(), "{label}: cuobjdump failed: {}", String::from_utf8_lossy(&out.stderr));
     let blocks = parse_resource_usage(&String::from_utf8_lossy(&out.stdout));
-    let (objs, errors, _) = katlas_isa::scan_file_with_bytes(file).expect("scan");
+    let (objs, errors, _) = katlas_isa::oracle::scan_file_with_bytes(file).expect("scan");
     let mut bad: Vec<String> = errors.iter().map(|e| format!("scan error at {}: {}", e.chain, e.message)).collect();
     let cubins: Vec<_> = objs.iter().filter(|o| o.vendor == Vendor::Nvidia && o.format == "cubin").collect();
     if cubins.len() != blocks.len() {
@@ -91,7 +91,7 @@ fn check(label: &str, file: &Path) -> Seen {
         for k in &o.kernels {
             kernels += 1;
             let nv = k.nvidia.as_ref().expect("nvidia block");
-            seen.regcount_from_section += usize::from(nv.regcount_source.as_deref() == Some(katlas_isa::nv::cubin::REGCOUNT_FROM_SECTION));
+            seen.regcount_from_section += usize::from(nv.regcount_source.as_deref() == Some(katlas_isa::manifest::REGCOUNT_FROM_SECTION));
             let Some(theirs) = b.functions.get(&k.name) else {
                 bad.push(format!("{} {}: not in cuobjdump's resource usage", o.chain_text, k.name));
                 continue;
@@ -146,7 +146,7 @@ fn own_nvrtc_cubins_agree_with_cuobjdump() {
 fn nvjpeg_cuda13_zstd_fatbin_agrees_with_cuobjdump() {
     let f: PathBuf = common::fetched_file("pypi/nvjpeg/nvidia/cu13/lib/libnvjpeg.so.13");
     check("libnvjpeg.so.13", &f);
-    let (objs, _, _) = katlas_isa::scan_file_with_bytes(&f).unwrap();
+    let (objs, _, _) = katlas_isa::oracle::scan_file_with_bytes(&f).unwrap();
     assert!(objs.iter().any(|o| o.chain_text.contains(",zstd]")), "expected zstd fatbin entries in CUDA 13 nvJPEG");
     assert!(objs.iter().any(|o| o.nvidia.as_ref().is_some_and(|n| n.abi_version == 8)), "expected ABI 8 cubins");
 }
@@ -155,7 +155,7 @@ fn nvjpeg_cuda13_zstd_fatbin_agrees_with_cuobjdump() {
 fn nvjpeg_cuda12_lz4_fatbin_agrees_with_cuobjdump() {
     let f: PathBuf = common::fetched_file("pypi/nvjpeg-cu12/nvidia/nvjpeg/lib/libnvjpeg.so.12");
     check("libnvjpeg.so.12", &f);
-    let (objs, _, _) = katlas_isa::scan_file_with_bytes(&f).unwrap();
+    let (objs, _, _) = katlas_isa::oracle::scan_file_with_bytes(&f).unwrap();
     assert!(objs.iter().any(|o| o.chain_text.contains(",lz4]")), "expected LZ4 fatbin entries in CUDA 12 nvJPEG");
     assert!(objs.iter().any(|o| o.nvidia.as_ref().is_some_and(|n| n.abi_version == 7)), "expected ABI 7 cubins");
 }
@@ -165,7 +165,7 @@ fn ptx_entries_match_cuobjdump_list() {
     let f = common::fetched_file("pypi/nvjpeg/nvidia/cu13/lib/libnvjpeg.so.13");
     let out = Command::new(common::tool("cuobjdump")).arg("--list-ptx").arg(&f).output().expect("cuobjdump");
     let listed = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with("PTX file")).count();
-    let (objs, _, _) = katlas_isa::scan_file_with_bytes(&f).unwrap();
+    let (objs, _, _) = katlas_isa::oracle::scan_file_with_bytes(&f).unwrap();
     let ptx: Vec<_> = objs.iter().filter(|o| o.format == "ptx").collect();
     assert_eq!(ptx.len(), listed, "PTX objects vs cuobjdump --list-ptx");
     assert!(ptx.iter().all(|p| !p.ptx_entries.is_empty()), "every PTX object lists its .entry kernels");

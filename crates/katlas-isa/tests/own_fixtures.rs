@@ -211,7 +211,7 @@ fn instruction_mix_per_kernel_with_llvm_objdump() {
         assert_ne!(kernel(o, "saxpy").mix.as_ref().unwrap().total, kernel(o, "vgpr_spill").mix.as_ref().unwrap().total);
         if o.arch == "gfx1201" {
             assert!(lds.opcodes.keys().any(|op| op.starts_with("s_wait_")), "gfx12 split waits");
-            assert!(!lds.opcodes.keys().any(|op| op.starts_with("s_wait_") && katlas_isa::category::amd_category(op) != "wait"));
+            assert!(!lds.opcodes.keys().any(|op| op.starts_with("s_wait_") && katlas_isa::oracle::amd_category(op) != "wait"));
         }
     }
 }
@@ -219,10 +219,7 @@ fn instruction_mix_per_kernel_with_llvm_objdump() {
 #[test]
 fn instruction_mix_per_kernel_with_nvdisasm() {
     let nvdisasm = common::tool("nvdisasm");
-    let tools = katlas_isa::mix::Disassemblers {
-        nvdisasm: Some(katlas_isa::mix::Tool { name: "nvdisasm".into(), path: nvdisasm, version: None }),
-        ..Default::default()
-    };
+    let tools = katlas_isa::Disassemblers { nvdisasm: Some(katlas_isa::Tool { name: "nvdisasm".into(), path: nvdisasm, version: None }), ..Default::default() };
     let m = scan_paths(&[fx("kernels.sm_90a.cubin")], ScanOptions { disasm: DisasmMode::Auto, disassemblers: Some(tools), ..Default::default() });
     let o = &m.objects[0];
     assert_eq!(o.mix_status.as_deref(), Some("disassembled:nvdisasm"));

@@ -454,7 +454,6 @@ pub(crate) fn dynamic_symbols<'a>(elf: &Elf<'a>) -> Result<Vec<crate::elf::SymIn
             size: s.st_size(elf.endian),
             shndx: s.st_shndx(elf.endian),
             st_type: s.st_type(),
-            bind: s.st_bind(),
             other: s.st_other(),
         })
         .collect())

@@ -5,7 +5,7 @@
 use crate::blob::{u16le, u32le};
 use crate::elf::{symbols, Elf, EM_CUDA};
 use crate::error::{IsaError, Result};
-use crate::manifest::{Kernel, NvKernel, NvObject, Resources};
+use crate::manifest::{Kernel, NvKernel, NvObject, Resources, REGCOUNT_FROM_EIATTR, REGCOUNT_FROM_SECTION};
 use object::read::elf::SectionHeader;
 use std::collections::HashMap;
 
@@ -26,10 +26,6 @@ pub const EIATTR_NUM_BARRIERS: u8 = 0x4c;
 pub const EIATTR_RESERVED_SMEM_0_SIZE: u8 = 0x42;
 const EICOMPAT_ATTR_CUDA_ACCELERATOR_TARGET: u8 = 0x09;
 const STO_CUDA_ENTRY: u8 = 0x10;
-
-/// `NvKernel::regcount_source` values.
-pub const REGCOUNT_FROM_EIATTR: &str = "eiattr_regcount";
-pub const REGCOUNT_FROM_SECTION: &str = "text_section_info";
 
 const EIFMT_NVAL: u8 = 1;
 const EIFMT_BVAL: u8 = 2;

@@ -1,11 +1,7 @@
 //! PTX text: only the `.entry` names are listed (PTX is compiled by the driver at load time).
 
-/// Only lines holding `.entry` are looked at (found with memchr: cuBLASLt's PTX is hundreds of MB).
-pub fn entries(text: &str) -> Vec<String> {
-    entries_in(text.as_bytes())
-}
-
-/// [`entries`] of PTX bytes, without validating the whole text as UTF-8 first.
+/// The `.entry` names in PTX bytes, without validating the whole text as UTF-8 first. Only lines
+/// holding `.entry` are looked at (found with memchr: cuBLASLt's PTX is hundreds of MB).
 pub fn entries_in(b: &[u8]) -> Vec<String> {
     let mut out = Vec::new();
     let mut last_line = usize::MAX;

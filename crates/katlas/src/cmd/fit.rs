@@ -360,7 +360,7 @@ fn captured_isa(row: &Row, ctx: &Ctx, notes: &mut Vec<String>) -> Result<Option<
         let mut m = katlas_isa::scan(std::slice::from_ref(&modules), opts).map_err(|e| bad(format!("{}: {e}", modules.display())))?;
         let err = |e: std::io::Error| CliError::bad_input(format!("{}: {e}", manifest.display()));
         let mut buf = Vec::new();
-        katlas_isa::manifest_write::write_compact(&mut m, &mut buf).map_err(err)?;
+        katlas_isa::write_compact(&mut m, &mut buf).map_err(err)?;
         katlas_fs::write_atomic(&manifest, &buf).map_err(err)?;
     }
     notes.push(format!("ISA from the {} code object(s) the run loaded ({})", cubins.len(), modules.display()));

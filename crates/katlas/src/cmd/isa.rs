@@ -135,7 +135,7 @@ fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<(), CliError> {
 /// The manifest as compact JSON, objects serialised in parallel (rocSPARSE's is 274 MB
 /// compact, 524 MB pretty; `jq .` pretty-prints it, `katlas isa show` reads it).
 fn write_manifest(path: &Path, m: &mut katlas_isa::IsaManifest) -> Result<(), CliError> {
-    write_streamed(path, |w| katlas_isa::manifest_write::write_compact(m, w))
+    write_streamed(path, |w| katlas_isa::write_compact(m, w))
 }
 
 fn scan(a: &ScanArgs, ctx: &Ctx) -> CmdResult {
@@ -198,7 +198,7 @@ fn scan(a: &ScanArgs, ctx: &Ctx) -> CmdResult {
             } else {
                 let out = std::io::stdout();
                 let mut w = std::io::BufWriter::with_capacity(1 << 20, out.lock());
-                katlas_isa::manifest_write::write_pretty(&mut m, &mut w)
+                katlas_isa::write_pretty(&mut m, &mut w)
                     .and_then(|_| std::io::Write::write_all(&mut w, b"\n"))
                     .and_then(|_| std::io::Write::flush(&mut w))
                     .map_err(|e| CliError::bad_input(format!("stdout: {e}")))?;
@@ -486,7 +486,7 @@ fn nvidia_rows(t: &mut crate::output::SafeTable, k: &Kernel, n: &katlas_isa::man
     let r = &k.resources;
     let mut row = |key: &str, v: String| t.add_row(vec![key.to_string(), v]);
     let src = match n.regcount_source.as_deref() {
-        Some(katlas_isa::nv::cubin::REGCOUNT_FROM_SECTION) => " (from the .text section header)",
+        Some(katlas_isa::manifest::REGCOUNT_FROM_SECTION) => " (from the .text section header)",
         _ => "",
     };
     row("registers/thread", format!("{}{src}", fmt_opt(&n.regcount)));
