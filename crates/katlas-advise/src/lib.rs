@@ -4,6 +4,8 @@
 //!   its ISA resources (`katlas.isa.v1` manifest) and the fit rules in `data/fit.toml`.
 //! - [`levers`] and [`suggest`]: the lever catalog (`data/levers.toml`) turned into a
 //!   ranked queue of one-lever experiments that remembers ledger verdicts.
+//! - [`queue`]: the queue a person is shown, joined to the files each suggestion may change,
+//!   and saved so `katlas task --rank N` hands out what was seen.
 //! - [`task`]: task packets (`katlas.task.v1` + `TASK.md`) for one experiment.
 //!
 //! Rules are data: the TOML files are embedded with `include_str!` and a project adds to,
