@@ -165,7 +165,7 @@ pub fn judge(
     for e in entries {
         let Some(how) = matches(db, e, lever, kernel, target) else { continue };
         let verdict = e.verdict;
-        let points = settings.demote.get(verdict.as_str()).copied();
+        let points = settings.demote.get(&verdict).copied();
         let revisit = match &e.disposition {
             Disposition::RevisitIf { condition } => Some(condition.clone()),
             _ => None,

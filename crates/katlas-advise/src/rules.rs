@@ -3,8 +3,9 @@
 
 use crate::error::AdviseError;
 use crate::expr::Cond;
+use katlas_model::ledger::Verdict;
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 pub const FIT_TOML: &str = include_str!("../../../data/fit.toml");
@@ -238,9 +239,16 @@ pub struct LeverSettings {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawHistory {
+    demote: BTreeMap<String, f64>,
+    restore_when_condition_holds: bool,
+}
+
+#[derive(Debug, Clone)]
 pub struct HistorySettings {
-    /// Verdict (snake_case) -> score points a matching entry takes away.
-    pub demote: BTreeMap<String, f64>,
+    /// Score points a matching entry with this verdict takes away (the file's keys are
+    /// verdict words; `no-change` and `no_change` name the same verdict).
+    pub demote: HashMap<Verdict, f64>,
     pub restore_when_condition_holds: bool,
 }
 
@@ -257,7 +265,7 @@ struct RawLevers {
     schema: String,
     settings: LeverSettings,
     eval: EvalSettings,
-    history: HistorySettings,
+    history: RawHistory,
     lever: Vec<RawLever>,
 }
 
@@ -403,15 +411,18 @@ pub fn parse_quant(file: &str, text: &str) -> Result<Vec<QuantIntent>, AdviseErr
 pub fn parse_levers(file: &str, text: &str) -> Result<LeverCatalog, AdviseError> {
     let raw: RawLevers = de(file, text)?;
     check_schema(file, &raw.schema, "katlas.rules.levers.v1")?;
-    for v in raw.history.demote.keys() {
-        if v.parse::<katlas_model::ledger::Verdict>().is_err() {
+    let mut demote = HashMap::new();
+    for (v, points) in &raw.history.demote {
+        let Ok(verdict) = v.parse::<Verdict>() else {
             return Err(AdviseError::Rules {
                 file: file.into(),
                 line: text.find("demote").map(|o| line_of(text, o)).unwrap_or(1),
                 message: format!("history.demote: unknown verdict `{v}`"),
             });
-        }
+        };
+        demote.insert(verdict, *points);
     }
+    let history = HistorySettings { demote, restore_when_condition_holds: raw.history.restore_when_condition_holds };
     let mut levers: Vec<Lever> = Vec::new();
     for l in raw.lever {
         let line = line_of_id(text, "id", &l.id);
@@ -448,7 +459,7 @@ pub fn parse_levers(file: &str, text: &str) -> Result<LeverCatalog, AdviseError>
             null_results: l.null_results,
         });
     }
-    Ok(LeverCatalog { settings: raw.settings, eval: raw.eval, history: raw.history, levers, file: file.into() })
+    Ok(LeverCatalog { settings: raw.settings, eval: raw.eval, history, levers, file: file.into() })
 }
 
 #[cfg(test)]
@@ -474,6 +485,18 @@ mod tests {
         assert!(e.contains("amdahl.when"), "{e}");
         let line: usize = e.split(':').nth(1).unwrap().parse().unwrap();
         assert!(text.lines().nth(line - 1).unwrap().contains("amdahl"), "{e}");
+    }
+
+    #[test]
+    fn demote_keys_are_verdicts() {
+        let builtin = "demote = { no_change = 100.0, regressed = 100.0 }";
+        assert!(LEVERS_TOML.contains(builtin));
+        // `no-change` is the verdict `no_change`, as the ledger and `katlas eval` spell it too.
+        let c = parse_levers("levers.toml", &LEVERS_TOML.replace(builtin, "demote = { no-change = 40.0 }")).unwrap();
+        assert_eq!(c.history.demote.get(&Verdict::NoChange), Some(&40.0));
+        assert_eq!(c.history.demote.get(&Verdict::Regressed), None);
+        let e = parse_levers("levers.toml", &LEVERS_TOML.replace(builtin, "demote = { worse = 1.0 }")).unwrap_err().to_string();
+        assert!(e.contains("history.demote: unknown verdict `worse`"), "{e}");
     }
 
     #[test]
