@@ -346,6 +346,55 @@ fn ledger_evals_samples_and_isa_round_trip_and_identity_rules_hold_after_a_pull(
 }
 
 #[test]
+fn isa_manifests_at_the_same_path_on_two_hosts_both_survive_a_push_and_a_pull() {
+    let pg = Pg::start();
+    let url = pg.url();
+    // `isa/build.json` on two hosts (what `katlas build` writes on each), each a scan of real
+    // cubins: all of the Triton cache on A, its matmul kernel alone on B.
+    let (a, b) = (project(), project());
+    let (pa, pb) = (a.path(), b.path());
+    ok(katlas(pa, &["isa", "scan", TRITON_CACHE, "-o", ".katlas/isa/build.json"]).output().unwrap());
+    let matmul = format!("{TRITON_CACHE}/KJZIFGNVC3EZPCSNAFTF64CHVZZXBQYEVZBUNYH7U2MGYVBPTNCQ");
+    ok(katlas(pb, &["isa", "scan", &matmul, "-o", ".katlas/isa/build.json"]).output().unwrap());
+    let ma = std::fs::read(pa.join(".katlas/isa/build.json")).unwrap();
+    let mb = std::fs::read(pb.join(".katlas/isa/build.json")).unwrap();
+    assert_ne!(ma, mb);
+    for p in [pa, pb] {
+        let s = run(p, &["store", "push", "--url", &url, "--format", "json"]);
+        assert_eq!((s["new_by_kind"]["isa"].as_u64(), s["conflicts"].as_u64()), (Some(1), Some(0)), "each host's manifest is its own record: {s}");
+    }
+    assert_eq!(count(pa, &url, "SELECT COUNT(*) AS n FROM records WHERE kind = 'isa' AND source = 'isa/build.json'"), 2);
+    // Both manifests' objects and kernels are in the store's tables, as each host indexes them.
+    let sql = "SELECT manifest, manifest_md5, COUNT(*) AS kernels, SUM(vgpr) AS vgpr FROM isa_kernels GROUP BY manifest, manifest_md5 ORDER BY manifest_md5";
+    let store = run(pa, &["query", "--url", &url, sql, "--format", "json"])["rows"].as_array().unwrap().clone();
+    let mut local: Vec<serde_json::Value> =
+        [pa, pb].iter().flat_map(|p| run(p, &["query", sql, "--format", "json"])["rows"].as_array().unwrap().clone()).collect();
+    local.sort_by_key(|r| r["manifest_md5"].as_str().unwrap().to_string());
+    assert_eq!(store.len(), 2);
+    assert_eq!(store, local);
+
+    // A third host pulls both, byte for byte; host A gets B's beside its own, under B's md5.
+    let c = project();
+    let s = run(c.path(), &["store", "pull", "--url", &url, "--format", "json"]);
+    assert_eq!(s["written_by_kind"]["isa"].as_u64(), Some(2), "{s}");
+    let isa: Vec<Vec<u8>> = record_files(c.path()).into_iter().filter(|(rel, _)| rel.starts_with("isa/")).map(|(_, b)| b).collect();
+    assert_eq!(isa.len(), 2);
+    assert!(isa.contains(&ma) && isa.contains(&mb));
+    let s = run(pa, &["store", "pull", "--url", &url, "--format", "json"]);
+    assert_eq!((s["written_by_kind"]["isa"].as_u64(), s["conflicts"].as_u64()), (Some(1), Some(0)), "{s}");
+    let fa = record_files(pa);
+    assert_eq!(fa["isa/build.json"], ma, "A's own manifest is left as it is");
+    let (rel, bytes) = fa.iter().find(|(rel, _)| rel.starts_with("isa/build-")).unwrap();
+    assert!(rel.ends_with(".json") && rel.len() == "isa/build-".len() + 12 + ".json".len(), "{rel}");
+    assert_eq!(bytes, &mb);
+    // Nothing is new after that: a re-push from A and a second pull add nothing.
+    let s = run(pa, &["store", "push", "--url", &url, "--format", "json"]);
+    assert_eq!((s["new"].as_u64(), s["conflicts"].as_u64()), (Some(0), Some(0)), "{s}");
+    let s = run(pa, &["store", "pull", "--url", &url, "--format", "json"]);
+    assert_eq!(s["written"].as_u64(), Some(0), "{s}");
+}
+
+#[test]
 fn an_unreachable_store_is_a_missing_environment_and_no_url_is_bad_input() {
     let d = project();
     let o = katlas(d.path(), &["store", "push"]).output().unwrap();

@@ -52,7 +52,10 @@ pub fn run_index(c: &IndexCmd, ctx: &Ctx) -> CmdResult {
     if a.format.format == crate::output::Format::Json {
         print_json(&stats);
     } else {
-        let what = if stats.rebuilt { "rebuilt" } else { "refreshed" };
+        let what = match &stats.rebuild_reason {
+            Some(why) => format!("rebuilt ({why})"),
+            None => format!("refreshed ({} appended to)", stats.appended),
+        };
         println!(
             "index {what}: {} of {} source files read, {} records, {} bad lines, {} ms ({})",
             stats.sources_read,
