@@ -56,7 +56,7 @@ fn catalog_has_the_eleven_levers_with_sources() {
         assert!(!l.hypothesis.trim().is_empty() && !l.risk.trim().is_empty(), "{}: mechanism and risk", l.id);
     }
     // Demotion is data, and only counts no-improvement verdicts.
-    let demote: BTreeSet<&str> = r.levers.history.demote.keys().map(String::as_str).collect();
+    let demote: BTreeSet<&str> = r.levers.history.demote.keys().map(|v| v.as_str()).collect();
     assert_eq!(demote, BTreeSet::from(["no_change", "regressed"]));
 }
 
