@@ -159,7 +159,7 @@ fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize, nv: bool) {
     }
     let achieved = k.achieved_occupancy_pct.map(|p| format!("; achieved {}% of warp slots", fmt_num(p, Some(1)))).unwrap_or_default();
     match &k.occupancy {
-        Some(o) => d.kv("occupancy", format!("{}/{} {} (limiter: {}; {}){achieved}", o.achieved, o.max, o.unit, o.limiter, o.source)),
+        Some(o) => d.kv("occupancy", format!("{}/{} {} (limiter: {}; {}){achieved}", o.achieved, o.max, o.unit, o.limiter.name(), o.source)),
         None => d.kv("occupancy", format!("unknown (no kernel resources){achieved}")),
     }
     match &k.isa {
@@ -442,7 +442,7 @@ fn kernel_row(d: &mut Doc, k: &KernelFit, nv: bool) {
         (Some(b), None) => format!("{} GB/s ({})", fmt_num(b, Some(1)), t.bw_source.as_deref().unwrap_or("-")),
         _ => "bandwidth unknown".into(),
     };
-    let occ = k.occupancy.as_ref().map(|o| format!("; occupancy {}/{} {} ({})", o.achieved, o.max, o.unit, o.limiter)).unwrap_or_default();
+    let occ = k.occupancy.as_ref().map(|o| format!("; occupancy {}/{} {} ({})", o.achieved, o.max, o.unit, o.limiter.name())).unwrap_or_default();
     let op = k.op.as_ref().map(|o| format!(" ({}.{})", o.family, o.role)).unwrap_or_default();
     let title = match (&k.isa, k.calls) {
         (Some(i), None) => format!("{} [{}]", k.short_name, i.arch),
@@ -614,7 +614,7 @@ pub fn fit_html(v: &FitView) -> String {
             opt_u(k.calls),
             opt(k.avg_us, 2),
             bar_html,
-            k.occupancy.as_ref().map(|x| format!("{}/{} {} ({})", x.achieved, x.max, esc(&x.unit), esc(&x.limiter))).unwrap_or_else(|| "-".into()),
+            k.occupancy.as_ref().map(|x| format!("{}/{} {} ({})", x.achieved, x.max, esc(&x.unit), esc(x.limiter.name()))).unwrap_or_else(|| "-".into()),
             opt_u(k.isa.as_ref().and_then(|i| i.vgpr)),
             opt(k.isa.as_ref().and_then(|i| i.spills), 0),
         );

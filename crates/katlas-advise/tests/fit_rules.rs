@@ -7,7 +7,7 @@ use katlas_advise::isa::IsaManifest;
 use katlas_advise::names::MatchLevel;
 use katlas_advise::suggest::{suggest, SuggestOptions};
 use katlas_advise::{build_fit, FitInput, FitView, Rules};
-use katlas_arch::ArchDb;
+use katlas_arch::{ArchDb, Limiter};
 use katlas_model::{KernelSample, OpClass, Row};
 
 fn sample(name: &str, calls: u64, total_us: f64, family: &str, role: &str) -> KernelSample {
@@ -104,7 +104,7 @@ fn spills_and_occupancy_from_isa_only() {
     assert_eq!(spilly.signals.get("spills"), Some(&katlas_advise::expr::Val::Num(12.0)));
     assert!(spilly.emitted.contains("spills") && spilly.emitted.contains("low_occupancy"), "{:?}", spilly.emitted);
     assert!(r.contains(&"low_occupancy"), "64 KiB of LDS per 128-lane workgroup leaves few waves: {r:?}");
-    assert_eq!(spilly.occupancy.as_ref().unwrap().limiter, "lds");
+    assert_eq!(spilly.occupancy.as_ref().unwrap().limiter, Limiter::Lds);
     assert!(f.evidence.missing.iter().any(|m| m.evidence.starts_with("a profile")), "says the profile is missing");
     let q = suggest(&f, None, ArchDb::builtin(), &rules, &SuggestOptions { ledger: None, provenance: &[], max: None });
     assert_eq!(q.suggestions[0].lever, "compiler_levers");

@@ -139,7 +139,7 @@ fn fit_section(f: &Result<ChosenFit, String>) -> Markup {
                             td class="n" { (opt(k.throughput.tflops)) }
                             td class="n" { (opt(k.throughput.compute_pct_of_peak)) }
                             td class="n" { (k.isa.as_ref().and_then(|i| i.vgpr).map(|n| n.to_string()).unwrap_or_else(|| "-".into())) }
-                            td { (k.occupancy.as_ref().map(|o| format!("{}/{} {} ({})", o.achieved, o.max, printable(&o.unit), printable(&o.limiter))).unwrap_or_else(|| "-".into())) }
+                            td { (k.occupancy.as_ref().map(|o| format!("{}/{} {} ({})", o.achieved, o.max, printable(&o.unit), printable(o.limiter.name()))).unwrap_or_else(|| "-".into())) }
                         }
                     }
                 }

@@ -343,7 +343,6 @@ pub(super) fn fit_kernel(
         }
         match katlas_arch::occupancy(atom, &res) {
             Ok(o) => {
-                let limiter = serde_json::to_value(o.limiter).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
                 // AMD reports waves/SIMD; NVIDIA warps/SM: per sub-partition it is comparable.
                 let per_simd = match atom.vendor {
                     Vendor::Amd => o.achieved as f64,
@@ -358,12 +357,12 @@ pub(super) fn fit_kernel(
                     }),
                 );
                 s.insert("occupancy_pct".into(), Val::Num(100.0 * o.fraction));
-                s.insert("occupancy_limiter".into(), Val::Str(limiter.clone()));
+                s.insert("occupancy_limiter".into(), Val::Str(o.limiter.name().into()));
                 kf.occupancy = Some(OccupancyFit {
                     achieved: o.achieved,
                     max: o.max,
                     unit: o.unit,
-                    limiter,
+                    limiter: o.limiter,
                     source: src.into(),
                     groups: o.groups,
                     group_unit: o.group_unit,

@@ -4,6 +4,7 @@
 use crate::expr::{Facts, Val};
 use crate::names::MatchLevel;
 use crate::rules::{FindingKind, QuantIntent};
+use katlas_arch::Limiter;
 use katlas_model::OpClass;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -251,12 +252,14 @@ pub struct IsaFit {
     pub mix_status: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct OccupancyFit {
     pub achieved: u32,
     pub max: u32,
     pub unit: String,
-    pub limiter: String,
+    /// The resource that bounds it (`vgpr`, `lds`, `wave_slots`, `registers`, `shared_memory` …).
+    #[schemars(with = "String")]
+    pub limiter: Limiter,
     /// `isa manifest + arch db`, `profiler launch data + arch db`.
     pub source: String,
     /// Resident workgroups per CU/WGP (AMD) or blocks per SM (NVIDIA): what
