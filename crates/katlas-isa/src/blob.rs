@@ -62,6 +62,7 @@ impl Blob {
         self.end - self.start
     }
 
+    #[cfg(feature = "oracle")]
     pub fn is_empty(&self) -> bool {
         self.start == self.end
     }

@@ -112,6 +112,8 @@ pub fn decompress_ccob(d: &[u8]) -> Result<(CcobHeader, Vec<u8>)> {
 
 /// A bundle or CCOB record found inside a section that concatenates them (`.hip_fatbin`).
 pub struct Located {
+    /// Where the record starts in the region (for a reader's diagnostics; the scan names records by index).
+    #[cfg_attr(not(feature = "oracle"), allow(dead_code))]
     pub offset: u64,
     pub blob: Blob,
 }

@@ -48,16 +48,9 @@ impl<'a> Elf<'a> {
     pub fn abi_version(&self) -> u8 {
         self.hdr.e_ident().abi_version
     }
-    pub fn e_type(&self) -> u16 {
-        self.hdr.e_type(self.endian)
-    }
 
     pub fn section_name(&self, sh: &Shdr) -> &'a [u8] {
         self.sections.section_name(self.endian, sh).unwrap_or_default()
-    }
-
-    pub fn section_by_name(&self, name: &str) -> Option<(usize, &'a Shdr)> {
-        self.sections.section_by_name(self.endian, name.as_bytes()).map(|(i, s)| (i.0, s))
     }
 
     pub fn section(&self, index: usize) -> Option<&'a Shdr> {
@@ -102,6 +95,8 @@ pub struct SymInfo<'a> {
     pub index: usize,
     pub name: &'a str,
     pub value: u64,
+    /// Read by the oracle's kernel code ranges only.
+    #[cfg_attr(not(feature = "oracle"), allow(dead_code))]
     pub size: u64,
     pub shndx: u16,
     pub st_type: u8,

@@ -14,7 +14,7 @@
 //! returns ([`manifest`], the `katlas.isa.v1` contract, and its writers [`write_compact`] /
 //! [`write_pretty`]), the manifest diff ([`diff`], `katlas.isa.diff.v1`) and the hipfire export
 //! ([`hipfire`]). The readers themselves are private; [`oracle`] opens the ones the tests and fuzz
-//! targets check against vendor tools.
+//! targets check against vendor tools (feature `oracle`).
 
 mod amd;
 mod blob;
@@ -33,6 +33,7 @@ mod mix;
 mod msgpack;
 mod nv;
 mod occupancy;
+#[cfg(feature = "oracle")]
 #[doc(hidden)]
 pub mod oracle;
 mod scan;

@@ -91,6 +91,7 @@ pub fn check(d: &[u8]) -> Result<()> {
 }
 
 /// Decodes one MessagePack document after checking its structure.
+#[cfg(feature = "oracle")]
 pub fn decode(d: &[u8]) -> Result<rmpv::Value> {
     let mut deep = false;
     skip(d, 0, 0, &mut deep)?;
@@ -98,6 +99,7 @@ pub fn decode(d: &[u8]) -> Result<rmpv::Value> {
     rmpv::decode::read_value_with_max_depth(&mut r, MAX_DEPTH as usize + 1).map_err(|e| IsaError::malformed(W, e.to_string()))
 }
 
+#[cfg(feature = "oracle")]
 pub fn to_json(v: &rmpv::Value) -> serde_json::Value {
     use rmpv::Value as V;
     use serde_json::Value as J;
@@ -130,6 +132,7 @@ pub fn key_string(k: &rmpv::Value) -> String {
     }
 }
 
+#[cfg(feature = "oracle")]
 pub fn map_get<'a>(m: &'a [(rmpv::Value, rmpv::Value)], key: &str) -> Option<&'a rmpv::Value> {
     m.iter().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v)
 }
@@ -189,15 +192,6 @@ pub struct Reader<'a> {
 impl<'a> Reader<'a> {
     pub fn new(d: &'a [u8]) -> Reader<'a> {
         Reader { d, pos: 0 }
-    }
-
-    /// A reader over the same document at `pos` (a position this reader was at).
-    pub fn at(&self, pos: usize) -> Reader<'a> {
-        Reader { d: self.d, pos }
-    }
-
-    pub fn pos(&self) -> usize {
-        self.pos
     }
 
     fn take(&mut self, n: u64) -> Result<&'a [u8]> {

@@ -360,8 +360,12 @@ fn skippable_zeros(b: &[u8]) -> usize {
 /// section address, size and mnemonic.
 pub struct Insn<'a> {
     pub symbol: &'a str,
+    /// Where it lies: the oracle compares it with objdump's listing line by line; the mix does not need it.
+    #[cfg_attr(not(feature = "oracle"), allow(dead_code))]
     pub offset: u64,
+    #[cfg_attr(not(feature = "oracle"), allow(dead_code))]
     pub address: u64,
+    #[cfg_attr(not(feature = "oracle"), allow(dead_code))]
     pub size: usize,
     pub mnemonic: &'static str,
 }

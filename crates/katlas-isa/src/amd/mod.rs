@@ -2,9 +2,10 @@
 
 pub mod decode;
 pub mod descriptor;
+#[cfg(feature = "oracle")]
 pub mod oracle;
 
-use crate::elf::{symbols, Elf, ELFOSABI_AMDGPU_HSA, EM_AMDGPU};
+use crate::elf::{Elf, ELFOSABI_AMDGPU_HSA, EM_AMDGPU};
 use crate::error::{IsaError, Result};
 use crate::manifest::{AmdKernel, AmdObject, Kernel, KernelArg, Metadata, Resources};
 use crate::msgpack::{self, Item};
@@ -317,10 +318,11 @@ fn args_from_metadata(r: &mut msgpack::Reader<'_>) -> Result<Vec<KernelArg>> {
 }
 
 /// Function symbols of the object that are kernels: name -> (file offset, size) of their code.
+#[cfg(feature = "oracle")]
 pub fn kernel_code_ranges(data: &[u8]) -> Result<Vec<(String, u64, u64)>> {
     let elf = Elf::parse(data, W)?;
     let mut out = Vec::new();
-    for s in symbols(&elf, W)? {
+    for s in crate::elf::symbols(&elf, W)? {
         if s.st_type == object::elf::STT_FUNC && s.size > 0 {
             if let Some(sh) = elf.section(s.shndx as usize) {
                 use object::read::elf::SectionHeader;

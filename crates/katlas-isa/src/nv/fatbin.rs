@@ -11,7 +11,7 @@ const W: &str = "fatbin";
 
 pub const KIND_PTX: u16 = 1;
 pub const KIND_ELF: u16 = 2;
-pub const FLAG_64BIT: u64 = 0x1;
+/// Bit 0 (`0x1`) marks a 64-bit entry; every entry the scan meets is one, so it is not read.
 pub const FLAG_LZ4: u64 = 0x2000;
 pub const FLAG_ZSTD: u64 = 0x8000;
 /// Entry compiled for an architecture-specific target (`sm_90a`): cuobjdump prints the `a`.
@@ -24,12 +24,15 @@ pub struct FatbinEntry {
     pub kind: u16,
     pub sm: u32,
     pub flags: u64,
+    /// Header fields the scan does not use, kept for the readers' diagnostics (`{:?}`) and fuzzing.
+    #[cfg_attr(not(feature = "oracle"), allow(dead_code))]
     pub version: (u16, u16),
     /// Offset of the payload inside the container.
     pub payload_offset: u64,
     pub payload_size: u64,
     pub compressed_size: u64,
     pub uncompressed_size: u64,
+    #[cfg_attr(not(feature = "oracle"), allow(dead_code))]
     pub name: Option<String>,
 }
 
