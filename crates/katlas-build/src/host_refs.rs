@@ -177,9 +177,10 @@ fn annotation(kind: &str, text: &str, file: &str, line: usize, lines: &[&str]) -
     Annotation { kind: kind.into(), file: file.into(), line, text: text.into(), fields, branch }
 }
 
-/// Scan every host file under the dispatch roots, skipping kernel sources and kernel roots.
-pub fn scan_host(s: &Settings, skip: &BTreeSet<PathBuf>) -> HostScan {
-    let mut out = HostScan::default();
+/// Host files under the dispatch roots (sorted by name per root), kernel sources and kernel
+/// roots, `target/`, `.katlas/`, `.git/` left out: `(canonical path, project-relative path)`.
+pub(crate) fn host_files(s: &Settings, skip: &BTreeSet<PathBuf>) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
     for root in &s.dispatch_roots {
         for e in walkdir::WalkDir::new(root).sort_by_file_name().into_iter().flatten() {
             if !e.file_type().is_file() {
@@ -194,17 +195,29 @@ pub fn scan_host(s: &Settings, skip: &BTreeSet<PathBuf>) -> HostScan {
             if skip.contains(&canon) || s.kernel_roots.iter().any(|k| canon.starts_with(k)) {
                 continue;
             }
-            if p.components().any(|c| c.as_os_str() == "target" || c.as_os_str() == ".katlas" || c.as_os_str() == ".git") {
+            // Below the dispatch root only: a project under a `target/` directory is still scanned.
+            let inner = p.strip_prefix(root).unwrap_or(p);
+            if inner.components().any(|c| c.as_os_str() == "target" || c.as_os_str() == ".katlas" || c.as_os_str() == ".git") {
                 continue;
             }
-            let Ok(bytes) = std::fs::read(p) else {
-                continue;
-            };
-            let text = String::from_utf8_lossy(&bytes);
-            let file = s.rel(&canon);
-            lex(&text, &file, ext, &mut out.tokens, &mut out.annotations);
-            out.files.push(file);
+            let rel = s.rel(&canon);
+            out.push((canon, rel));
         }
+    }
+    out
+}
+
+/// Scan every host file under the dispatch roots, skipping kernel sources and kernel roots.
+pub fn scan_host(s: &Settings, skip: &BTreeSet<PathBuf>) -> HostScan {
+    let mut out = HostScan::default();
+    for (canon, file) in host_files(s, skip) {
+        let Ok(bytes) = std::fs::read(&canon) else {
+            continue;
+        };
+        let ext = canon.extension().and_then(|x| x.to_str()).unwrap_or("");
+        let text = String::from_utf8_lossy(&bytes);
+        lex(&text, &file, ext, &mut out.tokens, &mut out.annotations);
+        out.files.push(file);
     }
     out
 }

@@ -2,7 +2,7 @@
 
 use crate::config::{Settings, TagMode};
 use crate::error::Result;
-use crate::host_refs::source_entries;
+use crate::host_refs::{host_files, source_entries};
 use crate::resolve::{resolve, Resolution, Via};
 use crate::sources::{discover, groups, Lang, Source, TagKind};
 use loads::{rule_family_hazard, ArgKind, FamilyRule, HostIndex, LoadSite, Mentions};
@@ -366,36 +366,6 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
         notes,
         summary,
     })
-}
-
-/// Host files under the dispatch roots (sorted by name per root), kernel sources and kernel
-/// roots, `target/`, `.katlas/`, `.git/` left out: `(canonical path, project-relative path)`.
-fn host_files(s: &Settings, skip: &BTreeSet<PathBuf>) -> Vec<(PathBuf, String)> {
-    let mut out = Vec::new();
-    for root in &s.dispatch_roots {
-        for e in walkdir::WalkDir::new(root).sort_by_file_name().into_iter().flatten() {
-            if !e.file_type().is_file() {
-                continue;
-            }
-            let p = e.path();
-            let ext = p.extension().and_then(|x| x.to_str()).unwrap_or("");
-            if !s.host_extensions.iter().any(|x| x == ext) {
-                continue;
-            }
-            let canon = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-            if skip.contains(&canon) || s.kernel_roots.iter().any(|k| canon.starts_with(k)) {
-                continue;
-            }
-            // Below the dispatch root only: a project under a `target/` directory is still scanned.
-            let inner = p.strip_prefix(root).unwrap_or(p);
-            if inner.components().any(|c| c.as_os_str() == "target" || c.as_os_str() == ".katlas" || c.as_os_str() == ".git") {
-                continue;
-            }
-            let rel = s.rel(&canon);
-            out.push((canon, rel));
-        }
-    }
-    out
 }
 
 /// Under a prefix family rule: for each matrix atom and kernel, the file the runtime takes

@@ -267,3 +267,27 @@ fn evidence_whose_candidate_ran_elsewhere_is_flagged() {
     assert_eq!(f.code, "evidence-arch");
     assert!(f.message.contains("says arch gfx1100 but its candidate ran on gfx1101"), "{}", f.message);
 }
+
+/// A project that itself lies under a directory named `target` (a CI workspace, a build farm's
+/// checkout) is linted like any other: only `target/` *inside* the project is build output.
+/// The lint's host scan used to test every component of the absolute path and read no host file.
+#[test]
+fn lint_reads_host_files_of_a_project_under_a_target_directory() {
+    let plain = fixture_project();
+    let outer = tempfile::tempdir().unwrap();
+    let nested = outer.path().join("target/checkout");
+    copy_dir(&fixture_dir(), &nested);
+    let _ = std::fs::remove_dir_all(nested.join(".katlas/build"));
+    let lint = |dir: &std::path::Path| -> (Vec<(String, String, usize)>, Vec<(String, Option<String>)>) {
+        let r = lint_dispatch(&Project::open(dir).unwrap(), &settings(dir, None), None).unwrap();
+        let mut a: Vec<(String, String, usize)> = r.annotations.iter().map(|x| (x.kind.clone(), x.file.clone(), x.line)).collect();
+        let mut f: Vec<(String, Option<String>)> = r.findings.iter().map(|x| (x.code.clone(), x.at.clone())).collect();
+        a.sort();
+        f.sort();
+        (a, f)
+    };
+    let want = lint(plain.path());
+    assert_eq!(want.0.iter().filter(|(k, f, _)| k == "perf" && f == "crates/engine/src/dispatch.rs").count(), 3, "{:#?}", want.0);
+    assert_eq!(lint(&nested), want);
+    assert_eq!(reach(&settings(&nested, None)).unwrap().summary.host_files, 1);
+}
