@@ -466,51 +466,57 @@ fn fatbin_group(
     work: &[(u64, fatbin::FatbinEntry)],
     members: &[usize],
 ) -> Vec<(usize, Found)> {
-    let payloads: Vec<(usize, Vec<String>, &fatbin::FatbinEntry, std::result::Result<Blob, IsaError>)> = members
+    let payloads: Vec<Payload> = members
         .iter()
         .map(|&i| {
             let (base, e) = &work[i];
             let label = format!("fatbin[sm_{}{},{},{}]", e.sm, e.arch_suffix(), e.kind_name(), e.compression());
-            let payload = fatbin::entry_payload(&d[*base as usize..], e).map(Blob::from_vec);
-            (i, push(chain, label), e, payload)
+            Payload { index: i, chain: push(chain, label), entry: e, bytes: fatbin::entry_payload(&d[*base as usize..], e).map(Blob::from_vec) }
         })
         .collect();
     let leaves: Vec<Blob> = payloads
         .iter()
-        .filter_map(|(_, _, e, p)| p.as_ref().ok().filter(|b| e.kind == fatbin::KIND_PTX || detect(b.bytes()) == Kind::Cubin).cloned())
+        .filter_map(|p| p.bytes.as_ref().ok().filter(|b| p.entry.kind == fatbin::KIND_PTX || detect(b.bytes()) == Kind::Cubin).cloned())
         .collect();
     let _digests = ctx.ahead.compute(&leaves);
-    payloads
-        .into_iter()
-        .map(|(i, c, e, payload)| {
-            let b = match payload {
-                Ok(b) => b,
-                Err(err) => return (i, Found::error(path, &c, err)),
-            };
-            let f = match e.kind {
-                fatbin::KIND_ELF => {
-                    if detect(b.bytes()) == Kind::Cubin {
-                        let mut f = leaf(ctx, path, &b, push(&c, "cubin"), Vendor::Nvidia);
-                        f.objects.iter_mut().for_each(|o| {
-                            if let Some(n) = o.nvidia.as_mut() {
-                                n.fatbin_compression = Some(e.compression().into());
-                            }
-                            cubin::apply_entry_suffix(o, e.flags);
-                        });
-                        f
-                    } else {
-                        explore(ctx, path, b, c, depth + 1)
+    payloads.into_iter().map(|p| (p.index, fatbin_entry(ctx, path, depth, p))).collect()
+}
+
+/// One fatbin entry, decompressed, with where it sits.
+struct Payload<'a> {
+    index: usize,
+    chain: Vec<String>,
+    entry: &'a fatbin::FatbinEntry,
+    bytes: std::result::Result<Blob, IsaError>,
+}
+
+fn fatbin_entry(ctx: &Ctx, path: &str, depth: usize, p: Payload) -> Found {
+    let (c, e) = (p.chain, p.entry);
+    let b = match p.bytes {
+        Ok(b) => b,
+        Err(err) => return Found::error(path, &c, err),
+    };
+    match e.kind {
+        fatbin::KIND_ELF => {
+            if detect(b.bytes()) == Kind::Cubin {
+                let mut f = leaf(ctx, path, &b, push(&c, "cubin"), Vendor::Nvidia);
+                f.objects.iter_mut().for_each(|o| {
+                    if let Some(n) = o.nvidia.as_mut() {
+                        n.fatbin_compression = Some(e.compression().into());
                     }
-                }
-                fatbin::KIND_PTX => {
-                    let md5 = ctx.ahead.md5_hex(&b).unwrap_or_else(|| md5_hex(b.bytes()));
-                    ptx_leaf(path, b.bytes(), md5, push(&c, "ptx"))
-                }
-                k => Found::error(path, &c, format!("fatbin entry kind {k} is not PTX or ELF")),
-            };
-            (i, f)
-        })
-        .collect()
+                    cubin::apply_entry_suffix(o, e.flags);
+                });
+                f
+            } else {
+                explore(ctx, path, b, c, depth + 1)
+            }
+        }
+        fatbin::KIND_PTX => {
+            let md5 = ctx.ahead.md5_hex(&b).unwrap_or_else(|| md5_hex(b.bytes()));
+            ptx_leaf(path, b.bytes(), md5, push(&c, "ptx"))
+        }
+        k => Found::error(path, &c, format!("fatbin entry kind {k} is not PTX or ELF")),
+    }
 }
 
 fn ptx_leaf(path: &str, d: &[u8], md5: String, chain: Vec<String>) -> Found {
