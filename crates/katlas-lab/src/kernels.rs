@@ -176,8 +176,45 @@ pub struct Variant {
     /// Warps splitting one row set's K.
     pub sk: u32,
     pub math: Math,
+    pub form: Form,
     pub levers: &'static str,
 }
+
+/// How a variant's function is instantiated and launched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// One function for every shape; a block takes [`Variant::rows_per_block`] rows.
+    Rows,
+    /// x resident in registers: one instantiation per K (`{func}_g{gpw}w{wpb}`, groups per
+    /// warp x warps per block, from `splits`), rows walked in `rt`-row tiles.
+    XResident { splits: &'static [(usize, usize)], grid: Grid },
+}
+
+/// The grid of an x-resident variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grid {
+    /// One block per row tile, sized to about two blocks per SM of [`TILE_BOARD`].
+    Tiles,
+    /// As `Tiles`, with the block stride (`nblk`, here the tile count) passed after `rt`.
+    Strided,
+    /// As many blocks as fit at once, each walking `tile`-row tiles (`nblk` after `rt`);
+    /// `balanced`: the fewest blocks that still finish in the same number of tile rounds.
+    Persistent { tile: u32, balanced: bool },
+}
+
+const ROWS: Form = Form::Rows;
+const XR: Form = Form::XResident { splits: XR_SPLITS, grid: Grid::Tiles };
+const XR_STRIDED: Form = Form::XResident { splits: XR_SPLITS, grid: Grid::Strided };
+const fn xr_persistent(tile: u32, balanced: bool) -> Form {
+    Form::XResident { splits: XR_SPLITS, grid: Grid::Persistent { tile, balanced } }
+}
+/// The 8-byte-load kernels: their own splits (an even number of groups per warp).
+const fn x8_persistent(tile: u32, balanced: bool) -> Form {
+    Form::XResident { splits: X8_SPLITS, grid: Grid::Persistent { tile, balanced } }
+}
+
+/// The board non-persistent row tiles are sized for (katlas-arch's SM count of it).
+pub const TILE_BOARD: &str = "NVIDIA H200";
 
 impl Variant {
     pub fn arch(&self) -> Option<&'static str> {
@@ -189,28 +226,33 @@ impl Variant {
     }
     /// x-resident kernels come in one instantiation per K (groups per warp x warps per block).
     pub fn is_xr(&self) -> bool {
-        ["_xr", "_xrh", "_xrhu", "_xq", "_xqu", "_xs", "_xsu", "_xst", "_x8", "_x8s"].iter().any(|t| self.func.ends_with(t))
+        matches!(self.form, Form::XResident { .. })
+    }
+    fn grid(&self) -> Option<Grid> {
+        match self.form {
+            Form::XResident { grid, .. } => Some(grid),
+            Form::Rows => None,
+        }
     }
     /// Row-tile kernels that take a block stride (`nblk`) after `rt`.
     pub fn takes_nblk(&self) -> bool {
-        ["_xs", "_xsu", "_xst", "_x8", "_x8s"].iter().any(|t| self.func.ends_with(t))
+        matches!(self.grid(), Some(Grid::Strided | Grid::Persistent { .. }))
     }
     /// Persistent launch: as many blocks as fit at once, each walking row tiles.
     pub fn persistent(&self) -> bool {
-        self.name.starts_with("xp") || self.name.starts_with("x8")
+        matches!(self.grid(), Some(Grid::Persistent { .. }))
     }
-    /// Balanced persistent grid (`_b` in the name): the fewest blocks that still finish in the
-    /// same number of tile rounds, so every block walks the same number of tiles.
+    /// Balanced persistent grid: the fewest blocks that still finish in the same number of tile
+    /// rounds, so every block walks the same number of tiles.
     pub fn balanced(&self) -> bool {
-        self.name.split('_').any(|p| p == "b")
+        matches!(self.grid(), Some(Grid::Persistent { balanced: true, .. }))
     }
     /// The function to launch at this shape, its warps per block, and (x-resident) rows per block.
     pub fn resolve(&self, sh: Shape) -> Result<(String, u32, Option<u32>)> {
-        if !self.is_xr() {
+        let Form::XResident { splits, grid } = self.form else {
             return Ok((self.func.to_string(), self.wpb, None));
-        }
+        };
         let g = sh.b / 256;
-        let splits = if self.func.ends_with("_x8") || self.func.ends_with("_x8s") { X8_SPLITS } else { XR_SPLITS };
         let (gpw, wpb) = splits.iter().copied().find(|(gpw, wpb)| gpw * wpb == g).ok_or_else(|| {
             anyhow::anyhow!(
                 "{}: no x-resident instantiation for K={} (have K = 256*{:?})",
@@ -219,12 +261,16 @@ impl Variant {
                 splits.iter().map(|(a, b)| a * b).collect::<Vec<_>>()
             )
         })?;
-        // About two blocks per SM of an H200 (132 SMs); a multiple of the rows in flight (<= 16).
-        let rt = if self.persistent() {
-            // `_tN` in the variant name: N-row tiles (default 16).
-            self.name.split('_').find_map(|p| p.strip_prefix('t').and_then(|n| n.parse::<usize>().ok())).unwrap_or(16)
-        } else {
-            (sh.a.div_ceil(2 * 132)).div_ceil(16).clamp(1, 4) * 16
+        let rt = match grid {
+            Grid::Persistent { tile, .. } => tile as usize,
+            // About two blocks per SM; a multiple of the rows in flight (<= 16).
+            Grid::Tiles | Grid::Strided => {
+                let sms = katlas_arch::ArchDb::builtin()
+                    .product(TILE_BOARD)
+                    .map(|p| p.units.value as usize)
+                    .ok_or_else(|| anyhow::anyhow!("katlas-arch has no {TILE_BOARD}: cannot size {}'s row tiles", self.func))?;
+                (sh.a.div_ceil(2 * sms)).div_ceil(16).clamp(1, 4) * 16
+            }
         };
         Ok((format!("{}_g{gpw}w{wpb}", self.func), wpb as u32, Some(rt as u32)))
     }
@@ -251,37 +297,37 @@ pub fn tolerance(f: Family, m: Math) -> f64 {
 }
 
 macro_rules! v {
-    ($fam:ident, $name:literal, $file:literal, $func:literal, $r:expr, $wpb:expr, $sk:expr, $math:ident, $lev:literal) => {
-        Variant { family: Family::$fam, name: $name, file: $file, func: $func, r: $r, wpb: $wpb, sk: $sk, math: Math::$math, levers: $lev }
+    ($fam:ident, $name:literal, $file:literal, $func:literal, $r:expr, $wpb:expr, $sk:expr, $math:ident, $form:expr, $lev:literal) => {
+        Variant { family: Family::$fam, name: $name, file: $file, func: $func, r: $r, wpb: $wpb, sk: $sk, math: Math::$math, form: $form, levers: $lev }
     };
 }
 
 pub const VARIANTS: &[Variant] = &[
-    v!(GemvHfq4, "r1", "gemv_hfq4.cu", "gemv_hfq4g256_r1", 1, 4, 1, F32, "baseline: 1 row/warp, 4-byte loads, f32 dequant, 4 groups of loads in flight"),
-    v!(GemvHfq4, "r2", "gemv_hfq4.cu", "gemv_hfq4g256_r2", 2, 4, 1, F32, "multi-row R=2"),
-    v!(GemvHfq4, "r4", "gemv_hfq4.cu", "gemv_hfq4g256_r4", 4, 4, 1, F32, "multi-row R=4"),
-    v!(GemvHfq4, "r8", "gemv_hfq4.cu", "gemv_hfq4g256_r8", 8, 4, 1, F32, "multi-row R=8"),
-    v!(GemvHfq4, "r1_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r1_h2", 1, 4, 1, H2, "f16x2 dequant"),
-    v!(GemvHfq4, "r2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_h2", 2, 4, 1, H2, "multi-row R=2, f16x2 dequant"),
-    v!(GemvHfq4, "r4_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r4_h2", 4, 4, 1, H2, "multi-row R=4, f16x2 dequant"),
-    v!(GemvHfq4, "r8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r8_h2", 8, 4, 1, H2, "multi-row R=8, f16x2 dequant"),
-    v!(GemvHfq4, "r2_v8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_v8_h2", 2, 4, 1, H2, "8-byte loads, R=2, f16x2"),
-    v!(GemvHfq4, "r4_v8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r4_v8_h2", 4, 4, 1, H2, "8-byte loads, R=4, f16x2"),
-    v!(GemvHfq4, "r1_v16_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r1_v16_h2", 1, 4, 1, H2, "16-byte loads over 272-byte group pairs, f16x2"),
-    v!(GemvHfq4, "r2_v16_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_v16_h2", 2, 4, 1, H2, "16-byte loads, R=2, f16x2"),
-    v!(GemvHfq4, "r2_v16", "gemv_hfq4.cu", "gemv_hfq4g256_r2_v16", 2, 4, 1, F32, "16-byte loads, R=2, f32"),
-    v!(GemvHfq4, "r2_pf_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_pf_h2", 2, 4, 1, H2, "register double-buffered prefetch, R=2, f16x2"),
-    v!(GemvHfq4, "r4_pf_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r4_pf_h2", 4, 4, 1, H2, "register double-buffered prefetch, R=4, f16x2"),
-    v!(GemvHfq4, "r1_sk4", "gemv_hfq4.cu", "gemv_hfq4g256_r1_sk4", 1, 8, 4, F32, "split-K over 4 warps"),
-    v!(GemvHfq4, "r2_sk2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_sk2_h2", 2, 8, 2, H2, "split-K over 2 warps, R=2, f16x2"),
-    v!(GemvHfq4, "r4_sk2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r4_sk2_h2", 4, 8, 2, H2, "split-K over 2 warps, R=4, f16x2"),
-    v!(GemvHfq4, "r1_u8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r1_u8_h2", 1, 4, 1, H2, "8 groups of loads in flight, f16x2"),
-    v!(GemvHfq4, "r2_u8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_u8_h2", 2, 4, 1, H2, "8 groups of loads in flight, R=2, f16x2"),
-    v!(GemvHfq4, "xr", "gemv_hfq4.cu", "gemv_hfq4g256_xr", 1, 8, 1, F32, "x resident in registers: warps own K slices, rows streamed, f32 dequant"),
-    v!(GemvHfq4, "xr_h2", "gemv_hfq4.cu", "gemv_hfq4g256_xrh", 1, 8, 1, H2, "x resident in registers (f16x2), warps own K slices, rows streamed"),
-    v!(GemvHfq4, "xr_h2_u", "gemv_hfq4.cu", "gemv_hfq4g256_xrhu", 1, 8, 1, H2, "x resident (f16x2), half the rows in flight"),
-    v!(GemvHfq4, "xq", "gemv_hfq4.cu", "gemv_hfq4g256_xq", 1, 8, 1, Q8, "x resident as int8 per group, dp4a dot products, rows streamed"),
-    v!(GemvHfq4, "xq_u", "gemv_hfq4.cu", "gemv_hfq4g256_xqu", 1, 8, 1, Q8, "x resident as int8, dp4a, half the rows in flight"),
+    v!(GemvHfq4, "r1", "gemv_hfq4.cu", "gemv_hfq4g256_r1", 1, 4, 1, F32, ROWS, "baseline: 1 row/warp, 4-byte loads, f32 dequant, 4 groups of loads in flight"),
+    v!(GemvHfq4, "r2", "gemv_hfq4.cu", "gemv_hfq4g256_r2", 2, 4, 1, F32, ROWS, "multi-row R=2"),
+    v!(GemvHfq4, "r4", "gemv_hfq4.cu", "gemv_hfq4g256_r4", 4, 4, 1, F32, ROWS, "multi-row R=4"),
+    v!(GemvHfq4, "r8", "gemv_hfq4.cu", "gemv_hfq4g256_r8", 8, 4, 1, F32, ROWS, "multi-row R=8"),
+    v!(GemvHfq4, "r1_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r1_h2", 1, 4, 1, H2, ROWS, "f16x2 dequant"),
+    v!(GemvHfq4, "r2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_h2", 2, 4, 1, H2, ROWS, "multi-row R=2, f16x2 dequant"),
+    v!(GemvHfq4, "r4_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r4_h2", 4, 4, 1, H2, ROWS, "multi-row R=4, f16x2 dequant"),
+    v!(GemvHfq4, "r8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r8_h2", 8, 4, 1, H2, ROWS, "multi-row R=8, f16x2 dequant"),
+    v!(GemvHfq4, "r2_v8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_v8_h2", 2, 4, 1, H2, ROWS, "8-byte loads, R=2, f16x2"),
+    v!(GemvHfq4, "r4_v8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r4_v8_h2", 4, 4, 1, H2, ROWS, "8-byte loads, R=4, f16x2"),
+    v!(GemvHfq4, "r1_v16_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r1_v16_h2", 1, 4, 1, H2, ROWS, "16-byte loads over 272-byte group pairs, f16x2"),
+    v!(GemvHfq4, "r2_v16_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_v16_h2", 2, 4, 1, H2, ROWS, "16-byte loads, R=2, f16x2"),
+    v!(GemvHfq4, "r2_v16", "gemv_hfq4.cu", "gemv_hfq4g256_r2_v16", 2, 4, 1, F32, ROWS, "16-byte loads, R=2, f32"),
+    v!(GemvHfq4, "r2_pf_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_pf_h2", 2, 4, 1, H2, ROWS, "register double-buffered prefetch, R=2, f16x2"),
+    v!(GemvHfq4, "r4_pf_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r4_pf_h2", 4, 4, 1, H2, ROWS, "register double-buffered prefetch, R=4, f16x2"),
+    v!(GemvHfq4, "r1_sk4", "gemv_hfq4.cu", "gemv_hfq4g256_r1_sk4", 1, 8, 4, F32, ROWS, "split-K over 4 warps"),
+    v!(GemvHfq4, "r2_sk2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_sk2_h2", 2, 8, 2, H2, ROWS, "split-K over 2 warps, R=2, f16x2"),
+    v!(GemvHfq4, "r4_sk2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r4_sk2_h2", 4, 8, 2, H2, ROWS, "split-K over 2 warps, R=4, f16x2"),
+    v!(GemvHfq4, "r1_u8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r1_u8_h2", 1, 4, 1, H2, ROWS, "8 groups of loads in flight, f16x2"),
+    v!(GemvHfq4, "r2_u8_h2", "gemv_hfq4.cu", "gemv_hfq4g256_r2_u8_h2", 2, 4, 1, H2, ROWS, "8 groups of loads in flight, R=2, f16x2"),
+    v!(GemvHfq4, "xr", "gemv_hfq4.cu", "gemv_hfq4g256_xr", 1, 8, 1, F32, XR, "x resident in registers: warps own K slices, rows streamed, f32 dequant"),
+    v!(GemvHfq4, "xr_h2", "gemv_hfq4.cu", "gemv_hfq4g256_xrh", 1, 8, 1, H2, XR, "x resident in registers (f16x2), warps own K slices, rows streamed"),
+    v!(GemvHfq4, "xr_h2_u", "gemv_hfq4.cu", "gemv_hfq4g256_xrhu", 1, 8, 1, H2, XR, "x resident (f16x2), half the rows in flight"),
+    v!(GemvHfq4, "xq", "gemv_hfq4.cu", "gemv_hfq4g256_xq", 1, 8, 1, Q8, XR, "x resident as int8 per group, dp4a dot products, rows streamed"),
+    v!(GemvHfq4, "xq_u", "gemv_hfq4.cu", "gemv_hfq4g256_xqu", 1, 8, 1, Q8, XR, "x resident as int8, dp4a, half the rows in flight"),
     v!(
         GemvHfq4,
         "xs",
@@ -291,9 +337,10 @@ pub const VARIANTS: &[Variant] = &[
         8,
         1,
         Q8,
+        XR_STRIDED,
         "xq + one header per lane shared by shuffle, rows reduced together: more rows in flight"
     ),
-    v!(GemvHfq4, "xs_u", "gemv_hfq4.cu", "gemv_hfq4g256_xsu", 1, 8, 1, Q8, "xs with half the rows in flight"),
+    v!(GemvHfq4, "xs_u", "gemv_hfq4.cu", "gemv_hfq4g256_xsu", 1, 8, 1, Q8, XR_STRIDED, "xs with half the rows in flight"),
     v!(
         GemvHfq4,
         "xp",
@@ -303,13 +350,47 @@ pub const VARIANTS: &[Variant] = &[
         8,
         1,
         Q8,
+        xr_persistent(16, false),
         "xs_u on a persistent grid: resident blocks walk 16-row tiles, x prepared once per block"
     ),
-    v!(GemvHfq4, "xp_t8", "gemv_hfq4.cu", "gemv_hfq4g256_xsu", 1, 8, 1, Q8, "xp with 8-row tiles: finer static balance across SMs"),
-    v!(GemvHfq4, "xp_t8_st", "gemv_hfq4.cu", "gemv_hfq4g256_xst", 1, 8, 1, Q8, "xp_t8 with streaming loads: L1 bypass and 256-byte L2 prefetch per request"),
-    v!(GemvHfq4, "xp_t4_st", "gemv_hfq4.cu", "gemv_hfq4g256_xst", 1, 8, 1, Q8, "xp_t8_st with 4-row tiles: finer balance at the end of the persistent walk"),
-    v!(GemvHfq4, "xp_st", "gemv_hfq4.cu", "gemv_hfq4g256_xst", 1, 8, 1, Q8, "xp with streaming loads (16-row tiles)"),
-    v!(GemvHfq4, "xp_t8_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_xst", 1, 8, 1, Q8, "xp_t8_st on a balanced grid: every block walks the same number of tiles"),
+    v!(GemvHfq4, "xp_t8", "gemv_hfq4.cu", "gemv_hfq4g256_xsu", 1, 8, 1, Q8, xr_persistent(8, false), "xp with 8-row tiles: finer static balance across SMs"),
+    v!(
+        GemvHfq4,
+        "xp_t8_st",
+        "gemv_hfq4.cu",
+        "gemv_hfq4g256_xst",
+        1,
+        8,
+        1,
+        Q8,
+        xr_persistent(8, false),
+        "xp_t8 with streaming loads: L1 bypass and 256-byte L2 prefetch per request"
+    ),
+    v!(
+        GemvHfq4,
+        "xp_t4_st",
+        "gemv_hfq4.cu",
+        "gemv_hfq4g256_xst",
+        1,
+        8,
+        1,
+        Q8,
+        xr_persistent(4, false),
+        "xp_t8_st with 4-row tiles: finer balance at the end of the persistent walk"
+    ),
+    v!(GemvHfq4, "xp_st", "gemv_hfq4.cu", "gemv_hfq4g256_xst", 1, 8, 1, Q8, xr_persistent(16, false), "xp with streaming loads (16-row tiles)"),
+    v!(
+        GemvHfq4,
+        "xp_t8_st_b",
+        "gemv_hfq4.cu",
+        "gemv_hfq4g256_xst",
+        1,
+        8,
+        1,
+        Q8,
+        xr_persistent(8, true),
+        "xp_t8_st on a balanced grid: every block walks the same number of tiles"
+    ),
     v!(
         GemvHfq4,
         "x8_t8_b",
@@ -319,38 +400,39 @@ pub const VARIANTS: &[Variant] = &[
         8,
         1,
         Q8,
+        x8_persistent(8, true),
         "8-byte lane loads (a warp-load covers two groups), persistent 8-row tiles, balanced grid"
     ),
-    v!(GemvHfq4, "x8_t8_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_x8s", 1, 8, 1, Q8, "x8_t8_b with streaming loads"),
-    v!(GemvHfq4, "x8_t4_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_x8s", 1, 8, 1, Q8, "x8_t8_st_b with 4-row tiles"),
-    v!(GemvHfq4, "x8_t16_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_x8s", 1, 8, 1, Q8, "x8_t8_st_b with 16-row tiles"),
-    v!(GemvHfq4, "xp8", "gemv_hfq4.cu", "gemv_hfq4g256_xs", 1, 8, 1, Q8, "xs on a persistent grid (8 rows in flight)"),
-    v!(GemvHfq4, "bulk_r2", "gemv_hfq4.sm_90.cu", "gemv_hfq4g256_bulk_r2", 2, 4, 1, H2, "sm_90 cp.async.bulk + mbarrier, 3 stages of 8 groups x 8 rows"),
-    v!(GemvHfq4, "bulk_r1", "gemv_hfq4.sm_90.cu", "gemv_hfq4g256_bulk_r1", 1, 8, 1, H2, "sm_90 cp.async.bulk + mbarrier, 4 stages of 4 groups x 8 rows"),
-    v!(GemvHfq4Res, "r1", "gemv_hfq4.cu", "gemv_hfq4g256_res_r1", 1, 4, 1, F32, "baseline + residual add"),
-    v!(GemvHfq4Res, "r2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_res_r2_h2", 2, 4, 1, H2, "R=2, f16x2, residual add"),
-    v!(GemvHfq4Res, "r4_h2", "gemv_hfq4.cu", "gemv_hfq4g256_res_r4_h2", 4, 4, 1, H2, "R=4, f16x2, residual add"),
-    v!(GemvHfq4Res, "r2_sk2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_res_r2_sk2_h2", 2, 8, 2, H2, "split-K 2, R=2, f16x2, residual add"),
-    v!(GemvHfq4Res, "xr", "gemv_hfq4.cu", "gemv_hfq4g256_res_xr", 1, 8, 1, F32, "x resident, residual add"),
-    v!(GemvHfq4Res, "xr_h2", "gemv_hfq4.cu", "gemv_hfq4g256_res_xrh", 1, 8, 1, H2, "x resident (f16x2), residual add"),
-    v!(GemvHfq4Res, "xq", "gemv_hfq4.cu", "gemv_hfq4g256_res_xq", 1, 8, 1, Q8, "x resident as int8, dp4a, residual add"),
-    v!(GemvHfq4Res, "xs", "gemv_hfq4.cu", "gemv_hfq4g256_res_xs", 1, 8, 1, Q8, "xs, residual add"),
-    v!(GemvHfq4Res, "xp", "gemv_hfq4.cu", "gemv_hfq4g256_res_xsu", 1, 8, 1, Q8, "xp, residual add"),
-    v!(GemvHfq4Res, "xp_t8", "gemv_hfq4.cu", "gemv_hfq4g256_res_xsu", 1, 8, 1, Q8, "xp_t8, residual add"),
-    v!(GemvHfq4Res, "x8_t8_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_res_x8s", 1, 8, 1, Q8, "x8_t8_st_b, residual add"),
-    v!(GemvBf16, "r1", "gemv_bf16.cu", "gemv_bf16_r1", 1, 4, 1, F32, "baseline: 1 row/warp, 16-byte loads"),
-    v!(GemvBf16, "r2", "gemv_bf16.cu", "gemv_bf16_r2", 2, 4, 1, F32, "multi-row R=2"),
-    v!(GemvBf16, "r4", "gemv_bf16.cu", "gemv_bf16_r4", 4, 4, 1, F32, "multi-row R=4"),
-    v!(GemvBf16, "r1_u8", "gemv_bf16.cu", "gemv_bf16_r1_u8", 1, 4, 1, F32, "8 steps of loads in flight"),
-    v!(GemvBf16, "r2_sk2", "gemv_bf16.cu", "gemv_bf16_r2_sk2", 2, 8, 2, F32, "split-K 2, R=2"),
-    v!(GemvBf16, "r1_sk4", "gemv_bf16.cu", "gemv_bf16_r1_sk4", 1, 8, 4, F32, "split-K 4"),
-    v!(SwigluHfq4, "r1", "swiglu_hfq4.cu", "swiglu_hfq4g256_r1", 1, 4, 1, F32, "baseline fused gate+up+SwiGLU, f32 dequant"),
-    v!(SwigluHfq4, "r2_h2", "swiglu_hfq4.cu", "swiglu_hfq4g256_r2_h2", 2, 4, 1, H2, "R=2, f16x2 dequant"),
-    v!(Rmsnorm, "v1", "rmsnorm.cu", "rmsnorm_v1", 1, 8, 1, F32, "baseline: scalar loads, two passes over memory"),
-    v!(Rmsnorm, "v4", "rmsnorm.cu", "rmsnorm_v4", 1, 8, 1, F32, "16-byte loads, row kept in registers"),
-    v!(Rope, "exact", "rope.cu", "rope_exact", 1, 4, 1, F32, "baseline: angles by sincos"),
-    v!(Rope, "cache", "rope.cu", "rope_cache", 1, 4, 1, F32, "cos/sin from a table"),
-    v!(AttnDecode, "split", "attn_decode.cu", "attn_decode_split", 1, 4, 1, F32, "flash-decoding split over the sequence + combine"),
+    v!(GemvHfq4, "x8_t8_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_x8s", 1, 8, 1, Q8, x8_persistent(8, true), "x8_t8_b with streaming loads"),
+    v!(GemvHfq4, "x8_t4_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_x8s", 1, 8, 1, Q8, x8_persistent(4, true), "x8_t8_st_b with 4-row tiles"),
+    v!(GemvHfq4, "x8_t16_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_x8s", 1, 8, 1, Q8, x8_persistent(16, true), "x8_t8_st_b with 16-row tiles"),
+    v!(GemvHfq4, "xp8", "gemv_hfq4.cu", "gemv_hfq4g256_xs", 1, 8, 1, Q8, xr_persistent(16, false), "xs on a persistent grid (8 rows in flight)"),
+    v!(GemvHfq4, "bulk_r2", "gemv_hfq4.sm_90.cu", "gemv_hfq4g256_bulk_r2", 2, 4, 1, H2, ROWS, "sm_90 cp.async.bulk + mbarrier, 3 stages of 8 groups x 8 rows"),
+    v!(GemvHfq4, "bulk_r1", "gemv_hfq4.sm_90.cu", "gemv_hfq4g256_bulk_r1", 1, 8, 1, H2, ROWS, "sm_90 cp.async.bulk + mbarrier, 4 stages of 4 groups x 8 rows"),
+    v!(GemvHfq4Res, "r1", "gemv_hfq4.cu", "gemv_hfq4g256_res_r1", 1, 4, 1, F32, ROWS, "baseline + residual add"),
+    v!(GemvHfq4Res, "r2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_res_r2_h2", 2, 4, 1, H2, ROWS, "R=2, f16x2, residual add"),
+    v!(GemvHfq4Res, "r4_h2", "gemv_hfq4.cu", "gemv_hfq4g256_res_r4_h2", 4, 4, 1, H2, ROWS, "R=4, f16x2, residual add"),
+    v!(GemvHfq4Res, "r2_sk2_h2", "gemv_hfq4.cu", "gemv_hfq4g256_res_r2_sk2_h2", 2, 8, 2, H2, ROWS, "split-K 2, R=2, f16x2, residual add"),
+    v!(GemvHfq4Res, "xr", "gemv_hfq4.cu", "gemv_hfq4g256_res_xr", 1, 8, 1, F32, XR, "x resident, residual add"),
+    v!(GemvHfq4Res, "xr_h2", "gemv_hfq4.cu", "gemv_hfq4g256_res_xrh", 1, 8, 1, H2, XR, "x resident (f16x2), residual add"),
+    v!(GemvHfq4Res, "xq", "gemv_hfq4.cu", "gemv_hfq4g256_res_xq", 1, 8, 1, Q8, XR, "x resident as int8, dp4a, residual add"),
+    v!(GemvHfq4Res, "xs", "gemv_hfq4.cu", "gemv_hfq4g256_res_xs", 1, 8, 1, Q8, XR_STRIDED, "xs, residual add"),
+    v!(GemvHfq4Res, "xp", "gemv_hfq4.cu", "gemv_hfq4g256_res_xsu", 1, 8, 1, Q8, xr_persistent(16, false), "xp, residual add"),
+    v!(GemvHfq4Res, "xp_t8", "gemv_hfq4.cu", "gemv_hfq4g256_res_xsu", 1, 8, 1, Q8, xr_persistent(8, false), "xp_t8, residual add"),
+    v!(GemvHfq4Res, "x8_t8_st_b", "gemv_hfq4.cu", "gemv_hfq4g256_res_x8s", 1, 8, 1, Q8, x8_persistent(8, true), "x8_t8_st_b, residual add"),
+    v!(GemvBf16, "r1", "gemv_bf16.cu", "gemv_bf16_r1", 1, 4, 1, F32, ROWS, "baseline: 1 row/warp, 16-byte loads"),
+    v!(GemvBf16, "r2", "gemv_bf16.cu", "gemv_bf16_r2", 2, 4, 1, F32, ROWS, "multi-row R=2"),
+    v!(GemvBf16, "r4", "gemv_bf16.cu", "gemv_bf16_r4", 4, 4, 1, F32, ROWS, "multi-row R=4"),
+    v!(GemvBf16, "r1_u8", "gemv_bf16.cu", "gemv_bf16_r1_u8", 1, 4, 1, F32, ROWS, "8 steps of loads in flight"),
+    v!(GemvBf16, "r2_sk2", "gemv_bf16.cu", "gemv_bf16_r2_sk2", 2, 8, 2, F32, ROWS, "split-K 2, R=2"),
+    v!(GemvBf16, "r1_sk4", "gemv_bf16.cu", "gemv_bf16_r1_sk4", 1, 8, 4, F32, ROWS, "split-K 4"),
+    v!(SwigluHfq4, "r1", "swiglu_hfq4.cu", "swiglu_hfq4g256_r1", 1, 4, 1, F32, ROWS, "baseline fused gate+up+SwiGLU, f32 dequant"),
+    v!(SwigluHfq4, "r2_h2", "swiglu_hfq4.cu", "swiglu_hfq4g256_r2_h2", 2, 4, 1, H2, ROWS, "R=2, f16x2 dequant"),
+    v!(Rmsnorm, "v1", "rmsnorm.cu", "rmsnorm_v1", 1, 8, 1, F32, ROWS, "baseline: scalar loads, two passes over memory"),
+    v!(Rmsnorm, "v4", "rmsnorm.cu", "rmsnorm_v4", 1, 8, 1, F32, ROWS, "16-byte loads, row kept in registers"),
+    v!(Rope, "exact", "rope.cu", "rope_exact", 1, 4, 1, F32, ROWS, "baseline: angles by sincos"),
+    v!(Rope, "cache", "rope.cu", "rope_cache", 1, 4, 1, F32, ROWS, "cos/sin from a table"),
+    v!(AttnDecode, "split", "attn_decode.cu", "attn_decode_split", 1, 4, 1, F32, ROWS, "flash-decoding split over the sequence + combine"),
 ];
 
 /// (groups per warp, warps per block) of the x-resident instantiations.
