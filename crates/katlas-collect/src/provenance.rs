@@ -91,6 +91,27 @@ impl ProvenanceOptions {
     }
 }
 
+/// How a candidate file's arch tag meets the target arch (katlas-arch's [`katlas_arch::tag_reach`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TagFit {
+    Base,
+    Chip,
+    Family,
+    OtherArch,
+}
+
+impl TagFit {
+    /// The word in [`SourceCandidate::tag_kind`].
+    fn word(self) -> &'static str {
+        match self {
+            TagFit::Base => "base",
+            TagFit::Chip => "chip",
+            TagFit::Family => "family",
+            TagFit::OtherArch => "other-arch",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SourceCandidate {
     pub path: String,
@@ -483,15 +504,15 @@ impl ProvenanceIndex {
             let mut score = 0.0;
             // A selector that loads this very file on the arch.
             let choice = active.iter().find_map(|s| s.choices().iter().position(|(_, file)| *file == f.file_name || *file == f.rel).map(|pos| (*s, pos)));
-            let (tag_kind, tag_ok) = match f.tag_arch.as_deref() {
-                None => ("base", true),
+            let tag_fit = match f.tag_arch.as_deref() {
+                None => TagFit::Base,
                 Some(t) => match arch.and_then(|a| katlas_arch::tag_reach(t, a, &opts.families)) {
-                    Some(katlas_arch::TagKind::Chip) => ("chip", true),
-                    Some(_) => ("family", true),
-                    None => ("other-arch", false),
+                    Some(katlas_arch::TagKind::Chip) => TagFit::Chip,
+                    Some(_) => TagFit::Family,
+                    None => TagFit::OtherArch,
                 },
             };
-            if !tag_ok && choice.is_none() {
+            if tag_fit == TagFit::OtherArch && choice.is_none() {
                 continue; // built for another chip or family
             }
             let name_hit = variants.iter().position(|v| *v == f.stem);
@@ -511,8 +532,8 @@ impl ProvenanceIndex {
             };
             let tag_s = f.tag_arch.as_deref().unwrap_or("");
             let mut hazard = None;
-            match tag_kind {
-                "chip" => match &f.tag_rest {
+            match tag_fit {
+                TagFit::Chip => match &f.tag_rest {
                     None => {
                         score += 50.0;
                         reasons.push(format!("chip tag `{tag_s}` is the target arch"));
@@ -522,7 +543,7 @@ impl ProvenanceIndex {
                         reasons.push(format!("chip tag `{tag_s}` with variant suffix `{rest}`: which variant loads is decided at run time"));
                     }
                 },
-                "family" => {
+                TagFit::Family => {
                     score += 30.0;
                     let a = arch.unwrap_or("?");
                     reasons.push(match opts.family_rule {
@@ -534,8 +555,8 @@ impl ProvenanceIndex {
                         hazard = Some(h.clone());
                     }
                 }
-                "other-arch" => reasons.push(format!("tagged for {tag_s}, not {}", arch.unwrap_or("?"))),
-                _ => reasons.push("base file (no arch tag)".into()),
+                TagFit::OtherArch => reasons.push(format!("tagged for {tag_s}, not {}", arch.unwrap_or("?"))),
+                TagFit::Base => reasons.push("base file (no arch tag)".into()),
             }
             let mut definition_line = None;
             if let Some((i, v, l)) = def {
@@ -590,7 +611,7 @@ impl ProvenanceIndex {
             out.push(SourceCandidate {
                 path: f.rel.clone(),
                 score,
-                tag_kind: tag_kind.into(),
+                tag_kind: tag_fit.word().into(),
                 tag: f.tag.clone(),
                 matched,
                 definition_line,
