@@ -30,6 +30,30 @@ pub fn reader<R: Read>(r: R) -> csv::Reader<R> {
     csv::ReaderBuilder::new().has_headers(false).flexible(true).buffer_capacity(1 << 20).from_reader(r)
 }
 
+/// Reads the next record into `rec`: false at the end. A malformed record is a warning naming
+/// its line (`line_base` added, for CSV that starts after a preamble) and is skipped; an I/O
+/// error ends the read.
+pub fn next_record<R: Read>(
+    rd: &mut csv::Reader<R>,
+    rec: &mut csv::ByteRecord,
+    source: &str,
+    line_base: u64,
+    warnings: &mut Vec<String>,
+) -> Result<bool, ParseError> {
+    loop {
+        match rd.read_byte_record(rec) {
+            Ok(more) => return Ok(more),
+            Err(e) => {
+                let line = e.position().map(|p| p.line() + line_base);
+                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
+                    return Err(ParseError::new(source, line, e.to_string()));
+                }
+                warnings.push(format!("{source}:{}: {e}", line.unwrap_or(0)));
+            }
+        }
+    }
+}
+
 pub fn field(rec: &csv::ByteRecord, i: Option<usize>) -> Option<&str> {
     i.and_then(|i| rec.get(i)).and_then(|b| std::str::from_utf8(b).ok()).map(str::trim)
 }

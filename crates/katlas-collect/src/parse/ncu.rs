@@ -87,17 +87,8 @@ pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<
     let mut cc: Option<String> = None;
     let dev_c = col("device__attribute_display_name");
     loop {
-        match rd.read_byte_record(&mut rec) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => {
-                let line = e.position().map(|p| p.line() + line_base);
-                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
-                    return Err(ParseError::new(source, line, e.to_string()));
-                }
-                out.warnings.push(format!("{source}:{}: {e}", line.unwrap_or(0)));
-                continue;
-            }
+        if !csvutil::next_record(&mut rd, &mut rec, source, line_base, &mut out.warnings)? {
+            break;
         }
         let line = line_of(&rec) + line_base;
         if !units_done {

@@ -127,17 +127,8 @@ fn parse_trace(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, parser: 
     let mut counters: Vec<(usize, String)> = Vec::new();
     let mut skipped = 0u64;
     loop {
-        match rd.read_byte_record(&mut rec) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => {
-                let line = e.position().map(|p| p.line());
-                out.warnings.push(format!("{source}:{}: {e}", line.unwrap_or(0)));
-                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
-                    return Err(ParseError::new(source, line, e.to_string()));
-                }
-                continue;
-            }
+        if !csvutil::next_record(&mut rd, &mut rec, source, 0, &mut out.warnings)? {
+            break;
         }
         let line = line_of(&rec);
         if is_header(&rec) {
@@ -243,17 +234,8 @@ pub fn parse_v3_counters(r: &mut dyn BufRead, source: &str, opts: &ParserOptions
     let mut cols: Option<V3Cols> = None;
     let mut rows = 0u64;
     loop {
-        match rd.read_byte_record(&mut rec) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => {
-                let line = e.position().map(|p| p.line());
-                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
-                    return Err(ParseError::new(source, line, e.to_string()));
-                }
-                out.warnings.push(format!("{source}:{}: {e}", line.unwrap_or(0)));
-                continue;
-            }
+        if !csvutil::next_record(&mut rd, &mut rec, source, 0, &mut out.warnings)? {
+            break;
         }
         let line = line_of(&rec);
         if is_header(&rec) {

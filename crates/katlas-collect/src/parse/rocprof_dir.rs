@@ -207,34 +207,12 @@ fn open(path: &Path, limits: &Limits) -> Result<csv::Reader<Box<dyn std::io::Buf
     Ok(csvutil::reader(r))
 }
 
-/// Next record, or `None` at the end; a malformed record is a warning, an I/O error fatal.
-fn next(
-    rd: &mut csv::Reader<Box<dyn std::io::BufRead>>,
-    rec: &mut csv::ByteRecord,
-    source: &str,
-    warnings: &mut Vec<String>,
-) -> Result<Option<()>, ParseError> {
-    loop {
-        match rd.read_byte_record(rec) {
-            Ok(false) => return Ok(None),
-            Ok(true) => return Ok(Some(())),
-            Err(e) => {
-                let line = e.position().map(|p| p.line());
-                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
-                    return Err(ParseError::new(source, line, e.to_string()));
-                }
-                warnings.push(format!("{source}:{}: {e}", line.unwrap_or(0)));
-            }
-        }
-    }
-}
-
 /// GPU agents of an agent_info.csv by `Node_Id` (the `Agent_Id` of the other files).
 fn read_agents(path: &Path, limits: &Limits, agents: &mut BTreeMap<u64, Agent>, warnings: &mut Vec<String>) -> Result<(), ParseError> {
     let source = path.display().to_string();
     let mut rd = open(path, limits)?;
     let mut rec = csv::ByteRecord::new();
-    if next(&mut rd, &mut rec, &source, warnings)?.is_none() {
+    if !csvutil::next_record(&mut rd, &mut rec, &source, 0, warnings)? {
         return Err(ParseError::new(&source, None, "empty input: no CSV header"));
     }
     let h = Header::new(&rec);
@@ -242,7 +220,7 @@ fn read_agents(path: &Path, limits: &Limits, agents: &mut BTreeMap<u64, Agent>, 
     let name = h.require(&["Name"], &source, 1).map_err(|e| ParseError::key(&source, 1, "Name", e.message))?;
     let kind = h.col(&["Agent_Type"]);
     let product = h.col(&["Product_Name", "Marketing_Name"]);
-    while next(&mut rd, &mut rec, &source, warnings)?.is_some() {
+    while csvutil::next_record(&mut rd, &mut rec, &source, 0, warnings)? {
         let line = line_of(&rec);
         if field(&rec, kind).is_some_and(|k| k != "GPU") {
             continue;
@@ -302,7 +280,7 @@ fn read_counters(files: &[PathBuf], limits: &Limits, warnings: &mut Vec<String>)
         let mut rec = csv::ByteRecord::new();
         let mut cols: Option<V3Cols> = None;
         let mut index: HashMap<u64, usize> = HashMap::new();
-        while next(&mut rd, &mut rec, &source, warnings)?.is_some() {
+        while csvutil::next_record(&mut rd, &mut rec, &source, 0, warnings)? {
             let line = line_of(&rec);
             if is_header(&rec) {
                 let h = Header::new(&rec);
@@ -410,7 +388,7 @@ fn join_run(v: &mut View<'_>, dir: &Path, prefix: &str, run: &Run, limits: &Limi
         let mut cols: Option<V3Cols> = None;
         let mut index: HashMap<u64, usize> = HashMap::new();
         let mut key_col = None;
-        while next(&mut rd, &mut rec, &source, &mut v.out.warnings)?.is_some() {
+        while csvutil::next_record(&mut rd, &mut rec, &source, 0, &mut v.out.warnings)? {
             let line = line_of(&rec);
             if is_header(&rec) {
                 let h = Header::new(&rec);
