@@ -16,8 +16,8 @@ pub const SCHEMA: &str = "hipfire.kernel_atlas.isa.v0";
 /// The category names hipfire's `isa_category` gives (`scripts/kernel_atlas.py`).
 pub const PEER_CATEGORIES: [&str; 11] = ["matrix", "dot", "vmem", "smem", "lds", "branch", "wait", "salu", "valu", "export", "other"];
 
-/// hipfire's name for a katlas category (see [`crate::category::amd_category`] and
-/// [`crate::category::sass_category`]); a name hipfire has no counterpart for is its `other`.
+/// hipfire's name for a katlas category (the categories of `category::amd_category` and
+/// `category::sass_category`); a name hipfire has no counterpart for is its `other`.
 pub fn peer_category(katlas: &str) -> &'static str {
     match katlas {
         "vmem_load" | "vmem_store" | "vmem" | "scratch_load" | "scratch_store" => "vmem",

@@ -13,7 +13,7 @@
 //! The public surface is the scan ([`scan`], [`scan_bytes`], [`ScanOptions`]), the manifest it
 //! returns ([`manifest`], the `katlas.isa.v1` contract, and its writers [`write_compact`] /
 //! [`write_pretty`]), the manifest diff ([`diff`], `katlas.isa.diff.v1`) and the hipfire export
-//! ([`hipfire`]). The readers themselves are private; [`oracle`] opens the ones the tests and fuzz
+//! ([`hipfire`]). The readers themselves are private; `oracle` opens the ones the tests and fuzz
 //! targets check against vendor tools (feature `oracle`).
 
 mod amd;
