@@ -344,6 +344,17 @@ fn project_rules_override_and_corpus_ids() {
     ok(&katlas(p, &["corpus", "import", "rows.jsonl"]));
     let ls = json(&katlas(p, &["corpus", "ls", "--phase", "decode_ar", "--format", "json"]));
     let id = ls["rows"].as_array().and_then(|a| a.first()).and_then(|r| r["id"].as_str()).map(str::to_string).expect("imported decode row");
+    // ls and export filter rows alike: every kept row has the phase asked for, and export keeps
+    // the rows ls lists.
+    let phases = |args: &[&str]| -> Vec<String> {
+        json(&katlas(p, args))["rows"].as_array().expect("rows").iter().map(|r| r["phase"].as_str().unwrap_or_default().to_string()).collect()
+    };
+    let ar = phases(&["corpus", "ls", "--phase", "decode_ar", "--format", "json"]);
+    assert!(!ar.is_empty() && ar.iter().all(|x| x == "decode_ar"), "{ar:?}");
+    assert!(phases(&["corpus", "ls", "--format", "json"]).len() > ar.len());
+    let exported = ok(&katlas(p, &["corpus", "export", "--format", "hipfire-v0", "--phase", "decode_ar"]));
+    assert_eq!(exported.lines().count(), ar.len(), "{exported}");
+    assert!(phases(&["corpus", "ls", "--phase", "decode_ar", "--status", "error", "--format", "json"]).is_empty());
     let v = json(&katlas(p, &["fit", &id[..10], "--format", "json"]));
     assert_eq!(v["header"]["row_id"], id.as_str());
     assert!(v["header"]["row_source"].as_str().unwrap().starts_with("corpus "));

@@ -39,10 +39,9 @@ pub struct Source {
     pub strict: bool,
 }
 
+/// The row filters `corpus ls` and `corpus export` share.
 #[derive(Debug, clap::Args)]
-pub struct LsArgs {
-    #[command(flatten)]
-    pub source: Source,
+pub struct RowFilter {
     #[arg(long)]
     pub workload: Option<String>,
     #[arg(long)]
@@ -52,6 +51,26 @@ pub struct LsArgs {
     pub status: Option<String>,
     #[arg(long)]
     pub arch: Option<String>,
+}
+
+impl RowFilter {
+    pub fn keeps(&self, r: &Row) -> bool {
+        self.workload.as_deref().is_none_or(|w| r.workload == w)
+            && self.phase.as_deref().is_none_or(|p| r.phase == p)
+            && self.arch.as_deref().is_none_or(|x| r.arch.as_deref() == Some(x))
+            && self.status.as_deref().is_none_or(|s| match r.status {
+                Status::Ok => s == "ok",
+                Status::Error => s == "error",
+            })
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LsArgs {
+    #[command(flatten)]
+    pub source: Source,
+    #[command(flatten)]
+    pub filter: RowFilter,
     #[command(flatten)]
     pub format: FormatArg,
 }
@@ -170,19 +189,7 @@ fn summary(r: &Located<Row>) -> RowSummary<'_> {
 
 fn ls(a: &LsArgs, ctx: &Ctx) -> CmdResult {
     let report = load_rows(&a.source, ctx)?;
-    let rows: Vec<&Located<Row>> = report
-        .records
-        .iter()
-        .filter(|r| a.workload.as_deref().is_none_or(|w| r.record.workload == w))
-        .filter(|r| a.phase.as_deref().is_none_or(|p| r.record.phase == p))
-        .filter(|r| a.arch.as_deref().is_none_or(|x| r.record.arch.as_deref() == Some(x)))
-        .filter(|r| {
-            a.status.as_deref().is_none_or(|s| match r.record.status {
-                Status::Ok => s == "ok",
-                Status::Error => s == "error",
-            })
-        })
-        .collect();
+    let rows: Vec<&Located<Row>> = report.records.iter().filter(|r| a.filter.keeps(&r.record)).collect();
     match a.format.format {
         Format::Json => {
             #[derive(Serialize)]
@@ -560,15 +567,8 @@ pub struct ExportArgs {
     /// Write the JSON lines to this file (replaced) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
-    #[arg(long)]
-    pub workload: Option<String>,
-    #[arg(long)]
-    pub phase: Option<String>,
-    /// ok or error.
-    #[arg(long)]
-    pub status: Option<String>,
-    #[arg(long)]
-    pub arch: Option<String>,
+    #[command(flatten)]
+    pub filter: RowFilter,
 }
 
 /// Rows as JSON lines in another format: each a document on its own line, keys sorted. A row
@@ -580,15 +580,7 @@ fn export(a: &ExportArgs, ctx: &Ctx) -> CmdResult {
         .iter()
         .map(|r| &r.record)
         .filter(|r| a.ids.is_empty() || a.ids.iter().any(|p| r.id.starts_with(p.as_str())))
-        .filter(|r| a.workload.as_deref().is_none_or(|w| r.workload == w))
-        .filter(|r| a.phase.as_deref().is_none_or(|p| r.phase == p))
-        .filter(|r| a.arch.as_deref().is_none_or(|x| r.arch.as_deref() == Some(x)))
-        .filter(|r| {
-            a.status.as_deref().is_none_or(|s| match r.status {
-                Status::Ok => s == "ok",
-                Status::Error => s == "error",
-            })
-        })
+        .filter(|r| a.filter.keeps(r))
         .collect();
     let mut text = String::new();
     for r in &rows {
