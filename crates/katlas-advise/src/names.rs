@@ -5,6 +5,8 @@
 //! add variant suffixes (`_r4`, `_k2`, `_v1`, `_default`). A profile name matches an ISA
 //! kernel at the first level that agrees: exact, demangled base name, variant base name.
 
+pub use katlas_names::{base_name, demangle, strip_template_args, variant_base};
+
 word_enum! {
     /// How a profile name was joined to an ISA kernel (the first level that agrees wins).
     pub enum MatchLevel {
@@ -15,48 +17,6 @@ word_enum! {
         /// The same base name once variant suffixes are peeled.
         Variant = "variant",
     }
-}
-
-/// Demangle an Itanium symbol; `None` when it is not one.
-pub fn demangle(sym: &str) -> Option<String> {
-    let s = sym.strip_suffix(".kd").unwrap_or(sym);
-    if !s.starts_with("_Z") {
-        return None;
-    }
-    cpp_demangle::Symbol::new(s).ok().and_then(|d| d.demangle(&cpp_demangle::DemangleOptions::default()).ok())
-}
-
-/// Remove every `<...>` group (nested), so `k<128, f<2>>` becomes `k`.
-pub fn strip_template_args(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut depth = 0usize;
-    for c in s.chars() {
-        match c {
-            '<' => depth += 1,
-            '>' if depth > 0 => depth -= 1,
-            _ if depth == 0 => out.push(c),
-            _ => {}
-        }
-    }
-    out
-}
-
-/// The function's qualified base name from any spelling: mangled, demangled signature,
-/// or plain name. Return type, parameters, template arguments and `.kd` are dropped.
-pub fn base_name(name: &str) -> String {
-    let n = name.trim();
-    let n = n.strip_suffix(".kd").unwrap_or(n);
-    // `(anonymous namespace)` is a scope, not a parameter list: its `(` must not cut the name.
-    let owned = demangle(n).unwrap_or_else(|| n.to_string()).replace("(anonymous namespace)::", "");
-    let no_tmpl = strip_template_args(&owned);
-    // Parameters: cut at the first '(' (after templates are gone, it opens the params).
-    let head = match no_tmpl.find('(') {
-        Some(p) => &no_tmpl[..p],
-        None => &no_tmpl[..],
-    };
-    // Return type and qualifiers: the name is the last space-separated word.
-    let word = head.split_whitespace().last().unwrap_or("");
-    word.to_string()
 }
 
 /// A readable name for titles and sentences: long demangled signatures shrink to their
@@ -212,30 +172,6 @@ pub fn short_names(names: &[&str]) -> Vec<String> {
         }
     }
     out
-}
-
-/// Strip build-variant suffixes (`_r4`, `_k2`, `_v1`, `_default`), repeatedly.
-pub fn variant_base(name: &str) -> String {
-    let mut s = base_name(name);
-    loop {
-        let before = s.len();
-        if let Some(x) = s.strip_suffix("_default") {
-            s = x.to_string();
-        }
-        if let Some(pos) = s.rfind('_') {
-            let suf = &s[pos + 1..];
-            let mut ch = suf.chars();
-            if let Some(first) = ch.next() {
-                let digits: String = ch.collect();
-                if matches!(first, 'r' | 'k' | 'v') && !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) && pos > 0 {
-                    s.truncate(pos);
-                }
-            }
-        }
-        if s.len() == before {
-            return s;
-        }
-    }
 }
 
 /// Integer literal casts as cpp_demangle writes them, and the suffix c++filt and the CUDA

@@ -13,7 +13,6 @@
 pub mod amd_counters;
 pub mod collect;
 pub mod loads;
-pub mod names;
 pub mod ops;
 pub mod parse;
 pub mod provenance;

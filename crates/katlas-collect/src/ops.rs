@@ -112,7 +112,7 @@ impl OpRules {
     pub fn classify_all(&self, kernels: &mut [katlas_model::KernelSample]) {
         for k in kernels {
             if k.demangled.is_none() {
-                k.demangled = crate::names::demangle(&k.name);
+                k.demangled = katlas_names::demangle(&k.name);
             }
             k.op = Some(self.classify(&k.name, k.demangled.as_deref()));
         }
@@ -124,7 +124,7 @@ mod tests {
     use super::*;
 
     fn fr(name: &str) -> String {
-        let c = OpRules::builtin().classify(name, crate::names::demangle(name).as_deref());
+        let c = OpRules::builtin().classify(name, katlas_names::demangle(name).as_deref());
         format!("{}.{}", c.family, c.role)
     }
 

@@ -20,7 +20,7 @@
 //! answers any number of kernels.
 
 use crate::loads::{rule_family_hazard, ArgKind, FamilyRule, HostIndex, LoadPattern, LoadSite, Mentions, Selector};
-use crate::names::{base_function, demangle, name_variants};
+use katlas_names::{bare_name, demangle, name_variants};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -444,7 +444,7 @@ impl ProvenanceIndex {
     /// Rank source files and dispatch references for one kernel name.
     pub fn locate(&self, kernel: &str) -> KernelProvenance {
         let dem = demangle(kernel);
-        let base = base_function(dem.as_deref().unwrap_or(kernel));
+        let base = bare_name(dem.as_deref().unwrap_or(kernel));
         let variants = name_variants(&base);
         let mut notes = self.notes.clone();
         let arch = self.opts.arch.as_deref();

@@ -21,7 +21,6 @@ mod blob;
 mod bundle;
 mod category;
 mod decompress;
-mod demangle;
 pub mod diff;
 mod elf;
 mod error;

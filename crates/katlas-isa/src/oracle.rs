@@ -8,7 +8,7 @@ use crate::scan::{self, ScanOptions};
 
 pub use crate::amd::oracle::{check_object, sample, ArchTotals, ObjectCheck};
 pub use crate::category::amd_category;
-pub use crate::demangle::demangle_uncached;
+pub use katlas_names::demangle_uncached;
 pub use crate::mix::{run_limited, ToolLimits};
 
 pub mod amd {

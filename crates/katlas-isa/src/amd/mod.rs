@@ -242,7 +242,7 @@ fn kernel_from_metadata(r: &mut msgpack::Reader<'_>) -> Result<Result<Kernel>> {
         ..Default::default()
     };
     Ok(Ok(Kernel {
-        demangled: crate::demangle::demangle(&name),
+        demangled: katlas_names::demangle(&name),
         name,
         symbol,
         resources,

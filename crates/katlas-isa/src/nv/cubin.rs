@@ -216,7 +216,7 @@ pub fn parse(data: &[u8]) -> Result<NvParsed> {
         kernels.push(Kernel {
             name: fname.to_string(),
             symbol: fname.to_string(),
-            demangled: crate::demangle::demangle(fname),
+            demangled: katlas_names::demangle(fname),
             resources,
             amd: None,
             nvidia: Some(nk),

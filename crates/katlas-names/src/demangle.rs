@@ -1,4 +1,6 @@
-//! Itanium C++ demangling through `cpp_demangle`; names that are not mangled give None.
+//! Itanium C++ demangling through `cpp_demangle`; names that are not mangled give None. A
+//! `.kd` suffix (an AMD kernel descriptor's symbol) and the extra leading `_` some toolchains
+//! write (`__Z…`) are not part of the mangled name.
 //! Recursion limits guard against crafted names that would blow the stack.
 //!
 //! Results are memoised process-wide: a library carries the same kernels once per target
@@ -26,10 +28,9 @@ fn memo() -> &'static Memo {
     M.get_or_init(|| Memo { hasher: RandomState::new(), shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect() })
 }
 
+/// The demangled form of an Itanium-mangled name; None when it is not one or does not demangle.
 pub fn demangle(name: &str) -> Option<String> {
-    if !name.starts_with("_Z") {
-        return None;
-    }
+    let name = mangled_part(name)?;
     let m = memo();
     let shard = &m.shards[(m.hasher.hash_one(name) as usize) % SHARDS];
     if let Ok(s) = shard.lock() {
@@ -47,11 +48,15 @@ pub fn demangle(name: &str) -> Option<String> {
     out
 }
 
+fn mangled_part(name: &str) -> Option<&str> {
+    let n = name.strip_suffix(".kd").unwrap_or(name);
+    let n = n.strip_prefix('_').filter(|r| r.starts_with("_Z")).unwrap_or(n);
+    n.starts_with("_Z").then_some(n)
+}
+
 /// `cpp_demangle` itself, without the memo.
 pub fn demangle_uncached(name: &str) -> Option<String> {
-    if !name.starts_with("_Z") {
-        return None;
-    }
+    let name = mangled_part(name)?;
     let parse = cpp_demangle::ParseOptions::default().recursion_limit(96);
     let sym = cpp_demangle::Symbol::new_with_options(name, &parse).ok()?;
     let opts = cpp_demangle::DemangleOptions::new().recursion_limit(96);
@@ -72,5 +77,7 @@ mod tests {
         }
         assert_eq!(demangle("_Z3fooi").as_deref(), Some("foo(int)"));
         assert_eq!(demangle("plain_c_kernel"), None);
+        assert_eq!(demangle("__Z3fooi").as_deref(), Some("foo(int)"));
+        assert_eq!(demangle("_Z3fooi.kd").as_deref(), Some("foo(int)"));
     }
 }
