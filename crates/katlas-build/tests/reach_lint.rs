@@ -278,10 +278,12 @@ fn lint_reads_host_files_of_a_project_under_a_target_directory() {
     let nested = outer.path().join("target/checkout");
     copy_dir(&fixture_dir(), &nested);
     let _ = std::fs::remove_dir_all(nested.join(".katlas/build"));
-    let lint = |dir: &std::path::Path| -> (Vec<(String, String, usize)>, Vec<(String, Option<String>)>) {
+    type Annotations = Vec<(String, String, usize)>;
+    type Findings = Vec<(String, Option<String>)>;
+    let lint = |dir: &std::path::Path| -> (Annotations, Findings) {
         let r = lint_dispatch(&Project::open(dir).unwrap(), &settings(dir, None), None).unwrap();
-        let mut a: Vec<(String, String, usize)> = r.annotations.iter().map(|x| (x.kind.clone(), x.file.clone(), x.line)).collect();
-        let mut f: Vec<(String, Option<String>)> = r.findings.iter().map(|x| (x.code.clone(), x.at.clone())).collect();
+        let mut a: Annotations = r.annotations.iter().map(|x| (x.kind.clone(), x.file.clone(), x.line)).collect();
+        let mut f: Findings = r.findings.iter().map(|x| (x.code.clone(), x.at.clone())).collect();
         a.sort();
         f.sort();
         (a, f)
