@@ -8,8 +8,8 @@ use crate::scan::{self, ScanOptions};
 
 pub use crate::amd::oracle::{check_object, sample, ArchTotals, ObjectCheck};
 pub use crate::category::amd_category;
-pub use katlas_names::demangle_uncached;
 pub use crate::mix::{run_limited, ToolLimits};
+pub use katlas_names::demangle_uncached;
 
 pub mod amd {
     pub use crate::amd::{code_object_version, decode, descriptor, kernel_code_ranges, parse, split_target, target_from_flags, AmdParsed};
