@@ -7,7 +7,7 @@
 //! `vmem_store` are hipfire's one `vmem`, which its fit view and VMEM rule read; katlas's own
 //! split is kept beside them as `katlas_category_counts`, which hipfire ignores.
 
-use crate::manifest::{CodeObject, IsaManifest, Vendor};
+use crate::manifest::{CodeObject, IsaManifest, MixStatus, Vendor};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -98,7 +98,7 @@ fn object(o: &CodeObject) -> Value {
     }
     let bundle_target = o.chain.iter().find_map(|c| c.strip_prefix("bundle[").and_then(|s| s.strip_suffix(']')).map(str::to_string));
     let mut tool_errors: Vec<String> = o.warnings.clone();
-    if let Some(s) = o.mix_status.as_deref().filter(|s| s.starts_with("failed") || s.starts_with("absent")) {
+    if let Some(s @ (MixStatus::Failed(_) | MixStatus::Absent(_))) = &o.mix_status {
         tool_errors.push(s.to_string());
     }
     json!({

@@ -106,9 +106,10 @@ pub struct CodeObject {
     /// For PTX: `.entry` names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ptx_entries: Vec<String>,
-    /// How the instruction mix was obtained: `disassembled:<tool>`, `disabled`, `absent:<tool>`, `failed:<why>`, `cached`.
+    /// How the instruction mix was obtained: `disassembled:<tool>`, `disabled`, `absent:<tool>`, `failed:<why>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mix_status: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub mix_status: Option<MixStatus>,
     /// Problems with this object that still left a record (e.g. one bad note among good ones).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -627,5 +628,74 @@ mod tests {
         assert_eq!(f.get(".z"), Some(&4.into()));
         let back: FieldMap = serde_json::from_str(&serde_json::to_string(&f).unwrap()).unwrap();
         assert_eq!(back, f);
+    }
+}
+
+/// How an object's instruction mix was obtained. Written as one string, `kind:detail`, so the
+/// manifest reads as before; a word this version does not know is kept as it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MixStatus {
+    /// `disassembled:<tool>`: the mix is there, counted by that tool.
+    Disassembled(String),
+    /// `disabled`: `--disasm never`.
+    Disabled,
+    /// `absent:<tool>`: no disassembler for the vendor was found.
+    Absent(String),
+    /// `failed:<why>`: the disassembler ran and failed, or the object was refused.
+    Failed(String),
+    /// Any other word (a manifest from another version).
+    Other(String),
+}
+
+impl std::fmt::Display for MixStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MixStatus::Disassembled(t) => write!(f, "disassembled:{t}"),
+            MixStatus::Disabled => f.write_str("disabled"),
+            MixStatus::Absent(t) => write!(f, "absent:{t}"),
+            MixStatus::Failed(why) => write!(f, "failed:{why}"),
+            MixStatus::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+impl From<&str> for MixStatus {
+    fn from(s: &str) -> Self {
+        match s.split_once(':') {
+            _ if s == "disabled" => MixStatus::Disabled,
+            Some(("disassembled", t)) => MixStatus::Disassembled(t.into()),
+            Some(("absent", t)) => MixStatus::Absent(t.into()),
+            Some(("failed", why)) => MixStatus::Failed(why.into()),
+            _ => MixStatus::Other(s.into()),
+        }
+    }
+}
+
+impl Serialize for MixStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MixStatus {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(MixStatus::from(String::deserialize(d)?.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod mix_status_tests {
+    use super::MixStatus;
+
+    #[test]
+    fn words_round_trip() {
+        for w in ["disassembled:katlas-amdgpu", "disabled", "absent:nvdisasm/cuobjdump", "failed:native reader refused the object: x: y", "cached"] {
+            let m = MixStatus::from(w);
+            assert_eq!(m.to_string(), w);
+            assert_eq!(serde_json::to_string(&m).unwrap(), format!("\"{w}\""));
+            assert_eq!(serde_json::from_str::<MixStatus>(&format!("\"{w}\"")).unwrap(), m);
+        }
+        assert_eq!(MixStatus::from("absent:llvm-objdump"), MixStatus::Absent("llvm-objdump".into()));
+        assert_eq!(MixStatus::from("cached"), MixStatus::Other("cached".into()));
     }
 }

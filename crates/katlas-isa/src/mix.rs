@@ -5,7 +5,7 @@
 //! at symbol labels so each kernel gets its own counts.
 
 use crate::category::{amd_category, sass_category, TrailingPad};
-use crate::manifest::{CodeObject, InstructionMix, ToolStatus, Vendor};
+use crate::manifest::{CodeObject, InstructionMix, MixStatus, ToolStatus, Vendor};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -120,33 +120,33 @@ impl Disassemblers {
 /// `disassembled:katlas-amdgpu` (native), `disassembled:<tool>`, `absent:<tool>`,
 /// `failed:<why>` or `disabled`. When the native decoder refuses an object, the reason is
 /// kept in the object's warnings and llvm-objdump does the work.
-pub fn attach(tools: &Disassemblers, mode: DisasmMode, data: &[u8], obj: &mut CodeObject) -> String {
+pub fn attach(tools: &Disassemblers, mode: DisasmMode, data: &[u8], obj: &mut CodeObject) -> MixStatus {
     if mode == DisasmMode::Never {
-        return "disabled".into();
+        return MixStatus::Disabled;
     }
     if obj.vendor == Vendor::Amd && mode != DisasmMode::External && crate::amd::decode::Decoder::for_arch(&obj.arch).is_some() {
         match crate::amd::decode::object_mix(data, &obj.arch) {
             Ok(mixes) => {
                 set_kernel_mixes(obj, &mixes);
-                return format!("disassembled:{NATIVE_AMD}");
+                return MixStatus::Disassembled(NATIVE_AMD.into());
             }
             // a hostile object (a .symtab of a terabyte) is not handed on to a tool that may
             // take minutes or gigabytes over it: the refusal is the answer
             Err(e) if e.starts_with(crate::amd::decode::READ_REFUSED) => {
                 obj.warnings.push(format!("native AMDGPU reader refused the object ({e}); not handed to llvm-objdump"));
-                return format!("failed:native reader refused the object: {e}");
+                return MixStatus::Failed(format!("native reader refused the object: {e}"));
             }
             Err(e) => obj.warnings.push(format!("native AMDGPU decoder refused the object ({e}); instruction mix from llvm-objdump")),
         }
     }
     match tools.for_vendor(obj.vendor) {
-        None => format!("absent:{}", if obj.vendor == Vendor::Amd { "llvm-objdump" } else { "nvdisasm/cuobjdump" }),
+        None => MixStatus::Absent(if obj.vendor == Vendor::Amd { "llvm-objdump" } else { "nvdisasm/cuobjdump" }.into()),
         Some(tool) => match disassemble(tool, obj.vendor, data) {
             Ok(mixes) => {
                 set_kernel_mixes(obj, &mixes);
-                format!("disassembled:{}", tool.name)
+                MixStatus::Disassembled(tool.name.clone())
             }
-            Err(e) => format!("failed:{e}"),
+            Err(e) => MixStatus::Failed(e),
         },
     }
 }

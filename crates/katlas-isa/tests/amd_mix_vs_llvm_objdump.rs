@@ -164,7 +164,7 @@ fn auto_mix_is_native_without_any_external_tool() {
     let m = scan_one(&common::own_fixtures().join("kernels.hipfb"), opts);
     assert!(!m.objects.is_empty());
     for o in &m.objects {
-        assert_eq!(o.mix_status.as_deref(), Some("disassembled:katlas-amdgpu"), "{}", o.chain_text);
+        assert_eq!(o.mix_status.as_ref().map(|m| m.to_string()).as_deref(), Some("disassembled:katlas-amdgpu"), "{}", o.chain_text);
         for k in &o.kernels {
             let mix = k.mix.as_ref().expect("mix");
             assert!(mix.total > 0 && mix.total == mix.categories.values().sum::<u64>());
@@ -197,7 +197,7 @@ fn an_object_the_decoder_refuses_falls_back_to_llvm_objdump() {
         },
     );
     let o = &m.objects[0];
-    assert_eq!(o.mix_status.as_deref(), Some("disassembled:llvm-objdump"));
+    assert_eq!(o.mix_status.as_ref().map(|m| m.to_string()).as_deref(), Some("disassembled:llvm-objdump"));
     assert!(o.warnings.iter().any(|w| w.contains("native AMDGPU decoder refused") && w.contains("0xffffffff")), "{:?}", o.warnings);
     assert!(o.kernels.iter().all(|k| k.mix.as_ref().is_some_and(|m| m.total > 0)));
     // --disasm objdump never uses the native decoder
@@ -209,5 +209,5 @@ fn an_object_the_decoder_refuses_falls_back_to_llvm_objdump() {
             ..Default::default()
         },
     );
-    assert_eq!(ext.objects[0].mix_status.as_deref(), Some("disassembled:llvm-objdump"));
+    assert_eq!(ext.objects[0].mix_status.as_ref().map(|m| m.to_string()).as_deref(), Some("disassembled:llvm-objdump"));
 }

@@ -42,7 +42,7 @@ fn a_refused_object_is_not_handed_to_llvm_objdump() {
     assert!(!mark.exists(), "llvm-objdump was run on an object the native reader refused");
     assert!(started.elapsed() < Duration::from_secs(20));
     let o = m.objects.first().expect("the metadata still gives an object");
-    let status = o.mix_status.as_deref().unwrap_or("");
+    let status = o.mix_status.as_ref().map(|m| m.to_string()).unwrap_or_default();
     assert!(status.starts_with("failed:native reader refused the object"), "{status}");
     assert!(o.warnings.iter().any(|w| w.contains("not handed to llvm-objdump")), "{:?}", o.warnings);
     assert!(!o.kernels.is_empty(), "the kernels' metadata is kept beside the refusal");

@@ -198,7 +198,7 @@ fn instruction_mix_per_kernel_with_llvm_objdump() {
         },
     );
     for o in &m.objects {
-        assert_eq!(o.mix_status.as_deref(), Some("disassembled:llvm-objdump"), "{}", o.chain_text);
+        assert_eq!(o.mix_status.as_ref().map(|m| m.to_string()).as_deref(), Some("disassembled:llvm-objdump"), "{}", o.chain_text);
         for k in &o.kernels {
             let mix = k.mix.as_ref().unwrap();
             assert!(mix.total > 0, "{} {}", o.arch, k.name);
@@ -222,7 +222,7 @@ fn instruction_mix_per_kernel_with_nvdisasm() {
     let tools = katlas_isa::Disassemblers { nvdisasm: Some(katlas_isa::Tool { name: "nvdisasm".into(), path: nvdisasm, version: None }), ..Default::default() };
     let m = scan_paths(&[fx("kernels.sm_90a.cubin")], ScanOptions { disasm: DisasmMode::Auto, disassemblers: Some(tools), ..Default::default() });
     let o = &m.objects[0];
-    assert_eq!(o.mix_status.as_deref(), Some("disassembled:nvdisasm"));
+    assert_eq!(o.mix_status.as_ref().map(|m| m.to_string()).as_deref(), Some("disassembled:nvdisasm"));
     let s = kernel(o, "smem_reduce").mix.as_ref().unwrap();
     assert!(s.categories["lds"] > 0 && s.categories["wait"] > 0, "{:?}", s.categories);
     let r = kernel(o, "reg_spill").mix.as_ref().unwrap();
@@ -234,11 +234,11 @@ fn absent_disassembler_is_recorded_not_fatal() {
     // the external path (--disasm objdump) without llvm-objdump
     let opts = ScanOptions { disasm: DisasmMode::External, disassemblers: Some(Default::default()), ..Default::default() };
     let m = scan_paths(&[fx("kernels.gfx1201.hsaco")], opts);
-    assert_eq!(m.objects[0].mix_status.as_deref(), Some("absent:llvm-objdump"));
+    assert_eq!(m.objects[0].mix_status.as_ref().map(|m| m.to_string()).as_deref(), Some("absent:llvm-objdump"));
     assert!(m.objects[0].kernels.iter().all(|k| k.mix.is_none()));
     assert_eq!(m.objects[0].kernels.len(), 4, "metadata still read");
     let never = scan_paths(&[fx("kernels.gfx1201.hsaco")], quick());
-    assert_eq!(never.objects[0].mix_status.as_deref(), Some("disabled"));
+    assert_eq!(never.objects[0].mix_status.as_ref().map(|m| m.to_string()).as_deref(), Some("disabled"));
 }
 
 #[test]

@@ -302,7 +302,7 @@ pub fn isa_manifest(m: &IsaManifest, source: &str, md5: &str, batch: &mut Batch)
                 (&o.target).into(),
                 (&o.arch).into(),
                 (o.kernels.len() as u64).into(),
-                (&o.mix_status).into(),
+                o.mix_status.as_ref().map(ToString::to_string).into(),
             ],
         );
         for (ki, k) in o.kernels.iter().enumerate() {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 /// mixes alone, not a second copy of every kernel record (which doubled the memory of a
 /// `--mix` scan of rocSPARSE).
 pub(super) struct MixMemo {
-    status: Option<String>,
+    status: Option<MixStatus>,
     warnings: Vec<String>,
     mixes: Vec<Option<InstructionMix>>,
 }
@@ -48,8 +48,11 @@ pub(super) fn disk_get(ctx: &Ctx, md5: &str, mix: bool) -> Option<Arc<CodeObject
     let o: CodeObject = serde_json::from_slice(&text).ok()?;
     // a cached "tool absent" result is not reused once a tool is there
     // --disasm objdump (External) wants the external tool's counts, not a cached native result
-    let native = format!("disassembled:{}", mix::NATIVE_AMD);
-    if mix && o.mix_status.as_deref().is_none_or(|s| !s.starts_with("disassembled") || (ctx.opts.disasm == DisasmMode::External && s == native)) {
+    let reusable = match &o.mix_status {
+        Some(MixStatus::Disassembled(tool)) => !(ctx.opts.disasm == DisasmMode::External && tool == mix::NATIVE_AMD),
+        _ => false,
+    };
+    if mix && !reusable {
         return None;
     }
     Some(Arc::new(o))

@@ -247,14 +247,14 @@ pub fn scan(paths: &[PathBuf], opts: ScanOptions) -> Result<IsaManifest, ScanFai
     }
     // --disasm always: a vendor whose objects were found must have had its disassembler
     if mode == DisasmMode::Always {
-        if let Some(o) = objects.iter().find(|o| o.mix_status.as_deref().is_some_and(|s| s.starts_with("absent:"))) {
+        if let Some(o) = objects.iter().find(|o| matches!(o.mix_status, Some(MixStatus::Absent(_)))) {
             let which = if o.vendor == Vendor::Amd { "AMD (llvm-objdump)" } else { "NVIDIA (nvdisasm or cuobjdump)" };
             return Err(ScanFailure::MissingDisassembler(which.into()));
         }
     }
     let mut disassemblers = ctx.tools.status(mode);
     for t in &mut disassemblers {
-        let used = objects.iter().any(|o| o.mix_status.as_deref() == Some(&format!("disassembled:{}", t.name)));
+        let used = objects.iter().any(|o| matches!(&o.mix_status, Some(MixStatus::Disassembled(n)) if *n == t.name));
         if used {
             t.status = "used".into();
         }
