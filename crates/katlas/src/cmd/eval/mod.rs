@@ -17,6 +17,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod ab;
+mod report;
+pub use ab::{run_ab, AbArgs};
+use report::print_report;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum GoalArg {
     Maximize,
@@ -166,17 +171,6 @@ pub struct EvalArgs {
     /// promote, reject, opt-in or `revisit-if: CONDITION` (default: from the verdict).
     #[arg(long)]
     pub disposition: Option<String>,
-    #[command(flatten)]
-    pub format: FormatArg,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct AbArgs {
-    /// Git refs; the first is the reference.
-    #[arg(required = true, num_args = 2..)]
-    pub refs: Vec<String>,
-    #[command(flatten)]
-    pub protocol: ProtocolArgs,
     #[command(flatten)]
     pub format: FormatArg,
 }
@@ -538,158 +532,4 @@ fn record_aa(ctx: &Ctx, key: &str, r: &EvalReport, max_band: f64) -> Result<bool
             Ok(true)
         }
     }
-}
-
-fn pct(x: f64) -> String {
-    format!("{:+.2}%", x * 100.0)
-}
-
-fn num(x: Option<f64>) -> String {
-    x.map(|v| format!("{v:.4}")).unwrap_or_else(|| "-".into())
-}
-
-pub fn print_report(r: &EvalReport, format: Format, color: bool, min_effect: f64) {
-    if format == Format::Json {
-        print_json(&r.result);
-        return;
-    }
-    let res = &r.result;
-    // The finding first, in one line; the evidence after it.
-    println!("{}", katlas_eval::words::headline(res));
-    let unit = katlas_model::unit_for_metric_key(&res.metric).map(|u| format!(" ({u})")).unwrap_or_default();
-    let median_h = format!("median{unit}");
-    let mad_h = format!("MAD{unit}");
-    let ci_h = format!("95% CI of median{unit}");
-    let mut t = table(format, &["side", "n", &median_h, &ci_h, &mad_h, "robust CV", "failed", "throttled", "gain (+ = better)", "gain interval"]);
-    for (i, s) in res.sides.iter().enumerate() {
-        let e = if i == 0 { None } else { res.effects.get(i - 1) };
-        t.add_row(vec![
-            s.label.clone(),
-            s.summary.n.to_string(),
-            num(s.summary.median),
-            s.summary.ci.map(|c| format!("[{:.4}, {:.4}]", c[0], c[1])).unwrap_or_else(|| "-".into()),
-            num(s.summary.mad),
-            s.summary.cv.map(|c| format!("{:.2}%", c * 100.0)).unwrap_or_else(|| "-".into()),
-            s.summary.failed.to_string(),
-            s.summary.throttled.to_string(),
-            e.map(|e| pct(e.gain)).unwrap_or_else(|| if i == 0 { "ref".into() } else { "-".into() }),
-            e.map(|e| {
-                let [lo, hi] = katlas_eval::words::gain_interval(e, res.goal);
-                format!("[{}, {}] at {:.1}%", pct(lo), pct(hi), e.ci_level * 100.0)
-            })
-            .unwrap_or_default(),
-        ]);
-    }
-    println!("{t}");
-    if let Some(e) = res.effects.first() {
-        println!(
-            "metric {} ({}); Mann-Whitney p = {}; bootstrap gain ({} resamples) {}",
-            res.metric,
-            katlas_eval::words::goal_words(res.goal),
-            e.p_value.map(|p| format!("{p:.4}")).unwrap_or_else(|| "-".into()),
-            e.resamples,
-            e.bootstrap_ci
-                .map(|c| {
-                    let [lo, hi] = if res.goal == Goal::Minimize { [-c[1], -c[0]] } else { c };
-                    format!("[{}, {}]", pct(lo), pct(hi))
-                })
-                .unwrap_or_else(|| "-".into())
-        );
-    }
-    println!(
-        "protocol: {} order, {} warmup(s)/side, runs/side {:?} of max {}{}, seed {}, {} look(s); noise threshold ±{:.2}%",
-        res.protocol.order,
-        res.protocol.warmups,
-        res.protocol.n_per_side,
-        res.protocol.max_per_side,
-        if res.protocol.adaptive { " (adaptive)" } else { "" },
-        res.protocol.seed,
-        res.protocol.looks.unwrap_or(0),
-        res.noise_threshold * 100.0
-    );
-    if r.resumed > 0 {
-        println!("resumed from {} stored sample(s)", r.resumed);
-    }
-    for c in &res.route_changes {
-        println!("route change: {c}");
-    }
-    for c in &res.correctness {
-        println!("correctness {} `{}`: {}", c.claim, c.check, c.outcome);
-    }
-    let v = res.verdict;
-    let code = match v {
-        Verdict::Improved => "32",
-        Verdict::NoChange => "36",
-        Verdict::Regressed | Verdict::Incorrect | Verdict::Invalid => "31",
-        _ => "33",
-    };
-    println!("verdict: {}", paint(color, code, v.as_str()));
-    for reason in &res.reasons {
-        println!("  - {reason}");
-    }
-    for n in katlas_eval::words::notes(res, min_effect) {
-        println!("next: {n}");
-    }
-    println!("samples: {}", res.samples.path);
-    if let Some(id) = &res.ledger_id {
-        println!("ledger: {id}");
-    }
-}
-
-pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
-    let project = ctx.project()?;
-    let root = project.root.clone();
-    let layout = ctx.layout()?;
-    let p = &a.protocol;
-    let metric = p.metric.clone().ok_or_else(|| CliError::bad_input("--metric is required"))?;
-    let cmd = p.command.clone().ok_or_else(|| CliError::bad_input("--command is required (run in each ref's worktree)"))?;
-    let g = goal(p.goal, &metric);
-    let wt_dir = layout.root.join("worktrees");
-    prune_worktrees(&root, &wt_dir, eval_config(ctx)?.keep_worktrees);
-    let planner = plan::Sides { root: &root, cwd: &ctx.cwd, worktrees: &wt_dir, binary: p.binary.clone() };
-    let sides = planner.refs(&a.refs, &cmd, p.build.as_deref())?;
-    let ecfg = eval_config(ctx)?;
-    let parser = p.parser.clone().or(ecfg.parser.clone()).unwrap_or_else(|| "kv".into());
-    let band = band(p, &ecfg, None)?;
-    let mut st = settings(p, &ecfg, metric.clone(), g, parser, band.value, p.strip_env.clone())?;
-    let st_min_effect = st.judge.min_effect.unwrap_or(0.05);
-    if p.runs.is_none() {
-        // A commit probe compares several refs at once: fixed N (default 10), no early stop.
-        st.plan = Plan::fixed(10);
-    }
-    plan::check_programs(&sides)?;
-    let (dir, id) = plan::fingerprint_dir(&layout.root.join("evals"), &plan::ab_fingerprint(&a.refs, &cmd, &metric), p.fresh);
-    let spec = EvalSpec {
-        eval_id: id,
-        dir,
-        sides,
-        settings: st,
-        knobs: BTreeSet::new(),
-        cross_host: p.cross_host,
-        reference_identity: None,
-        allowed_files: None,
-        sol: None,
-        correctness: Vec::new(),
-        meta: Meta::default(),
-        ledger_path: (!p.no_ledger).then(|| layout.ledger()),
-        project_root: root,
-        threshold_source: Some(band.source),
-    };
-    let pf = progress_fn(&metric, g);
-    let report = run_eval(&spec, &cx(ctx)?, pf.as_deref()).map_err(map_err)?;
-    if pf.is_some() && std::io::stderr().is_terminal() {
-        eprintln!();
-    }
-    if a.format.format == Format::Json {
-        print_json(&report.result);
-    } else {
-        print_report(&report, a.format.format, ctx.color, st_min_effect);
-        for (i, e) in report.ledger.iter().enumerate() {
-            println!("{} vs {}: {}", report.result.sides[i + 1].label, report.result.sides[0].label, e.verdict);
-        }
-    }
-    // A probe is positive when every comparison reached a verdict (a regression found is
-    // a result); unstable, inconclusive, invalid and the like mean "we could not tell".
-    let decided = report.ledger.iter().all(|e| matches!(e.verdict, Verdict::Improved | Verdict::Regressed | Verdict::NoChange));
-    Ok(ExitCode::from(if decided && !report.ledger.is_empty() { exit::OK } else { exit::NEGATIVE }))
 }
