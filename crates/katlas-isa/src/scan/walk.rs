@@ -344,48 +344,32 @@ fn leaf(ctx: &Ctx, path: &str, blob: &Blob, chain: Vec<String>, vendor: Vendor) 
 }
 
 fn parse_object(ctx: &Ctx, d: &[u8], vendor: Vendor, md5: &str, disassemble: bool) -> Result<CodeObject, IsaError> {
+    let blank = |format: &str, target: String, arch: String, kernels: Vec<Kernel>, warnings: Vec<String>| CodeObject {
+        path: String::new(),
+        chain: vec![],
+        chain_text: String::new(),
+        md5: md5.to_string(),
+        size: d.len() as u64,
+        vendor,
+        format: format.into(),
+        target,
+        arch,
+        features: vec![],
+        amd: None,
+        nvidia: None,
+        kernels,
+        ptx_entries: vec![],
+        mix_status: None,
+        warnings,
+    };
     let mut obj = match vendor {
         Vendor::Amd => {
             let p = crate::amd::parse(d)?;
-            CodeObject {
-                path: String::new(),
-                chain: vec![],
-                chain_text: String::new(),
-                md5: md5.to_string(),
-                size: d.len() as u64,
-                vendor,
-                format: "amdgpu-elf".into(),
-                target: p.target,
-                arch: p.arch,
-                features: p.features,
-                amd: Some(p.info),
-                nvidia: None,
-                kernels: p.kernels,
-                ptx_entries: vec![],
-                mix_status: None,
-                warnings: p.warnings,
-            }
+            CodeObject { features: p.features, amd: Some(p.info), ..blank("amdgpu-elf", p.target, p.arch, p.kernels, p.warnings) }
         }
         Vendor::Nvidia => {
             let p = cubin::parse(d)?;
-            CodeObject {
-                path: String::new(),
-                chain: vec![],
-                chain_text: String::new(),
-                md5: md5.to_string(),
-                size: d.len() as u64,
-                vendor,
-                format: "cubin".into(),
-                target: p.target,
-                arch: p.arch,
-                features: vec![],
-                amd: None,
-                nvidia: Some(p.info),
-                kernels: p.kernels,
-                ptx_entries: vec![],
-                mix_status: None,
-                warnings: p.warnings,
-            }
+            CodeObject { nvidia: Some(p.info), ..blank("cubin", p.target, p.arch, p.kernels, p.warnings) }
         }
     };
     if disassemble {
