@@ -52,11 +52,7 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
         project_root: root,
         threshold_source: Some(band.source),
     };
-    let pf = progress_fn(&metric, g);
-    let report = run_eval(&spec, &cx(ctx)?, pf.as_deref()).map_err(map_err)?;
-    if pf.is_some() && std::io::stderr().is_terminal() {
-        eprintln!();
-    }
+    let report = run_with_progress(&spec, ctx, &metric, g)?;
     if a.format.format == Format::Json {
         print_json(&report.result);
     } else {

@@ -308,6 +308,17 @@ fn progress_fn(metric: &str, goal: Goal) -> Option<ProgressBox> {
     }))
 }
 
+/// Runs the eval with the progress line (or per-look lines without a terminal), leaving the
+/// terminal's line clean for the report.
+fn run_with_progress(spec: &EvalSpec, ctx: &Ctx, metric: &str, g: Goal) -> Result<EvalReport, CliError> {
+    let pf = progress_fn(metric, g);
+    let report = run_eval(spec, &cx(ctx)?, pf.as_deref()).map_err(map_err)?;
+    if pf.is_some() && std::io::stderr().is_terminal() {
+        eprintln!();
+    }
+    Ok(report)
+}
+
 fn map_err(e: ProtocolError) -> CliError {
     CliError::bad_input(e)
 }
@@ -433,11 +444,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         project_root: root,
         threshold_source: Some(band.source),
     };
-    let pf = progress_fn(&metric, g);
-    let report = run_eval(&spec, &cx(ctx)?, pf.as_deref()).map_err(map_err)?;
-    if pf.is_some() && std::io::stderr().is_terminal() {
-        eprintln!();
-    }
+    let report = run_with_progress(&spec, ctx, &metric, g)?;
     print_report(&report, a.format.format, ctx.color, min_effect);
     if a.aa {
         // Exit 0 only when a band was stored: a refused calibration is a negative result.
