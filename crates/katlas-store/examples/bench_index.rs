@@ -23,7 +23,9 @@ fn main() {
     let dir = std::path::PathBuf::from(args.get(2).expect("DIR"));
     let reps: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(5);
     let layout = Layout::for_project(&dir);
-    let base: Vec<Row> = std::fs::read_to_string(FIXTURE)
+    // KATLAS_BENCH_FIXTURE: where the rows are on a machine the binary was carried to.
+    let fixture = std::env::var("KATLAS_BENCH_FIXTURE").unwrap_or_else(|_| FIXTURE.to_string());
+    let base: Vec<Row> = std::fs::read_to_string(&fixture)
         .unwrap()
         .lines()
         .filter(|l| !l.trim().is_empty())

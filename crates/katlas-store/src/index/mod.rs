@@ -30,6 +30,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use twox_hash::XxHash3_64;
 
+mod segments;
+
 /// Bumped whenever a table or view changes: an index of another version is rebuilt.
 pub const INDEX_VERSION: i64 = 2;
 /// Lines parsed together (in parallel) before their records are inserted.
@@ -248,7 +250,9 @@ pub fn open(layout: &Layout) -> Result<(Connection, Stats), IndexError> {
     let path = index_path(layout);
     let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(sql(&path))?;
     conn.busy_timeout(Duration::from_secs(60)).map_err(sql(&path))?;
-    conn.execute_batch("PRAGMA query_only = 1;").map_err(sql(&path))?;
+    // Queries jump between an index and its table: a page cache that holds them (64 MiB at
+    // most, taken as used) keeps 16 KiB pages from being read again and again.
+    conn.execute_batch("PRAGMA query_only = 1; PRAGMA cache_size = -65536;").map_err(sql(&path))?;
     Ok((conn, stats))
 }
 
@@ -331,43 +335,50 @@ pub fn rebuild(layout: &Layout) -> Result<Stats, IndexError> {
 
 fn rebuild_locked(path: &Path, srcs: Vec<Source>, t0: Instant, reason: String) -> Result<Stats, IndexError> {
     let tmp = path.with_extension(format!("sqlite.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
     let mut stats = Stats { rebuilt: true, rebuild_reason: Some(reason), sources: srcs.len(), ..Stats::default() };
-    {
-        let mut conn = Connection::open(&tmp).map_err(sql(&tmp))?;
-        // A new file nobody reads yet: no journal, no syncs until the final rename; the
-        // indexes built after the load sort on a second thread.
-        conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY; PRAGMA threads = 2;")
-            .map_err(sql(&tmp))?;
-        conn.execute_batch(&format!("{}{SOURCES_DDL}", schema::create_tables())).map_err(sql(&tmp))?;
-        // Unique keys of the small tables now; rows, metrics and kernels get theirs after the
-        // load (row ids are de-duplicated in memory meanwhile), which is what makes it fast.
-        for t in schema::TABLES.iter().filter(|t| !is_bulk(t)) {
-            conn.execute_batch(&format!("CREATE UNIQUE INDEX {0}_key ON {0} ({1});", t.name, t.key.join(", "))).map_err(sql(&tmp))?;
-        }
-        let tx = conn.transaction().map_err(sql(&tmp))?;
-        let mut loader = Loader::new(&tx, true, None);
-        for s in &srcs {
-            ingest(&mut loader, s, 0, 0, XxHash3_64::new(), &mut stats)?;
-            stats.sources_read += 1;
-        }
-        drop(loader);
-        tx.commit().map_err(sql(&tmp))?;
-        conn.execute_batch(&schema::create_indexes()).map_err(sql(&tmp))?;
-        conn.execute_batch(&schema::create_views()).map_err(sql(&tmp))?;
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('index_version', ?1), ('built_at', ?2)",
-            [INDEX_VERSION.to_string(), katlas_model::row::now_rfc3339()],
-        )
-        .map_err(sql(&tmp))?;
-        conn.execute_batch("PRAGMA journal_mode = DELETE;").map_err(sql(&tmp))?;
-    }
+    write_index(&tmp, &srcs, &mut stats, segments::SEGMENT_BYTES)?;
     std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io(&tmp))?;
     // A journal left by a writer that died belongs to the old file, never to this one.
     let _ = std::fs::remove_file(path.with_extension("sqlite-journal"));
     std::fs::rename(&tmp, path).map_err(io(path))?;
     stats.elapsed_ms = t0.elapsed().as_millis() as u64;
     Ok(stats)
+}
+
+/// A whole index from the files, at `tmp` (a new file nobody reads yet).
+fn write_index(tmp: &Path, srcs: &[Source], stats: &mut Stats, segment_bytes: u64) -> Result<(), IndexError> {
+    let _ = std::fs::remove_file(tmp);
+    let mut conn = Connection::open(tmp).map_err(sql(tmp))?;
+    // No journal, no syncs until the final rename; the indexes built after the load sort on
+    // helper threads (SQLite takes at most 8).
+    let sorters = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    conn.execute_batch(&format!("{BULK_PRAGMAS} PRAGMA cache_size = -65536; PRAGMA threads = {sorters};")).map_err(sql(tmp))?;
+    conn.execute_batch(&format!("{}{SOURCES_DDL}", schema::create_tables())).map_err(sql(tmp))?;
+    // Unique keys of the small tables now; rows, metrics and kernels get theirs after the
+    // load (row ids are de-duplicated in memory meanwhile), which is what makes it fast.
+    conn.execute_batch(&small_table_keys()).map_err(sql(tmp))?;
+    segments::load(&mut conn, tmp, srcs, stats, segment_bytes)?;
+    // The sorter of CREATE INDEX works in pieces the size of the page cache: small pieces that
+    // stay in the CPU's caches were faster (1M rows, 16 cores: 6.6-7.1 s against 7.7-9.2 s).
+    conn.execute_batch("PRAGMA cache_size = -2000;").map_err(sql(tmp))?;
+    conn.execute_batch(&schema::create_indexes()).map_err(sql(tmp))?;
+    conn.execute_batch(&schema::create_views()).map_err(sql(tmp))?;
+    conn.execute("INSERT INTO meta (key, value) VALUES ('index_version', ?1), ('built_at', ?2)", [INDEX_VERSION.to_string(), katlas_model::row::now_rfc3339()])
+        .map_err(sql(tmp))?;
+    conn.execute_batch("PRAGMA journal_mode = DELETE;").map_err(sql(tmp))?;
+    Ok(())
+}
+
+/// A database written once in bulk and read later (the new index, a rebuild's segments): no
+/// journal and no syncs (a rebuild that dies leaves a file nobody reads), and 16 KiB pages
+/// (the segments' copy into the index took 35% less time than with 4 KiB pages, the index sort
+/// 10% less).
+const BULK_PRAGMAS: &str = "PRAGMA page_size = 16384; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA temp_store = MEMORY;";
+
+/// The unique keys of every table but rows, metrics and kernels (inserts into those tables
+/// resolve conflicts by them).
+fn small_table_keys() -> String {
+    schema::TABLES.iter().filter(|t| !is_bulk(t)).map(|t| format!("CREATE UNIQUE INDEX {0}_key ON {0} ({1});\n", t.name, t.key.join(", "))).collect()
 }
 
 fn is_bulk(t: &TableDef) -> bool {
