@@ -374,7 +374,8 @@ fn write_index(tmp: &Path, srcs: &[Source], stats: &mut Stats, segment_bytes: u6
 /// segments' copy into the index took 35% less time than with 4 KiB pages, the index sort 10%
 /// less), and read through a memory map instead of a copy per page read (CREATE INDEX reads
 /// its whole table: 11% less).
-const BULK_PRAGMAS: &str = "PRAGMA page_size = 16384; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 2147418112;";
+const BULK_PRAGMAS: &str =
+    "PRAGMA page_size = 16384; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA temp_store = MEMORY; PRAGMA mmap_size = 2147418112;";
 
 /// The unique keys of every table but rows, metrics and kernels (inserts into those tables
 /// resolve conflicts by them).
