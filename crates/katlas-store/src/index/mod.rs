@@ -243,10 +243,31 @@ impl Drop for WriterLock {
     }
 }
 
+/// How far a rebuild is, for a progress display: source files and their bytes read so far, then
+/// the indexes being built.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub files_read: usize,
+    pub files: usize,
+    pub bytes_read: u64,
+    pub bytes: u64,
+    pub building_indexes: bool,
+}
+
+/// Called from the rebuild's thread as it goes (a refresh that only reads appends calls nothing).
+pub type OnProgress<'a> = &'a (dyn Fn(Progress) + Sync);
+
+fn quiet(_: Progress) {}
+
 /// Bring the index up to date with the files (rebuilding it when missing, of another version
 /// or unreadable) and open it read-only for queries.
 pub fn open(layout: &Layout) -> Result<(Connection, Stats), IndexError> {
-    let stats = refresh(layout)?;
+    open_with(layout, &quiet)
+}
+
+/// [`open`], saying how a rebuild goes.
+pub fn open_with(layout: &Layout, on: OnProgress) -> Result<(Connection, Stats), IndexError> {
+    let stats = refresh_with(layout, on)?;
     let path = index_path(layout);
     let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(sql(&path))?;
     conn.busy_timeout(Duration::from_secs(60)).map_err(sql(&path))?;
@@ -258,6 +279,11 @@ pub fn open(layout: &Layout) -> Result<(Connection, Stats), IndexError> {
 
 /// Update the index from the files: read what changed, or rebuild when needed.
 pub fn refresh(layout: &Layout) -> Result<Stats, IndexError> {
+    refresh_with(layout, &quiet)
+}
+
+/// [`refresh`], saying how a rebuild goes.
+pub fn refresh_with(layout: &Layout, on: OnProgress) -> Result<Stats, IndexError> {
     let t0 = Instant::now();
     let path = index_path(layout);
     let srcs = sources::discover(layout).map_err(io(&layout.root))?;
@@ -271,7 +297,7 @@ pub fn refresh(layout: &Layout) -> Result<Stats, IndexError> {
             .ok()
             .is_some_and(|c| version_ok(&c) && c.query_row("PRAGMA quick_check", [], |r| r.get::<_, String>(0)).ok().as_deref() == Some("ok"));
     if !usable {
-        return rebuild_locked(&path, srcs, t0, "no usable index of this version".into());
+        return rebuild_locked(&path, srcs, t0, "no usable index of this version".into(), on);
     }
     let mut conn = Connection::open(&path).map_err(sql(&path))?;
     conn.busy_timeout(Duration::from_secs(60)).map_err(sql(&path))?;
@@ -317,7 +343,7 @@ pub fn refresh(layout: &Layout) -> Result<Stats, IndexError> {
     if let Some(reason) = why {
         drop(tx);
         drop(conn);
-        return rebuild_locked(&path, srcs, t0, reason);
+        return rebuild_locked(&path, srcs, t0, reason, on);
     }
     tx.commit().map_err(sql(&path))?;
     stats.elapsed_ms = t0.elapsed().as_millis() as u64;
@@ -326,17 +352,22 @@ pub fn refresh(layout: &Layout) -> Result<Stats, IndexError> {
 
 /// Write the whole index anew from the files.
 pub fn rebuild(layout: &Layout) -> Result<Stats, IndexError> {
+    rebuild_with(layout, &quiet)
+}
+
+/// [`rebuild`], saying how it goes.
+pub fn rebuild_with(layout: &Layout, on: OnProgress) -> Result<Stats, IndexError> {
     let t0 = Instant::now();
     let path = index_path(layout);
     let _lock = WriterLock::take(&path)?;
     let srcs = sources::discover(layout).map_err(io(&layout.root))?;
-    rebuild_locked(&path, srcs, t0, "asked for".into())
+    rebuild_locked(&path, srcs, t0, "asked for".into(), on)
 }
 
-fn rebuild_locked(path: &Path, srcs: Vec<Source>, t0: Instant, reason: String) -> Result<Stats, IndexError> {
+fn rebuild_locked(path: &Path, srcs: Vec<Source>, t0: Instant, reason: String, on: OnProgress) -> Result<Stats, IndexError> {
     let tmp = path.with_extension(format!("sqlite.tmp-{}", std::process::id()));
     let mut stats = Stats { rebuilt: true, rebuild_reason: Some(reason), sources: srcs.len(), ..Stats::default() };
-    write_index(&tmp, &srcs, &mut stats, segments::SEGMENT_BYTES)?;
+    write_index(&tmp, &srcs, &mut stats, segments::SEGMENT_BYTES, on)?;
     std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io(&tmp))?;
     // A journal left by a writer that died belongs to the old file, never to this one.
     let _ = std::fs::remove_file(path.with_extension("sqlite-journal"));
@@ -346,7 +377,7 @@ fn rebuild_locked(path: &Path, srcs: Vec<Source>, t0: Instant, reason: String) -
 }
 
 /// A whole index from the files, at `tmp` (a new file nobody reads yet).
-fn write_index(tmp: &Path, srcs: &[Source], stats: &mut Stats, segment_bytes: u64) -> Result<(), IndexError> {
+fn write_index(tmp: &Path, srcs: &[Source], stats: &mut Stats, segment_bytes: u64, on: OnProgress) -> Result<(), IndexError> {
     let _ = std::fs::remove_file(tmp);
     let mut conn = Connection::open(tmp).map_err(sql(tmp))?;
     // No journal, no syncs until the final rename; the indexes built after the load sort on
@@ -357,7 +388,8 @@ fn write_index(tmp: &Path, srcs: &[Source], stats: &mut Stats, segment_bytes: u6
     // Unique keys of the small tables now; rows, metrics and kernels get theirs after the
     // load (row ids are de-duplicated in memory meanwhile), which is what makes it fast.
     conn.execute_batch(&small_table_keys()).map_err(sql(tmp))?;
-    segments::load(&mut conn, tmp, srcs, stats, segment_bytes)?;
+    let loaded = segments::load(&mut conn, tmp, srcs, stats, segment_bytes, on)?;
+    on(Progress { building_indexes: true, ..loaded });
     // The sorter of CREATE INDEX works in pieces the size of the page cache: small pieces that
     // stay in the CPU's caches were faster (1M rows, 16 cores: 6.6-7.1 s against 7.7-9.2 s).
     conn.execute_batch("PRAGMA cache_size = -2000;").map_err(sql(tmp))?;

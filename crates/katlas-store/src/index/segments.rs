@@ -4,7 +4,7 @@
 //! yet moves records without decoding them), so the index holds exactly what one writer reading
 //! the files in order would write: the same rows in the same order, the first copy of an id kept.
 
-use super::{ingest, small_table_keys, sql, IndexError, Loader, Stats, BULK_PRAGMAS, SOURCES_DDL};
+use super::{ingest, small_table_keys, sql, IndexError, Loader, OnProgress, Progress, Stats, BULK_PRAGMAS, SOURCES_DDL};
 use crate::schema;
 use crate::sources::{Kind, Source};
 use rusqlite::Connection;
@@ -26,7 +26,8 @@ enum Step {
     Segment(usize),
 }
 
-fn steps(srcs: &[Source], segment_bytes: u64) -> (Vec<Step>, Vec<Range<usize>>) {
+/// `sizes`: of each source, in bytes.
+fn steps(srcs: &[Source], sizes: &[u64], segment_bytes: u64) -> (Vec<Step>, Vec<Range<usize>>) {
     let (mut steps, mut segs) = (Vec::new(), Vec::<Range<usize>>::new());
     let mut bytes = 0u64;
     for (i, s) in srcs.iter().enumerate() {
@@ -42,7 +43,7 @@ fn steps(srcs: &[Source], segment_bytes: u64) -> (Vec<Step>, Vec<Range<usize>>) 
             _ => steps.push(Step::Direct(i..i + 1)),
         }
         if rows {
-            bytes += std::fs::metadata(&s.path).map(|m| m.len()).unwrap_or(0);
+            bytes += sizes[i];
         }
     }
     (steps, segs)
@@ -52,9 +53,26 @@ fn segment_path(index_tmp: &Path, n: usize) -> PathBuf {
     index_tmp.with_extension(format!("{}.seg{n}", index_tmp.extension().and_then(|e| e.to_str()).unwrap_or("tmp")))
 }
 
-/// Load every source into `conn` (the new index, its bulk tables without indexes yet).
-pub(super) fn load(conn: &mut Connection, index_tmp: &Path, srcs: &[Source], stats: &mut Stats, segment_bytes: u64) -> Result<(), IndexError> {
-    let (steps, segs) = steps(srcs, segment_bytes);
+/// Load every source into `conn` (the new index, its bulk tables without indexes yet); returns
+/// the progress at the end of the load.
+pub(super) fn load(
+    conn: &mut Connection,
+    index_tmp: &Path,
+    srcs: &[Source],
+    stats: &mut Stats,
+    segment_bytes: u64,
+    on: OnProgress,
+) -> Result<Progress, IndexError> {
+    // A file that cannot be sized counts as empty here; reading it names the error.
+    let sizes: Vec<u64> = srcs.iter().map(|s| std::fs::metadata(&s.path).map_or(0, |m| m.len())).collect();
+    let mut progress = Progress { files: srcs.len(), bytes: sizes.iter().sum(), ..Progress::default() };
+    on(progress);
+    let mut advance = |r: Range<usize>| {
+        progress.files_read += r.len();
+        progress.bytes_read += sizes[r].iter().sum::<u64>();
+        on(progress);
+    };
+    let (steps, segs) = steps(srcs, &sizes, segment_bytes);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(segs.len()).max(1);
     // Segments built ahead of the copy, bounding the disk they take.
     let window = 2 * workers;
@@ -87,9 +105,10 @@ pub(super) fn load(conn: &mut Connection, index_tmp: &Path, srcs: &[Source], sta
                 Step::Direct(r) => {
                     let tx = conn.transaction().map_err(sql(index_tmp))?;
                     let mut loader = Loader::new(&tx, true, None);
-                    for s in &srcs[r] {
-                        ingest(&mut loader, s, 0, 0, XxHash3_64::new(), stats)?;
+                    for i in r {
+                        ingest(&mut loader, &srcs[i], 0, 0, XxHash3_64::new(), stats)?;
                         stats.sources_read += 1;
+                        advance(i..i + 1);
                     }
                     drop(loader);
                     tx.commit().map_err(sql(index_tmp))?;
@@ -113,6 +132,7 @@ pub(super) fn load(conn: &mut Connection, index_tmp: &Path, srcs: &[Source], sta
                     stats.records += seg_stats.records - dups;
                     stats.errors += seg_stats.errors;
                     stats.sources_read += seg_stats.sources_read;
+                    advance(segs[n].clone());
                 }
             }
         }
@@ -121,7 +141,7 @@ pub(super) fn load(conn: &mut Connection, index_tmp: &Path, srcs: &[Source], sta
     for n in 0..segs.len() {
         let _ = std::fs::remove_file(segment_path(index_tmp, n));
     }
-    result
+    result.map(|()| progress)
 }
 
 /// A worker's part: `srcs` read into a new database at `path` (it lives until its copy).
@@ -200,7 +220,7 @@ mod tests {
     #[test]
     fn steps_keep_name_order_and_group_corpus_files() {
         let srcs = vec![src("a", Kind::Rows), src("b", Kind::Rows), src("c", Kind::Ledger), src("d", Kind::EvalSamples), src("e", Kind::Rows)];
-        let (steps, segs) = steps(&srcs, SEGMENT_BYTES);
+        let (steps, segs) = steps(&srcs, &[0; 5], SEGMENT_BYTES);
         // Files that cannot be sized count as empty: a and b share a segment.
         assert_eq!(segs, vec![0..2, 4..5]);
         let shape: Vec<String> = steps
@@ -267,9 +287,16 @@ mod tests {
         assert_eq!(srcs.iter().filter(|s| s.kind == Kind::Rows).count(), 3);
         let (mut serial, mut parallel) = (Stats::default(), Stats::default());
         let (p1, p2) = (d.path().join("one.sqlite"), d.path().join("many.sqlite"));
-        write_index(&p1, &srcs, &mut serial, u64::MAX).unwrap();
-        write_index(&p2, &srcs, &mut parallel, 1).unwrap();
-        assert_eq!(steps(&srcs, 1).1.len(), 3, "one segment per file");
+        write_index(&p1, &srcs, &mut serial, u64::MAX, &|_| {}).unwrap();
+        let seen = Mutex::new(Vec::new());
+        write_index(&p2, &srcs, &mut parallel, 1, &|p| seen.lock().unwrap().push(p)).unwrap();
+        // Progress: the start, then a step a file, in order, ending with the whole corpus read,
+        // then the indexes.
+        let seen = seen.into_inner().unwrap();
+        let total: u64 = srcs.iter().map(|s| std::fs::metadata(&s.path).unwrap().len()).sum();
+        assert_eq!(seen.iter().map(|p| p.files_read).collect::<Vec<_>>(), [0, 1, 2, 3, 3]);
+        assert!(seen.windows(2).all(|w| w[0].bytes_read < w[1].bytes_read || w[1].building_indexes));
+        assert_eq!(seen.last(), Some(&Progress { files_read: 3, files: 3, bytes_read: total, bytes: total, building_indexes: true }));
         let (one, many) = (dump(&p1), dump(&p2));
         assert_eq!(one, many);
         let rows = (a.len() + b.len() + c.len() - 1) as u64;

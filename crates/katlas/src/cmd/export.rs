@@ -2,7 +2,7 @@
 //! (docs/corpus.md, "Export").
 
 use crate::ctx::{CliError, CmdResult, Ctx};
-use katlas_store::{export, index};
+use katlas_store::export;
 use std::process::ExitCode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -25,7 +25,7 @@ pub struct ExportArgs {
 
 pub fn run(a: &ExportArgs, ctx: &Ctx) -> CmdResult {
     let t = export::table(&a.table).map_err(CliError::bad_input)?;
-    let (conn, _) = index::open(&ctx.layout()?).map_err(CliError::bad_input)?;
+    let conn = crate::cmd::query::open_index(&ctx.layout()?)?;
     if a.out.as_os_str() == "-" {
         if a.format == ExportFormat::Parquet {
             return Err(CliError::bad_input("--out -: Parquet goes to a file"));

@@ -42,11 +42,35 @@ pub struct QueryArgs {
     pub url: crate::cmd::store::UrlArg,
 }
 
+/// Runs `f` with a progress line on stderr for a rebuild of the index (drawn only on a
+/// terminal, and only once a rebuild reports; a refresh that reads appends draws nothing).
+pub fn with_progress<T>(f: impl FnOnce(index::OnProgress) -> T) -> T {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {wide_msg}").expect("valid template").progress_chars("=> "));
+    let on = |p: index::Progress| {
+        bar.set_length(p.bytes.max(1));
+        bar.set_position(p.bytes_read);
+        bar.set_message(if p.building_indexes {
+            format!("index: {} files read, building the indexes of rows, metrics and kernels", p.files)
+        } else {
+            format!("index: {}/{} files read, {:.0}/{:.0} MB", p.files_read, p.files, p.bytes_read as f64 / 1e6, p.bytes as f64 / 1e6)
+        });
+    };
+    let out = f(&on);
+    bar.finish_and_clear();
+    out
+}
+
+/// The index, brought up to date (with a progress line when that means a rebuild).
+pub fn open_index(layout: &katlas_corpus::Layout) -> Result<katlas_store::Connection, CliError> {
+    Ok(with_progress(|on| index::open_with(layout, on)).map_err(CliError::bad_input)?.0)
+}
+
 pub fn run_index(c: &IndexCmd, ctx: &Ctx) -> CmdResult {
     let layout = ctx.layout()?;
     let (a, stats) = match c {
-        IndexCmd::Rebuild(a) => (a, index::rebuild(&layout)),
-        IndexCmd::Refresh(a) => (a, index::refresh(&layout)),
+        IndexCmd::Rebuild(a) => (a, with_progress(|on| index::rebuild_with(&layout, on))),
+        IndexCmd::Refresh(a) => (a, with_progress(|on| index::refresh_with(&layout, on))),
     };
     let stats = stats.map_err(CliError::bad_input)?;
     if a.format.format == crate::output::Format::Json {
@@ -76,7 +100,7 @@ pub fn run_query(a: &QueryArgs, ctx: &Ctx) -> CmdResult {
         print_result(&result, a.format)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let (conn, _) = index::open(&ctx.layout()?).map_err(CliError::bad_input)?;
+    let conn = open_index(&ctx.layout()?)?;
     let result = query::sqlite(&conn, &a.sql).map_err(CliError::bad_input)?;
     print_result(&result, a.format)?;
     Ok(ExitCode::SUCCESS)

@@ -6,7 +6,6 @@ use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::say_err;
 use katlas_report::roofline::Roofline;
 use katlas_report::{data, ChosenFit, Report, Section};
-use katlas_store::index;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -39,7 +38,7 @@ fn roofline_of(l: &Loaded, device: &str) -> Roofline {
 
 pub fn run(a: &ReportArgs, ctx: &Ctx) -> CmdResult {
     let layout = ctx.layout()?;
-    let (conn, _) = index::open(&layout).map_err(CliError::bad_input)?;
+    let conn = crate::cmd::query::open_index(&layout)?;
     let (rows, bad_lines) = data::counts(&conn).map_err(CliError::bad_input)?;
     let chosen = data::choose_row(&conn, a.row.as_deref()).map_err(CliError::bad_input)?;
 

@@ -3,7 +3,7 @@
 
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{fmt_num, print_json, printable, table, Format, FormatArg};
-use katlas_store::{compare, index, trend};
+use katlas_store::{compare, trend};
 use std::process::ExitCode;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -52,7 +52,7 @@ pub struct ParetoArgs {
 }
 
 fn conn(ctx: &Ctx) -> Result<katlas_store::Connection, CliError> {
-    Ok(index::open(&ctx.layout()?).map_err(CliError::bad_input)?.0)
+    crate::cmd::query::open_index(&ctx.layout()?)
 }
 
 pub fn run_trend(a: &TrendArgs, ctx: &Ctx) -> CmdResult {
