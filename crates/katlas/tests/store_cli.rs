@@ -233,3 +233,28 @@ fn export_writes_csv_and_parquet_of_a_table() {
     assert!(b.starts_with(b"PAR1") && b.ends_with(b"PAR1"), "a Parquet file");
     assert_eq!(katlas(p, &["export", "--format", "csv", "--table", "sources", "--out", "-"]).status.code(), Some(2));
 }
+
+/// A rebuild draws its progress on a terminal's stderr (through `script`, which gives the
+/// command a pseudo-terminal) and nothing on a pipe; stdout's summary is the same either way.
+#[test]
+fn a_rebuild_shows_progress_on_a_terminal_only() {
+    let d = imported();
+    let p = d.path();
+    let piped = ok(katlas(p, &["index", "rebuild"]));
+    let err = String::from_utf8_lossy(&piped.stderr);
+    assert!(!err.contains("files") && !err.contains('\u{1b}') && !err.contains('\r'), "no progress on a pipe: {err:?}");
+    let line = format!("{KATLAS} --project {} index rebuild", p.display());
+    let tty = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(p)
+        .env("NO_COLOR", "1")
+        .env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config")
+        .output()
+        .unwrap();
+    assert_eq!(tty.status.code(), Some(0), "{}", String::from_utf8_lossy(&tty.stdout));
+    // script merges the command's stdout and stderr into its own stdout.
+    let screen = String::from_utf8_lossy(&tty.stdout);
+    assert!(screen.contains("index: 1/1 files, "), "progress drawn on the terminal: {screen:?}");
+    assert!(screen.contains("index: building indexes"), "{screen:?}");
+    assert!(screen.contains("index rebuilt (asked for): 1 of 1 source files read"), "{screen:?}");
+}

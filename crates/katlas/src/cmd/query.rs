@@ -46,14 +46,16 @@ pub struct QueryArgs {
 /// terminal, and only once a rebuild reports; a refresh that reads appends draws nothing).
 pub fn with_progress<T>(f: impl FnOnce(index::OnProgress) -> T) -> T {
     let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {wide_msg}").expect("valid template").progress_chars("=> "));
+    // Short enough for an 80-column terminal: a cut message hides what it says.
+    bar.set_style(indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:20}] {wide_msg}").expect("valid template").progress_chars("=> "));
     let on = |p: index::Progress| {
         bar.set_length(p.bytes.max(1));
         bar.set_position(p.bytes_read);
         bar.set_message(if p.building_indexes {
-            format!("index: {} files read, building the indexes of rows, metrics and kernels", p.files)
+            "index: building indexes".to_string()
         } else {
-            format!("index: {}/{} files read, {:.0}/{:.0} MB", p.files_read, p.files, p.bytes_read as f64 / 1e6, p.bytes as f64 / 1e6)
+            use indicatif::HumanBytes as B;
+            format!("index: {}/{} files, {}/{}", p.files_read, p.files, B(p.bytes_read), B(p.bytes))
         });
     };
     let out = f(&on);
