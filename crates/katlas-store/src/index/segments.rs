@@ -102,17 +102,7 @@ pub(super) fn load(
         let mut seen: HashSet<String> = HashSet::new();
         for step in steps {
             match step {
-                Step::Direct(r) => {
-                    let tx = conn.transaction().map_err(sql(index_tmp))?;
-                    let mut loader = Loader::new(&tx, true, None);
-                    for i in r {
-                        ingest(&mut loader, &srcs[i], 0, 0, XxHash3_64::new(), stats)?;
-                        stats.sources_read += 1;
-                        advance(i..i + 1);
-                    }
-                    drop(loader);
-                    tx.commit().map_err(sql(index_tmp))?;
-                }
+                Step::Direct(r) => read_into(conn, index_tmp, &srcs[r.clone()], stats, |k| advance(r.start + k..r.start + k + 1))?,
                 Step::Segment(n) => {
                     let built = loop {
                         if let Some(b) = ready.remove(&n) {
@@ -151,15 +141,21 @@ fn build_segment(path: &Path, srcs: &[Source]) -> Result<Stats, IndexError> {
     conn.execute_batch(&format!("{BULK_PRAGMAS} PRAGMA cache_size = -16384;")).map_err(sql(path))?;
     conn.execute_batch(&format!("{}{SOURCES_DDL}{}", schema::create_tables(), small_table_keys())).map_err(sql(path))?;
     let mut stats = Stats::default();
+    read_into(&mut conn, path, srcs, &mut stats, |_| {})?;
+    Ok(stats)
+}
+
+/// `srcs` read into `conn` (at `path`) in one transaction; `after(k)` when `srcs[k]` is in.
+fn read_into(conn: &mut Connection, path: &Path, srcs: &[Source], stats: &mut Stats, mut after: impl FnMut(usize)) -> Result<(), IndexError> {
     let tx = conn.transaction().map_err(sql(path))?;
     let mut loader = Loader::new(&tx, true, None);
-    for s in srcs {
-        ingest(&mut loader, s, 0, 0, XxHash3_64::new(), &mut stats)?;
+    for (k, s) in srcs.iter().enumerate() {
+        ingest(&mut loader, s, 0, 0, XxHash3_64::new(), stats)?;
         stats.sources_read += 1;
+        after(k);
     }
     drop(loader);
-    tx.commit().map_err(sql(path))?;
-    Ok(stats)
+    tx.commit().map_err(sql(path))
 }
 
 /// Copy a segment into the index: rows whose id an earlier file holds are dropped with their
@@ -283,8 +279,11 @@ mod tests {
         let mut c = real_rows("c");
         c.insert(0, again);
         append_jsonl(&l.corpus_file("box-c", "2026-05-15"), &c, Fsync::Never).unwrap();
+        // A ledger line that is not JSON: read straight into the index between the segments.
+        std::fs::write(l.root.join("ledger.jsonl"), "{not json\n").unwrap();
         let srcs = crate::sources::discover(&l).unwrap();
         assert_eq!(srcs.iter().filter(|s| s.kind == Kind::Rows).count(), 3);
+        assert_eq!(srcs.len(), 4);
         let (mut serial, mut parallel) = (Stats::default(), Stats::default());
         let (p1, p2) = (d.path().join("one.sqlite"), d.path().join("many.sqlite"));
         write_index(&p1, &srcs, &mut serial, u64::MAX, &|_| {}).unwrap();
@@ -294,14 +293,14 @@ mod tests {
         // then the indexes.
         let seen = seen.into_inner().unwrap();
         let total: u64 = srcs.iter().map(|s| std::fs::metadata(&s.path).unwrap().len()).sum();
-        assert_eq!(seen.iter().map(|p| p.files_read).collect::<Vec<_>>(), [0, 1, 2, 3, 3]);
+        assert_eq!(seen.iter().map(|p| p.files_read).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 4]);
         assert!(seen.windows(2).all(|w| w[0].bytes_read < w[1].bytes_read || w[1].building_indexes));
-        assert_eq!(seen.last(), Some(&Progress { files_read: 3, files: 3, bytes_read: total, bytes: total, building_indexes: true }));
+        assert_eq!(seen.last(), Some(&Progress { files_read: 4, files: 4, bytes_read: total, bytes: total, building_indexes: true }));
         let (one, many) = (dump(&p1), dump(&p2));
         assert_eq!(one, many);
         let rows = (a.len() + b.len() + c.len() - 1) as u64;
-        assert_eq!((serial.records, serial.errors, serial.sources_read), (rows, 1, 3));
-        assert_eq!((parallel.records, parallel.errors, parallel.sources_read), (rows, 1, 3));
+        assert_eq!((serial.records, serial.errors, serial.sources_read), (rows, 2, 4));
+        assert_eq!((parallel.records, parallel.errors, parallel.sources_read), (rows, 2, 4));
         let conn = Connection::open(&p2).unwrap();
         let w: String = conn.query_row("SELECT workload FROM rows WHERE id = ?1", [&a[1].id], |r| r.get(0)).unwrap();
         assert_eq!(w, a[1].workload);
