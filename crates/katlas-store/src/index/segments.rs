@@ -87,7 +87,11 @@ pub(super) fn load(
             scope.spawn(move || loop {
                 let next = work_rx.lock().map(|rx| rx.recv());
                 let Ok(Ok(n)) = next else { break };
-                let built = build_segment(&segment_path(index_tmp, n), &srcs[segs[n].clone()]);
+                let path = segment_path(index_tmp, n);
+                // A panic becomes this segment's error: the index's thread waits for every
+                // segment in turn, and would wait for this one for ever.
+                let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build_segment(&path, &srcs[segs[n].clone()])))
+                    .unwrap_or_else(|_| Err(IndexError::Io { path: path.clone(), source: std::io::Error::other("the worker loading this segment panicked") }));
                 if done_tx.send((n, built)).is_err() {
                     break;
                 }
