@@ -166,7 +166,6 @@ fn read_into(conn: &mut Connection, path: &Path, srcs: &[Source], stats: &mut St
 /// metrics and kernels first. Returns how many were dropped.
 fn copy_segment(conn: &mut Connection, seg: &Path, seen: &mut HashSet<String>) -> rusqlite::Result<u64> {
     conn.execute("ATTACH DATABASE ?1 AS seg", [seg.to_string_lossy()])?;
-    conn.execute_batch("PRAGMA seg.mmap_size = 2147418112;")?;
     let copied = (|| {
         let tx = conn.transaction()?;
         let mut dups = Vec::new();
