@@ -252,15 +252,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base_names() {
-        assert_eq!(base_name("_Z6kernelPfi"), "kernel");
-        assert_eq!(base_name("_Z6kernelPfi.kd"), "kernel");
-        assert_eq!(base_name("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"), "at::native::vectorized_elementwise_kernel");
-        assert_eq!(base_name("gemv_hfq4g256_residual"), "gemv_hfq4g256_residual");
-        assert_eq!(base_name("_ZN2ns4gemvILi4EEEvPKfPfi"), "ns::gemv");
-    }
-
-    #[test]
     fn short_names_are_unique_and_name_the_op() {
         let names = [
             "void at::native::(anonymous namespace)::CatArrayBatchedCopy_vectorized<at::native::(anonymous namespace)::OpaqueType<2u>, unsigned int, 3, 128, 1, 16, 8>(char*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<at::native::(anonymous namespace)::OpaqueType<2u>, unsigned int, 128, 1>, int)",

@@ -99,6 +99,14 @@ mod tests {
         assert_eq!(bare_name("vectoradd_float(float*, int)"), "vectoradd_float");
         assert_eq!(bare_name("unsigned int count_kernel(int*)"), "count_kernel");
         assert_eq!(base_name("_Z15vectoradd_floatPfPKfS1_ii.kd"), "vectoradd_float");
+        assert_eq!(base_name("_Z6kernelPfi"), "kernel");
+        assert_eq!(base_name("_Z6kernelPfi.kd"), "kernel");
+        assert_eq!(base_name("gemv_hfq4g256_residual"), "gemv_hfq4g256_residual");
+        assert_eq!(base_name("_ZN2ns4gemvILi4EEEvPKfPfi"), "ns::gemv");
+        assert_eq!(
+            base_name("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"),
+            "at::native::vectorized_elementwise_kernel"
+        );
     }
 
     #[test]

@@ -271,9 +271,7 @@ pub fn open_with(layout: &Layout, on: OnProgress) -> Result<(Connection, Stats),
     let path = index_path(layout);
     let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(sql(&path))?;
     conn.busy_timeout(Duration::from_secs(60)).map_err(sql(&path))?;
-    // Queries jump between an index and its table: a page cache that holds them (64 MiB at
-    // most, taken as used) keeps 16 KiB pages from being read again and again.
-    conn.execute_batch("PRAGMA query_only = 1; PRAGMA cache_size = -65536;").map_err(sql(&path))?;
+    conn.execute_batch("PRAGMA query_only = 1;").map_err(sql(&path))?;
     Ok((conn, stats))
 }
 
