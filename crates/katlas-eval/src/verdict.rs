@@ -12,7 +12,9 @@
 //! needs the hull to clear the noise band `±threshold`:
 //!
 //! - hull entirely above `+threshold` (in the goal's direction): `improved`
-//! - entirely below `-threshold`: `regressed`
+//! - entirely below `-threshold`: `regressed`, also when a side's spread or drift makes
+//!   the eval `unstable` otherwise: a wide interval wholly on the worse side is a slowdown
+//!   noise cannot explain, while a win under the same spread stays unclaimed
 //! - entirely inside `[-threshold, +threshold]`: `no_change`
 //! - otherwise `inconclusive`.
 
@@ -190,7 +192,8 @@ pub fn judge_look(a: &[f64], b: &[f64], look: Look, cfg: &JudgeConfig) -> Judgem
     let p = stats::mann_whitney(a, b).map(|m| m.p);
     let mut effect =
         ci_eff.map(|ci| Effect { relative_change: rel, ci, ci_level: level, bootstrap_ci: boot, gain: sign * rel, p_value: p, resamples: cfg.resamples });
-    let verdict = if unstable {
+    let regressed_through_spread = unstable && a.len() >= 2 && b.len() >= 2 && ci_eff.is_some_and(|ci| classify(ci, sign, cfg.threshold) == Verdict::Regressed);
+    let verdict = if unstable && !regressed_through_spread {
         Verdict::Unstable
     } else if a.len() < 2 || b.len() < 2 || ci_eff.is_none() {
         reasons.push(format!("too few samples for an interval ({} vs {})", a.len(), b.len()));
@@ -209,6 +212,13 @@ pub fn judge_look(a: &[f64], b: &[f64], look: Look, cfg: &JudgeConfig) -> Judgem
             ghi * 100.0,
             t * 100.0
         ));
+        if regressed_through_spread {
+            // `unstable` keeps noise from shipping as a win; it must not hide a slowdown whose
+            // interval, however wide the spread made it, lies wholly on the worse side.
+            reasons.push(
+                "regressed despite the spread named above: the whole interval lies beyond the noise band on the worse side, so noise cannot explain it".into(),
+            );
+        }
         if let (Verdict::Inconclusive, Some((fl, m)), Some(fci)) = (v, futility, ci_fut) {
             // Futility needs both: an effect of the size asked about is ruled out, and the
             // interval still reaches the noise band. An interval inside ±min_effect but clear of
@@ -403,6 +413,29 @@ mod tests {
         // One outlier is not a spread.
         let one = [100.0, 101.0, 99.0, 100.5, 180.0];
         assert_ne!(judge(&one, &series(100.0, 5, 0.01), 0.95, &cfg).verdict, Verdict::Unstable);
+    }
+
+    #[test]
+    fn a_clear_regression_under_spread_is_regressed_but_a_win_stays_unstable() {
+        // A busy 2-core box: robust CV about 22% on both sides, the candidate 40% slower.
+        let cfg = JudgeConfig::default();
+        let a = series(100.0, 20, 0.3);
+        let slower: Vec<f64> = a.iter().map(|x| x * 0.6).collect();
+        let j = judge(&a, &slower, 0.991, &cfg);
+        assert_eq!(j.verdict, Verdict::Regressed, "{:?}", j.reasons);
+        assert!(j.reasons.iter().any(|r| r.contains("spread (robust CV)")), "the spread is named: {:?}", j.reasons);
+        assert!(j.reasons.iter().any(|r| r.contains("regressed despite the spread")), "{:?}", j.reasons);
+        // The same for a time (lower is better): the candidate takes longer.
+        let min = JudgeConfig { goal: Goal::Minimize, ..JudgeConfig::default() };
+        let longer: Vec<f64> = a.iter().map(|x| x * 1.6).collect();
+        assert_eq!(judge(&a, &longer, 0.991, &min).verdict, Verdict::Regressed);
+        // A win under the same spread is never claimed.
+        let faster: Vec<f64> = a.iter().map(|x| x * 1.6).collect();
+        assert_eq!(judge(&a, &faster, 0.991, &cfg).verdict, Verdict::Unstable);
+        assert_eq!(judge(&a, &slower, 0.991, &min).verdict, Verdict::Unstable);
+        // A spread whose interval reaches the band stays unstable.
+        let slightly: Vec<f64> = a.iter().map(|x| x * 0.97).collect();
+        assert_eq!(judge(&a, &slightly, 0.991, &cfg).verdict, Verdict::Unstable);
     }
 
     #[test]
