@@ -1,35 +1,23 @@
 //! The route-affecting environment.
 
+use crate::secrets::{is_secret_name, redact_secrets, REDACTED};
 use std::collections::BTreeMap;
 
 /// Prefixes whose variables can change which kernels run or how fast.
 pub const DEFAULT_ENV_PREFIXES: &[&str] = &["HIPFIRE_", "HIP_", "ROCR_", "HSA_", "AMD_", "CUDA_", "NCCL_", "NVIDIA_TF32", "TORCH_", "PYTORCH_", "KATLAS_"];
 
-/// Names that look like credentials are never recorded, whatever their prefix.
-/// Over-matching only hides a value; under-matching leaks it into every row.
-pub fn is_secret_name(name: &str) -> bool {
-    let up = name.to_ascii_uppercase();
-    // The shell's working directories, not passwords.
-    if up == "PWD" || up == "OLDPWD" {
-        return false;
-    }
-    const ANYWHERE: &[&str] =
-        &["TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDS", "AUTH", "PWD", "BEARER", "SESSION", "COOKIE", "PRIVATE"];
-    ANYWHERE.iter().any(|p| up.contains(p)) || up.ends_with("PASS") || up.split('_').any(|w| w == "PASS")
-}
-
-/// What a secret's value is recorded as.
-pub const REDACTED: &str = "<redacted>";
-
 /// `env` with the values of secret-looking names replaced: for env katlas records
 /// because the spec asked for it (a variant's env), where the name itself matters.
+/// Other values keep what they say with any credential inside them replaced
+/// ([`redact_secrets`]): a store URL keeps its host, not its password.
 pub fn redact_env(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    env.iter().map(|(k, v)| (k.clone(), if is_secret_name(k) { REDACTED.to_string() } else { v.clone() })).collect()
+    env.iter().map(|(k, v)| (k.clone(), if is_secret_name(k) { REDACTED.to_string() } else { redact_secrets(v).into_owned() })).collect()
 }
 
 /// `text` (a child's captured output) with secrets hidden: the value of every
 /// secret-looking variable in `env` (8 characters or more, so short values do not
-/// blank ordinary words), and the value of any `NAME=value` whose name looks secret.
+/// blank ordinary words), the value of any `NAME=value` whose name looks secret, and
+/// anything that looks like a credential by its value ([`redact_secrets`]).
 pub fn redact_text<'a, I>(text: &str, env: I) -> String
 where
     I: IntoIterator<Item = (&'a String, &'a String)>,
@@ -40,6 +28,7 @@ where
             out = out.replace(v.as_str(), REDACTED);
         }
     }
+    let out = redact_secrets(&out);
     let mut res = String::with_capacity(out.len());
     for (i, line) in out.split('\n').enumerate() {
         if i > 0 {
@@ -74,12 +63,20 @@ fn redact_assignments(line: &str) -> String {
     out
 }
 
-/// Variables matching any prefix, secrets dropped, sorted by name.
+/// Variables matching any prefix, sorted by name: secret-looking names dropped, and a
+/// credential inside any other value redacted (`KATLAS_STORE_URL` keeps its host, not its
+/// password).
 pub fn route_env<I>(prefixes: &[String], vars: I) -> BTreeMap<String, String>
 where
     I: IntoIterator<Item = (String, String)>,
 {
-    vars.into_iter().filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p.as_str())) && !is_secret_name(k)).collect()
+    vars.into_iter()
+        .filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p.as_str())) && !is_secret_name(k))
+        .map(|(k, v)| {
+            let v = redact_secrets(&v).into_owned();
+            (k, v)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -137,5 +134,22 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()));
         let env = route_env(&prefixes, vars);
         assert_eq!(env.keys().collect::<Vec<_>>(), ["CUDA_VISIBLE_DEVICES", "HIPFIRE_GRAPH", "HIP_VISIBLE_DEVICES"]);
+    }
+
+    #[test]
+    fn a_store_url_is_recorded_without_its_password() {
+        let prefixes: Vec<String> = DEFAULT_ENV_PREFIXES.iter().map(|s| s.to_string()).collect();
+        let vars = [
+            ("KATLAS_STORE_URL", "postgres://katlas:PW-9f3k@db.example:5432/katlas"),
+            ("HIPFIRE_MIRROR", "https://hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345@hf.example/m"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let env = route_env(&prefixes, vars);
+        assert_eq!(env["KATLAS_STORE_URL"], "postgres://katlas:<redacted>@db.example:5432/katlas");
+        assert_eq!(env["HIPFIRE_MIRROR"], "https://<redacted>@hf.example/m");
+        let spec: BTreeMap<String, String> = [("HIPFIRE_DB".to_string(), "host=h password=hunter2".to_string())].into();
+        assert_eq!(redact_env(&spec)["HIPFIRE_DB"], "host=h password=<redacted>");
+        let tail = redact_text("connecting to postgres://katlas:PW-9f3k@db/k\n", &BTreeMap::new());
+        assert!(!tail.contains("PW-9f3k"), "{tail}");
     }
 }

@@ -8,6 +8,7 @@ pub mod digest_cache;
 pub mod env;
 pub mod gpu;
 pub mod host;
+pub mod secrets;
 pub mod source;
 pub mod toolkit;
 
@@ -16,7 +17,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use digest_cache::file_digest;
-pub use env::{is_secret_name, redact_env, redact_text, route_env, DEFAULT_ENV_PREFIXES, REDACTED};
+pub use env::{redact_env, redact_text, route_env, DEFAULT_ENV_PREFIXES};
+pub use secrets::{is_secret_name, redact_secrets, REDACTED};
 pub use source::source_identity;
 
 /// What to capture. `Default` captures host, GPUs, toolkits and the process

@@ -30,12 +30,17 @@ fn repo() -> Repo {
 
 impl Repo {
     fn katlas(&self, args: &[&str]) -> Output {
+        self.katlas_env(args, &[])
+    }
+    fn katlas_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         Command::new(KATLAS)
             .args(args)
             .current_dir(&self.root)
             .env("NO_COLOR", "1")
             .env("KATLAS_CONFIG_DIR", &self.user_config)
             .env_remove("KATLAS_YES")
+            .env_remove("KATLAS_STORE_URL")
+            .envs(env.iter().copied())
             .output()
             .unwrap()
     }
@@ -232,4 +237,44 @@ fn workload_files_need_trust() {
     let o = r.katlas(&["collect", "w"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(m.exists());
+}
+
+/// Every file under `dir`, with its text.
+fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else { return out };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push((p.clone(), String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned()));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_store_password_reaches_no_record_and_no_log() {
+    let r = repo();
+    // The documented setup: the store URL, password included, in the environment.
+    let url = "postgres://katlas:PW-s3cret-42@db.example:5432/katlas";
+    let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let env = [("KATLAS_STORE_URL", url), ("HIPFIRE_MIRROR", &*format!("https://{token}@github.com/x"))];
+    std::fs::write(r.root.join("katlas.toml"), "[workload.w]\ncommand = 'echo \"store $KATLAS_STORE_URL\"; echo tok_s=1; exit 3'\n").unwrap();
+    let o = r.katlas_env(&["--yes", "collect", "w"], &env);
+    assert_ne!(o.status.code(), Some(0), "the workload fails, so its output is kept: {}", text(&o));
+    let o = r.katlas_env(&args(&["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=130"]), &env);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The child's own output, captured raw for re-parsing, is its business; every record
+    // and message katlas writes is checked.
+    let raw = |p: &Path| p.parent().and_then(|d| d.parent()).is_some_and(|d| d.ends_with("runs")) && (p.ends_with("stdout") || p.ends_with("stderr"));
+    let files: Vec<_> = files_under(&r.root.join(".katlas")).into_iter().filter(|(p, _)| !raw(p)).collect();
+    assert!(files.iter().any(|(p, _)| p.ends_with("ledger.jsonl")), "{files:?}");
+    let rows: Vec<_> = files.iter().filter(|(_, t)| t.contains("db.example")).collect();
+    assert!(!rows.is_empty(), "the URL, without its password, is still recorded: {files:?}");
+    for (p, t) in &files {
+        assert!(!t.contains("PW-s3cret-42") && !t.contains(token), "{} holds a credential:\n{t}", p.display());
+    }
+    assert!(!text(&o).contains("PW-s3cret-42"), "{}", text(&o));
 }
