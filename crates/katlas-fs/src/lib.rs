@@ -127,6 +127,27 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// The files SQLite creates beside a database (rollback journal, write-ahead log, its index).
+const SQLITE_SIDECARS: [&str; 3] = ["-journal", "-wal", "-shm"];
+
+/// Get ready to open the SQLite database at `path`: its directory is created, and it is refused
+/// when the file, a directory from `.katlas` down, or a file SQLite writes beside it
+/// (`-journal`, `-wal`, `-shm`) is a link. SQLite opens those itself, so this check (and the
+/// caller opening the database with `SQLITE_OPEN_NOFOLLOW`) is all that keeps a cloned
+/// `.katlas/index.sqlite-journal -> ~/.bashrc` from being written through.
+pub fn prepare_database(path: &Path) -> io::Result<()> {
+    if let Some(d) = parent_of(path) {
+        create_dir_all(d)?;
+    }
+    check(path)?;
+    for suffix in SQLITE_SIDECARS {
+        let mut side = path.as_os_str().to_owned();
+        side.push(suffix);
+        check(Path::new(&side))?;
+    }
+    Ok(())
+}
+
 /// The `.katlas` directory of a project (not created).
 pub fn dot_dir(project_root: &Path) -> PathBuf {
     project_root.join(DOT_DIR)
@@ -175,6 +196,26 @@ mod tests {
         symlink(&outside, proj2.join(DOT_DIR)).unwrap();
         assert!(write_atomic(&proj2.join(".katlas/ledger.jsonl"), b"x").is_err());
         assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
+    }
+
+    #[test]
+    fn a_database_with_a_linked_journal_or_directory_is_refused() {
+        let (_d, proj, outside) = setup();
+        let db = proj.join(".katlas/index.sqlite");
+        prepare_database(&db).unwrap();
+        let victim = outside.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        symlink(&victim, proj.join(".katlas/index.sqlite-journal")).unwrap();
+        let e = prepare_database(&db).unwrap_err();
+        assert!(e.to_string().contains("index.sqlite-journal"), "{e}");
+        std::fs::remove_file(proj.join(".katlas/index.sqlite-journal")).unwrap();
+        symlink(&victim, &db).unwrap();
+        assert!(prepare_database(&db).is_err());
+        let proj2 = proj.parent().unwrap().join("proj2");
+        std::fs::create_dir_all(&proj2).unwrap();
+        symlink(&outside, proj2.join(DOT_DIR)).unwrap();
+        assert!(prepare_database(&proj2.join(".katlas/index.sqlite")).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     }
 
     #[test]

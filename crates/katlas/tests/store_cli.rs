@@ -65,11 +65,16 @@ fn query_answers_from_the_index_in_every_format_and_cannot_write() {
     // A statement that writes is refused: the index is read-only for queries.
     let o = katlas(p, &["query", "DELETE FROM rows"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("readonly") || String::from_utf8_lossy(&o.stderr).contains("read-only"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("only reads"), "{}", String::from_utf8_lossy(&o.stderr));
+    // Nor does anything else that reaches a file: `VACUUM INTO` created an empty file at any
+    // writable path before it failed, `ATTACH` names one too.
+    let target = p.join("copy.sqlite");
+    for sql in [format!("VACUUM INTO '{}'", target.display()), format!("ATTACH DATABASE '{}' AS x", target.display()), "PRAGMA query_only = 0".into()] {
+        let o = katlas(p, &["query", &sql]);
+        assert_eq!(o.status.code(), Some(2), "{sql}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("only reads"), "{sql}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(!target.exists(), "{sql} created {}", target.display());
+    }
     assert_eq!(json(&ok(katlas(p, &["query", "SELECT COUNT(*) AS n FROM rows", "--format", "json"])))["rows"][0]["n"], rows);
     // Bad SQL is bad input (2) with SQLite's reason.
     let o = katlas(p, &["query", "SELECT nope FROM rows"]);
@@ -257,4 +262,81 @@ fn a_rebuild_shows_progress_on_a_terminal_only() {
     assert!(screen.contains("index: 1/1 files, "), "progress drawn on the terminal: {screen:?}");
     assert!(screen.contains("index: building indexes"), "{screen:?}");
     assert!(screen.contains("index rebuilt (asked for): 1 of 1 source files read"), "{screen:?}");
+}
+
+/// A clone that ships `.katlas` as a link (or a link where SQLite writes its journal) gets no
+/// index, lock, journal or temporary file in the link's target: every command that brings the
+/// index up to date refuses, naming the link.
+#[test]
+fn the_index_is_never_written_through_a_link() {
+    let d = tempfile::tempdir().unwrap();
+    let (p, outside) = (d.path().join("clone"), d.path().join("home"));
+    std::fs::create_dir_all(outside.join("corpus")).unwrap();
+    std::fs::create_dir_all(&p).unwrap();
+    let src = imported();
+    for e in std::fs::read_dir(src.path().join(".katlas/corpus")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), outside.join("corpus").join(e.file_name())).unwrap();
+    }
+    std::os::unix::fs::symlink(&outside, p.join(".katlas")).unwrap();
+    let before: Vec<_> = walk(&outside);
+    for args in [
+        &["query", "SELECT COUNT(*) FROM rows"][..],
+        &["index", "rebuild"],
+        &["index", "refresh"],
+        &["export", "--format", "csv", "--table", "rows", "--out", "-"],
+        &["report", "--out", "r.html"],
+    ] {
+        let o = katlas(&p, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("symbolic link"), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(walk(&outside), before, "{args:?} wrote into the link's target");
+    }
+
+    // A journal SQLite would open beside the index, linked to a file outside.
+    let q = imported();
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    ok(katlas(q.path(), &["index", "rebuild"]));
+    std::os::unix::fs::symlink(&victim, q.path().join(".katlas/index.sqlite-journal")).unwrap();
+    let mut extra = String::new();
+    for l in std::fs::read_to_string(FIXTURE).unwrap().lines().filter(|l| !l.trim().is_empty()) {
+        let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+        v["run_index"] = serde_json::json!(98);
+        extra.push_str(&format!("{v}\n"));
+    }
+    std::fs::write(q.path().join("more.jsonl"), extra).unwrap();
+    ok(katlas(q.path(), &["corpus", "import", "more.jsonl"]));
+    let _ = katlas(q.path(), &["query", "SELECT COUNT(*) FROM rows"]);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+}
+
+/// Every file under `dir` with its bytes.
+fn walk(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push((p.clone(), std::fs::read(&p).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `katlas index rebuild` that was killed leaves its new index and segments behind; the next
+/// rebuild (which holds the writer lock, so no other rebuild is writing them) removes them.
+#[test]
+fn temporary_files_of_a_killed_rebuild_are_removed() {
+    let d = imported();
+    let k = d.path().join(".katlas");
+    for stale in ["index.sqlite.tmp-999999", "index.sqlite.tmp-999999.seg0", "index.sqlite.tmp-999998.seg3"] {
+        std::fs::write(k.join(stale), "left by a killed rebuild").unwrap();
+    }
+    ok(katlas(d.path(), &["index", "rebuild"]));
+    let left: Vec<String> =
+        std::fs::read_dir(&k).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.contains(".tmp-")).collect();
+    assert!(left.is_empty(), "{left:?}");
 }

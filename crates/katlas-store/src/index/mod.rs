@@ -58,6 +58,14 @@ pub fn index_path(layout: &Layout) -> PathBuf {
     layout.root.join("index.sqlite")
 }
 
+/// Open a database under `.katlas/` (the index, a rebuild's new file or segment) the way every
+/// write there goes: never through a link (katlas-fs), the file itself opened `NOFOLLOW`.
+fn open_db(path: &Path, read_only: bool) -> Result<Connection, IndexError> {
+    katlas_fs::prepare_database(path).map_err(io(path))?;
+    let mode = if read_only { OpenFlags::SQLITE_OPEN_READ_ONLY } else { OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE };
+    Connection::open_with_flags(path, mode | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW).map_err(sql(path))
+}
+
 /// What bringing the index up to date did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Stats {
@@ -203,7 +211,7 @@ fn plan(src: &Source, known: Option<&SourceState>) -> std::io::Result<Plan> {
 
 /// Whether the index at `path` is current with the project's files (no writes).
 fn is_current(path: &Path, srcs: &[Source]) -> Result<bool, IndexError> {
-    let conn = match Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX) {
+    let conn = match open_db(path, true) {
         Ok(c) => c,
         Err(_) => return Ok(false),
     };
@@ -228,10 +236,7 @@ struct WriterLock(std::fs::File);
 impl WriterLock {
     fn take(index: &Path) -> Result<Self, IndexError> {
         let p = index.with_extension("sqlite.lock");
-        if let Some(d) = p.parent() {
-            std::fs::create_dir_all(d).map_err(io(d))?;
-        }
-        let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&p).map_err(io(&p))?;
+        let f = katlas_fs::open_append(&p).map_err(io(&p))?;
         f.lock_exclusive().map_err(io(&p))?;
         Ok(Self(f))
     }
@@ -269,7 +274,7 @@ pub fn open(layout: &Layout) -> Result<(Connection, Stats), IndexError> {
 pub fn open_with(layout: &Layout, on: OnProgress) -> Result<(Connection, Stats), IndexError> {
     let stats = refresh_with(layout, on)?;
     let path = index_path(layout);
-    let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(sql(&path))?;
+    let conn = open_db(&path, true)?;
     conn.busy_timeout(Duration::from_secs(60)).map_err(sql(&path))?;
     conn.execute_batch("PRAGMA query_only = 1;").map_err(sql(&path))?;
     Ok((conn, stats))
@@ -291,13 +296,13 @@ pub fn refresh_with(layout: &Layout, on: OnProgress) -> Result<Stats, IndexError
     let _lock = WriterLock::take(&path)?;
     let srcs = sources::discover(layout).map_err(io(&layout.root))?;
     let usable = path.exists()
-        && Connection::open(&path)
+        && open_db(&path, false)
             .ok()
             .is_some_and(|c| version_ok(&c) && c.query_row("PRAGMA quick_check", [], |r| r.get::<_, String>(0)).ok().as_deref() == Some("ok"));
     if !usable {
         return rebuild_locked(&path, srcs, t0, "no usable index of this version".into(), on);
     }
-    let mut conn = Connection::open(&path).map_err(sql(&path))?;
+    let mut conn = open_db(&path, false)?;
     conn.busy_timeout(Duration::from_secs(60)).map_err(sql(&path))?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql(&path))?;
     let known = known_sources(&tx).map_err(sql(&path))?;
@@ -363,7 +368,8 @@ pub fn rebuild_with(layout: &Layout, on: OnProgress) -> Result<Stats, IndexError
 }
 
 fn rebuild_locked(path: &Path, srcs: Vec<Source>, t0: Instant, reason: String, on: OnProgress) -> Result<Stats, IndexError> {
-    let tmp = path.with_extension(format!("sqlite.tmp-{}", std::process::id()));
+    remove_stale_temp_files(path);
+    let tmp = path.with_extension(format!("{TEMP_EXT}{}", std::process::id()));
     let mut stats = Stats { rebuilt: true, rebuild_reason: Some(reason), sources: srcs.len(), ..Stats::default() };
     write_index(&tmp, &srcs, &mut stats, segments::SEGMENT_BYTES, on)?;
     std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io(&tmp))?;
@@ -374,10 +380,26 @@ fn rebuild_locked(path: &Path, srcs: Vec<Source>, t0: Instant, reason: String, o
     Ok(stats)
 }
 
+/// A rebuild's new index is `index.sqlite.tmp-PID` (its segments `….tmp-PID.segN`).
+const TEMP_EXT: &str = "sqlite.tmp-";
+
+/// The new index and segments of rebuilds that were killed: only a rebuild that holds the
+/// writer lock writes them, and the caller holds it now, so every one found is left over.
+fn remove_stale_temp_files(index: &Path) {
+    let (Some(dir), Some(name)) = (index.parent(), index.file_name()) else { return };
+    let prefix = format!("{}.tmp-", name.to_string_lossy());
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        if e.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 /// A whole index from the files, at `tmp` (a new file nobody reads yet).
 fn write_index(tmp: &Path, srcs: &[Source], stats: &mut Stats, segment_bytes: u64, on: OnProgress) -> Result<(), IndexError> {
     let _ = std::fs::remove_file(tmp);
-    let mut conn = Connection::open(tmp).map_err(sql(tmp))?;
+    let mut conn = open_db(tmp, false)?;
     // No journal, no syncs until the final rename; the indexes built after the load sort on
     // helper threads (SQLite takes at most 8).
     let sorters = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);

@@ -4,7 +4,7 @@
 //! yet moves records without decoding them), so the index holds exactly what one writer reading
 //! the files in order would write: the same rows in the same order, the first copy of an id kept.
 
-use super::{ingest, small_table_keys, sql, IndexError, Loader, OnProgress, Progress, Stats, BULK_PRAGMAS, SOURCES_DDL};
+use super::{ingest, open_db, small_table_keys, sql, IndexError, Loader, OnProgress, Progress, Stats, BULK_PRAGMAS, SOURCES_DDL};
 use crate::schema;
 use crate::sources::{Kind, Source};
 use rusqlite::Connection;
@@ -141,7 +141,7 @@ pub(super) fn load(
 /// A worker's part: `srcs` read into a new database at `path` (it lives until its copy).
 fn build_segment(path: &Path, srcs: &[Source]) -> Result<Stats, IndexError> {
     let _ = std::fs::remove_file(path);
-    let mut conn = Connection::open(path).map_err(sql(path))?;
+    let mut conn = open_db(path, false)?;
     conn.execute_batch(&format!("{BULK_PRAGMAS} PRAGMA cache_size = -16384;")).map_err(sql(path))?;
     conn.execute_batch(&format!("{}{SOURCES_DDL}{}", schema::create_tables(), small_table_keys())).map_err(sql(path))?;
     let mut stats = Stats::default();
