@@ -138,17 +138,21 @@ impl TrustStore {
     }
 }
 
-/// Command-holding keys of katlas TOML files (katlas.toml and workload files),
-/// with their dotted place, in file order.
+/// Everything in a katlas TOML file (katlas.toml, a workload file) that decides what runs or
+/// where records go, with its dotted place: commands and their arguments
+/// (`command`, `commands`, `settle`, `build`, `wrapper`, `compiler`, `argv`, `args`), every
+/// variable of an `env` table (`LD_PRELOAD` runs code as surely as a command does), the
+/// working directory (`cwd`) and the team store (`[store] url`). What `katlas trust` shows,
+/// by table and key.
 pub fn toml_commands(text: &str) -> Vec<(String, String)> {
-    const KEYS: &[&str] = &["command", "commands", "settle", "build", "wrapper", "compiler", "argv"];
+    const KEYS: &[&str] = &["command", "commands", "settle", "build", "wrapper", "compiler", "argv", "args", "cwd"];
     let Ok(table) = text.parse::<toml::Table>() else { return Vec::new() };
     let mut out = Vec::new();
     fn walk(prefix: &str, v: &toml::Value, out: &mut Vec<(String, String)>) {
         let toml::Value::Table(t) = v else { return };
         for (k, v) in t {
             let place = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
-            if KEYS.contains(&k.as_str()) {
+            if KEYS.contains(&k.as_str()) || place == "store.url" {
                 match v {
                     toml::Value::String(s) => out.push((place, s.clone())),
                     toml::Value::Array(a) if a.iter().all(|x| x.is_str()) => {
@@ -163,6 +167,11 @@ pub fn toml_commands(text: &str) -> Vec<(String, String)> {
                         }
                     }
                     other => walk(&place, other, out),
+                }
+            } else if let (true, toml::Value::Table(vars)) = (k == "env", v) {
+                for (name, value) in vars {
+                    let value = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
+                    out.push((format!("{place}.{name}"), value));
                 }
             } else {
                 walk(&place, v, out);
@@ -214,6 +223,24 @@ mod tests {
                 ("route.numeric.commands[1]".into(), "b".into()),
                 ("workload.w.command".into(), "./bench --x".into()),
                 ("workload.w.profile.wrapper".into(), "rocprofv3 --".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn env_working_directory_and_store_are_shown_with_the_commands() {
+        let text = "[workload.w]\ncommand = './bench'\ncwd = 'sub'\nenv = { LD_PRELOAD = './hook.so', N = 3 }\n[workload.w.profile]\nargs = ['--trace']\nenv = { HSA_TOOLS_LIB = './t.so' }\n[store]\nurl = 'postgres://evil.example/k'\n";
+        let c = toml_commands(text);
+        assert_eq!(
+            c,
+            vec![
+                ("store.url".to_string(), "postgres://evil.example/k".to_string()),
+                ("workload.w.command".into(), "./bench".into()),
+                ("workload.w.cwd".into(), "sub".into()),
+                ("workload.w.env.LD_PRELOAD".into(), "./hook.so".into()),
+                ("workload.w.env.N".into(), "3".into()),
+                ("workload.w.profile.args".into(), "--trace".into()),
+                ("workload.w.profile.env.HSA_TOOLS_LIB".into(), "./t.so".into()),
             ]
         );
     }

@@ -278,3 +278,26 @@ fn the_store_password_reaches_no_record_and_no_log() {
     }
     assert!(!text(&o).contains("PW-s3cret-42"), "{}", text(&o));
 }
+
+#[test]
+fn trust_shows_the_env_and_directory_a_command_runs_with() {
+    let r = repo();
+    std::fs::create_dir_all(r.root.join("workloads")).unwrap();
+    std::fs::write(r.root.join("workloads/w.toml"), "command = 'echo tok_s=1'\ncwd = 'sub'\nenv = { LD_PRELOAD = './hook.so' }\n").unwrap();
+    let o = r.katlas(&["collect", "w"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("env LD_PRELOAD: ./hook.so") && t.contains("cwd: sub"), "{t}");
+    let o = r.katlas(&["trust", "workloads/w.toml"]);
+    assert!(text(&o).contains("env.LD_PRELOAD: ./hook.so"), "{}", text(&o));
+
+    // A task packet's bench.env, at eval and in the listing.
+    std::fs::create_dir_all(r.root.join(".katlas/tasks/t1")).unwrap();
+    let task = task_json(&r.root.join("mark")).replace(r#""metric":"tok_s""#, r#""env":{"LD_PRELOAD":"./task-hook.so"},"metric":"tok_s""#);
+    std::fs::write(r.root.join(".katlas/tasks/t1/task.json"), task).unwrap();
+    let o = r.katlas(&["eval", "t1", "-n", "3", "--telemetry", "false"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("bench env LD_PRELOAD: ./task-hook.so"), "{}", text(&o));
+    let o = r.katlas(&["trust"]);
+    assert!(text(&o).contains("LD_PRELOAD: ./task-hook.so"), "{}", text(&o));
+}

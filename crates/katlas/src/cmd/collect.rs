@@ -75,9 +75,16 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
             spec::CommandSpec::Shell(s) => s.clone(),
             spec::CommandSpec::Argv(v) => v.join(" "),
         };
-        let mut cmds = vec![(format!("workload {} command", ls.name), show(&ls.spec.command))];
-        if let Some(pc) = ls.spec.profile.as_ref().and_then(|p| p.command.as_ref()).filter(|_| args.profile) {
-            cmds.push((format!("workload {} profile.command", ls.name), show(pc)));
+        // With the command, all else that decides what it runs: env (`LD_PRELOAD` runs code),
+        // the working directory, and the profiling command, arguments and env.
+        let w = &ls.name;
+        let mut cmds = vec![(format!("workload {w} command"), show(&ls.spec.command))];
+        cmds.extend(ls.spec.env.iter().map(|(k, v)| (format!("workload {w} env {k}"), v.clone())));
+        cmds.extend(ls.spec.cwd.iter().map(|c| (format!("workload {w} cwd"), c.clone())));
+        if let Some(p) = ls.spec.profile.as_ref().filter(|_| args.profile) {
+            cmds.extend(p.command.iter().map(|pc| (format!("workload {w} profile.command"), show(pc))));
+            cmds.extend((!p.args.is_empty()).then(|| (format!("workload {w} profile.args"), p.args.join(" "))));
+            cmds.extend(p.env.iter().map(|(k, v)| (format!("workload {w} profile.env {k}"), v.clone())));
         }
         let file = std::path::Path::new(&ls.source);
         let src = if project.config_path.as_deref() == Some(file) { project.config_commands(cmds) } else { crate::trust::source_of(file, cmds)? };

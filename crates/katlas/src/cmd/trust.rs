@@ -19,7 +19,8 @@ pub struct TrustArgs {
     pub format: FormatArg,
 }
 
-/// The commands a katlas file holds, by what they are.
+/// The commands a katlas file holds, by what they are, with everything else that decides
+/// what they run (a task's `bench.env`, a workload's env and cwd: [`toml_commands`]).
 pub fn commands_in(file: &Path, text: &str) -> Result<Vec<(String, String)>, String> {
     if file.file_name().is_some_and(|n| n == "task.json") {
         let t: katlas_model::task::Task = serde_json::from_str(text).map_err(|e| format!("{}: {e}", file.display()))?;
@@ -28,6 +29,9 @@ pub fn commands_in(file: &Path, text: &str) -> Result<Vec<(String, String)>, Str
             out.push(("build".to_string(), b.join(" ")));
         }
         out.push(("bench".into(), t.bench.command.join(" ")));
+        for (k, v) in &t.bench.env {
+            out.push((format!("bench env {k}"), v.clone()));
+        }
         for c in &t.correctness {
             out.push((format!("correctness {}", c.claim), c.command.clone()));
         }
