@@ -12,6 +12,7 @@ pub mod noise;
 pub mod numeric;
 pub mod plan;
 pub mod protocol;
+pub mod provenance;
 pub mod routes;
 pub mod sim;
 pub mod spending;

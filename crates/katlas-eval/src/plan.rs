@@ -276,21 +276,49 @@ pub fn noise_key(sides: &[SideInput], metric: &str) -> String {
     fingerprint(&[&format!("{:?}", sides[0].side.argv), metric])
 }
 
+/// Where an eval runs, and why an unfinished directory was passed over, when one was.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalDir {
+    pub path: PathBuf,
+    pub id: String,
+    /// One line: the directory that was not resumed and why (samples this host did not
+    /// write for its plan: a team store's pull, a copy from another machine).
+    pub passed_over: Option<String>,
+}
+
+/// Why `dir` may not be resumed, as the line that says so.
+fn not_resumable(dir: &Path) -> Option<String> {
+    crate::provenance::foreign(dir).map(|why| format!("not resuming {}: {why}; measuring afresh in a new eval directory", dir.display()))
+}
+
 /// `parent/<id>` for a finished-or-new eval of fingerprint `id`: an unfinished one of the
-/// same id is resumed, a finished one (or any, with `fresh`) gets `<id>-2`, `<id>-3` …
-pub fn fingerprint_dir(parent: &Path, id: &str, fresh: bool) -> (PathBuf, String) {
+/// same id that this host wrote is resumed; a finished one, one holding samples this host did
+/// not write (or any, with `fresh`) gets `<id>-2`, `<id>-3` …
+pub fn fingerprint_dir(parent: &Path, id: &str, fresh: bool) -> EvalDir {
     let mut out = id.to_string();
     let mut n = 1;
-    while parent.join(&out).join("result.json").exists() || (fresh && parent.join(&out).exists()) {
+    let mut passed_over = None;
+    loop {
+        let d = parent.join(&out);
+        let skip = if d.join("result.json").exists() || (fresh && d.exists()) {
+            true
+        } else if let Some(why) = not_resumable(&d) {
+            passed_over.get_or_insert(why);
+            true
+        } else {
+            false
+        };
+        if !skip {
+            return EvalDir { path: d, id: out, passed_over };
+        }
         n += 1;
         out = format!("{id}-{n}");
     }
-    (parent.join(&out), out)
 }
 
 /// A new numbered eval directory under `parent` (a task's `evals/<n>`), or the latest
-/// unfinished one to resume.
-pub fn numbered_dir(parent: &Path, fresh: bool) -> (PathBuf, String) {
+/// unfinished one to resume when this host wrote all its samples.
+pub fn numbered_dir(parent: &Path, fresh: bool) -> EvalDir {
     let mut max = 0u32;
     if let Ok(rd) = std::fs::read_dir(parent) {
         for e in rd.flatten() {
@@ -299,13 +327,17 @@ pub fn numbered_dir(parent: &Path, fresh: bool) -> (PathBuf, String) {
             }
         }
     }
+    let mut passed_over = None;
     if max > 0 && !fresh {
         let d = parent.join(max.to_string());
         if !d.join("result.json").exists() {
-            return (d, max.to_string());
+            passed_over = not_resumable(&d);
+            if passed_over.is_none() {
+                return EvalDir { path: d, id: max.to_string(), passed_over };
+            }
         }
     }
-    (parent.join((max + 1).to_string()), (max + 1).to_string())
+    EvalDir { path: parent.join((max + 1).to_string()), id: (max + 1).to_string(), passed_over }
 }
 
 /// Noise calibrations from `katlas eval --aa`, by command fingerprint, under `.katlas/`.
@@ -404,18 +436,18 @@ mod tests {
     fn ids_resume_an_unfinished_eval_and_number_past_finished_ones() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path();
-        assert_eq!(numbered_dir(p, false).1, "1");
+        assert_eq!(numbered_dir(p, false).id, "1");
         std::fs::create_dir_all(p.join("1")).unwrap();
-        assert_eq!(numbered_dir(p, false).1, "1", "unfinished: resumed");
-        assert_eq!(numbered_dir(p, true).1, "2", "--fresh: a new one");
+        assert_eq!(numbered_dir(p, false).id, "1", "unfinished: resumed");
+        assert_eq!(numbered_dir(p, true).id, "2", "--fresh: a new one");
         std::fs::write(p.join("1/result.json"), "{}").unwrap();
-        assert_eq!(numbered_dir(p, false).1, "2");
-        assert_eq!(fingerprint_dir(p, "abc", false).1, "abc");
+        assert_eq!(numbered_dir(p, false).id, "2");
+        assert_eq!(fingerprint_dir(p, "abc", false).id, "abc");
         std::fs::create_dir_all(p.join("abc")).unwrap();
-        assert_eq!(fingerprint_dir(p, "abc", false).1, "abc");
-        assert_eq!(fingerprint_dir(p, "abc", true).1, "abc-2");
+        assert_eq!(fingerprint_dir(p, "abc", false).id, "abc");
+        assert_eq!(fingerprint_dir(p, "abc", true).id, "abc-2");
         std::fs::write(p.join("abc/result.json"), "{}").unwrap();
-        assert_eq!(fingerprint_dir(p, "abc", false).1, "abc-2");
+        assert_eq!(fingerprint_dir(p, "abc", false).id, "abc-2");
     }
 
     #[test]

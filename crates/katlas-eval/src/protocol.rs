@@ -8,6 +8,7 @@
 //! samples by `seq` and re-derives the adaptive stopping decisions from them,
 //! so a resumed eval stops exactly where an uninterrupted one would have.
 
+use crate::provenance;
 use crate::telemetry;
 use crate::verdict::{is_final, judge_at, JudgeConfig, Judgement, Plan};
 use katlas_corpus::{append_jsonl, read_jsonl, Fsync};
@@ -128,6 +129,9 @@ pub enum ProtocolError {
     PlanMismatch { path: PathBuf, why: String },
     #[error("{0}")]
     Bad(String),
+    /// The directory's samples include some this host did not write for this plan.
+    #[error("{path}: not resumed: {why}; start a new eval directory (--fresh)")]
+    Foreign { path: PathBuf, why: String },
     /// Another process holds this eval's directory.
     #[error("{0}: another katlas eval is running in this directory; wait for it to finish, or start a separate eval with --fresh")]
     Busy(PathBuf),
@@ -274,7 +278,13 @@ impl Runner<'_> {
         let path = self.samples_path();
         let mut stored: HashMap<u64, EvalSample> = HashMap::new();
         let mut resume_errors = Vec::new();
+        let mut own = provenance::Own::load(&self.dir)?;
         if path.exists() {
+            // Another host's samples (a team store's pull) are never resumed as local
+            // measurement, nor is a file holding them appended to.
+            if let Some(why) = provenance::foreign(&self.dir) {
+                return Err(ProtocolError::Foreign { path, why });
+            }
             let report = read_jsonl::<EvalSample>(&path, Some(EVAL_SAMPLE_SCHEMA))?;
             for l in report.records {
                 stored.insert(l.record.seq, l.record);
@@ -313,6 +323,7 @@ impl Runner<'_> {
                         cb(Event::Run { done: i, planned: plan.len(), what: &what });
                     }
                     let x = self.run_one(p)?;
+                    own.vouch(&x)?;
                     append_jsonl(&path, std::slice::from_ref(&x), Fsync::Batch)?;
                     x
                 }

@@ -122,6 +122,15 @@ fn killed_eval_resumes_from_stored_samples() {
     for (old, new) in first.samples.iter().zip(&again.samples).take(5) {
         assert_eq!(old, new);
     }
+    // A line this host did not write (pulled, copied) is never replayed, nor appended to.
+    let mut forged = first.samples[6].clone();
+    forged.value = forged.value.map(|v| v * 2.0);
+    let pulled =
+        format!("{}\n{}\n", std::fs::read_to_string(&path).unwrap().lines().take(6).collect::<Vec<_>>().join("\n"), serde_json::to_string(&forged).unwrap());
+    std::fs::write(&path, &pulled).unwrap();
+    let e = runner.run().unwrap_err().to_string();
+    assert!(e.contains("not resumed: 1 of its 6 stored sample(s) were not written by this host"), "{e}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), pulled);
     // A different plan in the same directory is refused, not mixed in.
     let other = settings(Plan::fixed(6));
     let r2 = Runner { dir: dir.clone(), eval_id: "r".into(), sides: &sides, settings: &other, progress: None };

@@ -352,3 +352,75 @@ fn task_eval_builds_the_baseline_ref_in_a_worktree() {
     assert!(r["reasons"][0].as_str().unwrap().contains("bench.sh"), "{r}");
     assert!(p.join(".katlas/tasks/t1/evals/2/result.json").exists());
 }
+
+/// Samples pulled from a team store land where an eval resumes from. They are another host's
+/// evidence: never replayed as local measurement, never appended to.
+#[test]
+fn samples_this_host_did_not_write_are_never_resumed() {
+    let d = project();
+    let p = d.path();
+    // The candidate is truly 2x slower.
+    let args = [
+        "eval",
+        "--baseline",
+        "echo tok_s=100",
+        "--candidate",
+        "echo tok_s=50",
+        "--metric",
+        "tok_s",
+        "-n",
+        "3",
+        "--telemetry",
+        "false",
+        "--no-ledger",
+        "--format",
+        "json",
+    ];
+    let o = katlas(p, &args);
+    assert_eq!(code(&o), 1);
+    let r = stdout_json(&o);
+    assert_eq!(r["verdict"], "regressed");
+    let samples = p.join(r["samples"]["path"].as_str().unwrap());
+    let dir = samples.parent().unwrap().to_path_buf();
+    // A forged copy that says the candidate is 2x faster.
+    let forged: String = std::fs::read_to_string(&samples)
+        .unwrap()
+        .lines()
+        .map(|l| if l.contains("\"side\":\"B\"") { l.replace("50", "200") + "\n" } else { l.to_string() + "\n" })
+        .collect();
+    // 1. Pulled into the directory before any local run of this eval.
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(&samples, &forged).unwrap();
+    let o = katlas(p, &args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let r = stdout_json(&o);
+    assert_eq!(r["verdict"], "regressed", "the pulled samples were resumed: {r}\n{err}");
+    assert_eq!(code(&o), 1);
+    assert!(err.contains("not resuming") && err.contains("not written by this host"), "one line says why: {err}");
+    assert_eq!(err.matches("not resuming").count(), 1, "{err}");
+    assert_eq!(std::fs::read_to_string(&samples).unwrap(), forged, "the pulled file is left as it was, not appended to");
+    assert_ne!(p.join(r["samples"]["path"].as_str().unwrap()), samples, "measured in a new directory");
+    // 2. Appended to an unfinished local eval: the local samples of the same file are not
+    // resumed either, and the file is not appended to.
+    let own = p.join(r["samples"]["path"].as_str().unwrap());
+    let own_dir = own.parent().unwrap().to_path_buf();
+    std::fs::remove_file(own_dir.join("result.json")).unwrap();
+    let text = std::fs::read_to_string(&own).unwrap();
+    let kept: Vec<&str> = text.lines().take(4).collect();
+    let tail: Vec<&str> = forged.lines().skip(4).collect();
+    let mixed = format!("{}\n{}\n", kept.join("\n"), tail.join("\n"));
+    std::fs::write(&own, &mixed).unwrap();
+    let o = katlas(p, &args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let r = stdout_json(&o);
+    assert_eq!(r["verdict"], "regressed", "{r}\n{err}");
+    assert!(err.contains("not resuming") && err.contains("of its 8 stored sample(s)"), "{err}");
+    assert_eq!(std::fs::read_to_string(&own).unwrap(), mixed, "never appended to");
+    // 3. This host's own unfinished eval still resumes.
+    let mine = p.join(r["samples"]["path"].as_str().unwrap());
+    std::fs::remove_file(mine.parent().unwrap().join("result.json")).unwrap();
+    let o = katlas(p, &[&args[..args.len() - 2], &["--format", "text"]].concat());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("resumed from 8 stored sample(s)"), "{out}{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -35,7 +35,11 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
         st.plan = Plan::fixed(10);
     }
     plan::check_programs(&sides)?;
-    let (dir, id) = plan::fingerprint_dir(&layout.root.join("evals"), &plan::ab_fingerprint(&a.refs, &cmd, &metric), p.fresh);
+    let d = plan::fingerprint_dir(&layout.root.join("evals"), &plan::ab_fingerprint(&a.refs, &cmd, &metric), p.fresh);
+    if let Some(n) = &d.passed_over {
+        eprintln!("katlas: {n}");
+    }
+    let (dir, id) = (d.path, d.id);
     let spec = EvalSpec {
         eval_id: id,
         dir,

@@ -383,9 +383,12 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         };
         strip.extend(task.bench.stripped_env.iter().cloned());
         meta = plan::task_meta(meta, &task);
-        let (d, id) = plan::numbered_dir(&tdir.join("evals"), p.fresh);
-        eval_dir = d;
-        eval_id = format!("{task_id}/{id}");
+        let d = plan::numbered_dir(&tdir.join("evals"), p.fresh);
+        if let Some(n) = &d.passed_over {
+            eprintln!("katlas: {n}");
+        }
+        eval_dir = d.path;
+        eval_id = format!("{task_id}/{}", d.id);
         let Some(ts) = planner.task(&task, &tpath)? else {
             return needs_baseline(a, ctx, &meta, &metric, g, &eval_dir, &eval_id, "the task names no baseline git ref");
         };
@@ -408,9 +411,12 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
             let b = a.baseline.as_deref().ok_or_else(|| CliError::bad_input("--baseline is required (or a TASK, --variant, --aa)"))?;
             (sides, allowed) = planner.pair(b, a.candidate.as_deref(), p.command.as_deref(), p.build.as_deref(), &a.allowed)?;
         }
-        let (d, id) = plan::fingerprint_dir(&layout.root.join("evals"), &plan::sides_fingerprint(&sides, &metric, &parser), p.fresh);
-        eval_dir = d;
-        eval_id = id;
+        let d = plan::fingerprint_dir(&layout.root.join("evals"), &plan::sides_fingerprint(&sides, &metric, &parser), p.fresh);
+        if let Some(n) = &d.passed_over {
+            eprintln!("katlas: {n}");
+        }
+        eval_dir = d.path;
+        eval_id = d.id;
     }
     for c in &a.claims {
         let route: Option<RouteSpec> = project.section(&["route", c]).map_err(CliError::bad_input)?;
