@@ -63,13 +63,55 @@ fn redact_assignments(line: &str) -> String {
     out
 }
 
+/// The session's own variables: who the user is and where their things are, never a route.
+const SESSION_VARS: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "USERNAME",
+    "LOGNAME",
+    "SHELL",
+    "HOSTNAME",
+    "MAIL",
+    "DISPLAY",
+    "TERM",
+    "LANG",
+    "PWD",
+    "OLDPWD",
+    "LS_COLORS",
+    "SSH_",
+    "XDG_",
+    "DBUS_",
+    "GPG_",
+    "SUDO_",
+];
+
+/// Whether `prefix` may choose recorded variables: a name or namespace of three or more
+/// letters, digits and `_` (`HIPFIRE_`, `NVIDIA_TF32`, `CUBLAS`) that covers none of the
+/// session's own variables (HOME, USER, PATH, SSH_*, XDG_* …). Prefixes come from a
+/// repository's katlas.toml and the recorded environment goes to the team store: `""` would
+/// send all of it.
+pub fn check_env_prefix(prefix: &str) -> Result<(), String> {
+    let ok_chars = prefix.starts_with(|c: char| c.is_ascii_alphabetic()) && prefix.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if prefix.len() < 3 || !ok_chars {
+        return Err(format!("`{prefix}`: a prefix is a variable namespace of 3 or more letters, digits and `_` (such as `HIPFIRE_` or `NCCL_`)"));
+    }
+    let up = prefix.to_ascii_uppercase();
+    match SESSION_VARS.iter().find(|g| g.starts_with(&up) || (g.ends_with('_') && up.starts_with(*g))) {
+        Some(g) => Err(format!("`{prefix}` would record the session's own {g}… (who the user is, not how a kernel runs)")),
+        None => Ok(()),
+    }
+}
+
 /// Variables matching any prefix, sorted by name: secret-looking names dropped, and a
 /// credential inside any other value redacted (`KATLAS_STORE_URL` keeps its host, not its
-/// password).
+/// password). A prefix [`check_env_prefix`] refuses matches nothing (configuration refuses
+/// it with its place; this is the floor under every caller).
 pub fn route_env<I>(prefixes: &[String], vars: I) -> BTreeMap<String, String>
 where
     I: IntoIterator<Item = (String, String)>,
 {
+    let prefixes: Vec<&String> = prefixes.iter().filter(|p| check_env_prefix(p).is_ok()).collect();
     vars.into_iter()
         .filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p.as_str())) && !is_secret_name(k))
         .map(|(k, v)| {
@@ -151,5 +193,18 @@ mod tests {
         assert_eq!(redact_env(&spec)["HIPFIRE_DB"], "host=h password=<redacted>");
         let tail = redact_text("connecting to postgres://katlas:PW-9f3k@db/k\n", &BTreeMap::new());
         assert!(!tail.contains("PW-9f3k"), "{tail}");
+    }
+
+    #[test]
+    fn prefixes_that_widen_the_record_are_refused() {
+        for p in DEFAULT_ENV_PREFIXES.iter().chain(&["CUBLAS", "OMP_NUM_THREADS", "LD_PRELOAD", "hipfire_"]) {
+            assert_eq!(check_env_prefix(p), Ok(()), "{p}");
+        }
+        for p in ["", "H", "HO", "HOM", "PAT", "USER", "SSH_", "SSH_AUTH", "XDG_RUNTIME", "*", "A B", "_X_", "1AB"] {
+            assert!(check_env_prefix(p).is_err(), "{p}");
+        }
+        let vars = [("HOME", "/home/alice"), ("HIPFIRE_GRAPH", "1"), ("USER", "alice")].map(|(k, v)| (k.to_string(), v.to_string()));
+        let env = route_env(&["".to_string(), "HIPFIRE_".to_string()], vars);
+        assert_eq!(env.keys().collect::<Vec<_>>(), ["HIPFIRE_GRAPH"]);
     }
 }

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use digest_cache::file_digest;
-pub use env::{redact_env, redact_text, route_env, DEFAULT_ENV_PREFIXES};
+pub use env::{check_env_prefix, redact_env, redact_text, route_env, DEFAULT_ENV_PREFIXES};
 pub use secrets::{is_secret_name, redact_secrets, REDACTED};
 pub use source::source_identity;
 

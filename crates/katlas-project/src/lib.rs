@@ -72,14 +72,29 @@ pub struct ProjectSection {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IdentitySection {
-    /// Route-affecting environment prefixes; replaces the defaults when set.
+    /// Route-affecting environment prefixes; replaces the defaults when set. A repository
+    /// writes this file and records are pushed to a shared store, so a prefix that would
+    /// record more than a namespace (`""`, `HOME`) is refused ([`katlas_identity::check_env_prefix`]).
+    #[serde(default, deserialize_with = "checked_prefixes")]
     pub env_prefixes: Option<Vec<String>>,
-    /// Extra exact variable names to record.
-    #[serde(default)]
+    /// Extra exact variable names to record (checked as prefixes are).
+    #[serde(default, deserialize_with = "checked_names")]
     pub env_names: Vec<String>,
     /// Hash model files (many GB) on every capture.
     #[serde(default)]
     pub hash_model: bool,
+}
+
+fn checked_prefixes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let v = Option::<Vec<String>>::deserialize(d)?;
+    for p in v.iter().flatten() {
+        katlas_identity::check_env_prefix(p).map_err(serde::de::Error::custom)?;
+    }
+    Ok(v)
+}
+
+fn checked_names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(checked_prefixes(d)?.unwrap_or_default())
 }
 
 /// `katlas.toml` as parsed. Stage-owned sections stay raw tables.
@@ -272,6 +287,18 @@ mod tests {
         let e = parse_config(Path::new("katlas.toml"), text).unwrap_err();
         assert_eq!(e.key.as_deref(), Some("identity.hash_model"));
         assert_eq!(e.line, Some(2), "{e}");
+    }
+
+    #[test]
+    fn env_prefixes_that_would_record_the_whole_environment_are_refused() {
+        for (text, line) in [("[identity]\nenv_prefixes = [\"HIPFIRE_\", \"\"]\n", 2), ("[project]\nname = 'p'\n[identity]\nenv_names = [\"HOME\"]\n", 4)] {
+            let e = parse_config(Path::new("katlas.toml"), text).unwrap_err();
+            assert!(e.key.as_deref().is_some_and(|k| k.starts_with("identity.env_")), "{e}");
+            assert_eq!(e.line, Some(line), "{e}");
+            assert!(e.to_string().contains("namespace") || e.to_string().contains("session"), "{e}");
+        }
+        let ok = parse_config(Path::new("katlas.toml"), "[identity]\nenv_prefixes = [\"HIPFIRE_\", \"CUBLAS\"]\nenv_names = [\"OMP_NUM_THREADS\"]\n").unwrap();
+        assert_eq!(ok.identity.env_names, ["OMP_NUM_THREADS"]);
     }
 
     #[derive(Debug, Deserialize)]

@@ -301,3 +301,27 @@ fn trust_shows_the_env_and_directory_a_command_runs_with() {
     let o = r.katlas(&["trust"]);
     assert!(text(&o).contains("LD_PRELOAD: ./task-hook.so"), "{}", text(&o));
 }
+
+#[test]
+fn a_repository_cannot_widen_what_is_recorded_or_choose_where_it_goes() {
+    let r = repo();
+    // `env_prefixes = [""]` would record (and push) the user's whole environment.
+    std::fs::write(r.root.join("katlas.toml"), "[identity]\nenv_prefixes = [\"\"]\n").unwrap();
+    let o = r.katlas_env(&["identity", "--format", "json"], &[("HOME_SECRETISH", "/home/alice")]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("katlas.toml:2: identity.env_prefixes"), "{}", text(&o));
+    assert!(!text(&o).contains("/home/alice"), "{}", text(&o));
+
+    // `[store] url` chooses where this host's records go: shown, and used only once trusted.
+    std::fs::write(r.root.join("katlas.toml"), "[store]\nurl = \"postgres://u:pw-x1@127.0.0.1:1/k\"\n").unwrap();
+    let o = r.katlas(&["store", "push"]);
+    assert_eq!(o.status.code(), Some(2), "refused before connecting: {}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("[store] url: postgres://u:<redacted>@127.0.0.1:1/k") && t.contains("not trusted"), "{t}");
+    assert!(!t.contains("pw-x1"), "{t}");
+    let o = r.katlas(&["trust"]);
+    assert!(text(&o).contains("store.url"), "{}", text(&o));
+    // The user's own choice needs no trust.
+    let o = r.katlas(&["store", "push", "--url", "postgres://u@127.0.0.1:1/k"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+}

@@ -35,7 +35,8 @@ struct StoreSection {
     url: Option<String>,
 }
 
-/// The store URL: `--url`, else `KATLAS_STORE_URL`, else `[store] url` of katlas.toml.
+/// The store URL: `--url`, else `KATLAS_STORE_URL`, else `[store] url` of katlas.toml once
+/// that file is trusted.
 pub fn url(a: &UrlArg, ctx: &Ctx) -> Result<String, CliError> {
     if let Some(u) = &a.url {
         return Ok(u.clone());
@@ -45,7 +46,12 @@ pub fn url(a: &UrlArg, ctx: &Ctx) -> Result<String, CliError> {
     }
     let p = ctx.project()?;
     match p.section::<StoreSection>(&["store"]).map_err(CliError::bad_input)?.and_then(|s| s.url) {
-        Some(u) => Ok(u),
+        // A cloned repository's katlas.toml choosing where this host's records go is trusted
+        // as its commands are.
+        Some(u) => {
+            crate::trust::authorize(ctx, &[p.config_commands(vec![("[store] url".into(), katlas_identity::redact_secrets(&u).into_owned())])])?;
+            Ok(u)
+        }
         None => Err(CliError::bad_input("no team store named: give --url postgres://…, set KATLAS_STORE_URL, or [store] url in katlas.toml")),
     }
 }
