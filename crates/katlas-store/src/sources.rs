@@ -33,6 +33,11 @@ impl Kind {
     }
 }
 
+/// Where `katlas store pull` puts other hosts' ledger entries, eval results and samples: one
+/// directory per pushing host (`pulled/HOST/ledger.jsonl`, `pulled/HOST/tasks/T/evals/E/…`),
+/// never beside this host's own, so nothing reads another host's measurement as its own.
+pub const PULLED_DIR: &str = "pulled";
+
 #[derive(Debug, Clone)]
 pub struct Source {
     pub path: PathBuf,
@@ -41,10 +46,34 @@ pub struct Source {
     pub kind: Kind,
 }
 
-/// Every source file of a project, in a stable order.
+impl Source {
+    /// Another host's records that a pull wrote under [`PULLED_DIR`].
+    pub fn is_pulled(&self) -> bool {
+        self.rel.starts_with(&format!("{PULLED_DIR}/"))
+    }
+}
+
+/// Every source file of a project, in a stable order: this host's, then what pulls wrote
+/// (so a record a pull repeats under the same key never displaces this host's in the index).
 pub fn discover(layout: &Layout) -> std::io::Result<Vec<Source>> {
     let root = &layout.root;
     let mut out = Vec::new();
+    own(layout, root, &mut out)?;
+    for host in subdirs(&root.join(PULLED_DIR))? {
+        let ledger = host.join("ledger.jsonl");
+        if ledger.is_file() {
+            out.push(source(root, ledger, Kind::Ledger));
+        }
+        let mut eval_dirs = subdirs(&host.join("evals"))?;
+        for task in subdirs(&host.join("tasks"))? {
+            eval_dirs.extend(subdirs(&task.join("evals"))?);
+        }
+        evals(root, eval_dirs, &mut out);
+    }
+    Ok(out)
+}
+
+fn own(layout: &Layout, root: &Path, out: &mut Vec<Source>) -> std::io::Result<()> {
     for p in files_with(&layout.corpus_dir(), "jsonl")? {
         out.push(source(root, p, Kind::Rows));
     }
@@ -56,7 +85,15 @@ pub fn discover(layout: &Layout) -> std::io::Result<Vec<Source>> {
     for task in subdirs(&layout.tasks_dir())? {
         eval_dirs.extend(subdirs(&task.join("evals"))?);
     }
-    for d in eval_dirs {
+    evals(root, eval_dirs, out);
+    for p in files_with(&layout.isa_dir(), "json")? {
+        out.push(source(root, p, Kind::Isa));
+    }
+    Ok(())
+}
+
+fn evals(root: &Path, dirs: Vec<PathBuf>, out: &mut Vec<Source>) {
+    for d in dirs {
         let result = d.join("result.json");
         if result.is_file() {
             out.push(source(root, result, Kind::EvalResult));
@@ -66,10 +103,6 @@ pub fn discover(layout: &Layout) -> std::io::Result<Vec<Source>> {
             out.push(source(root, samples, Kind::EvalSamples));
         }
     }
-    for p in files_with(&layout.isa_dir(), "json")? {
-        out.push(source(root, p, Kind::Isa));
-    }
-    Ok(out)
 }
 
 fn source(root: &Path, path: PathBuf, kind: Kind) -> Source {

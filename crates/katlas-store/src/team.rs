@@ -472,7 +472,8 @@ pub fn push(store: &mut Store, layout: &Layout, pushed_by: Option<&str>, progres
     let t0 = Instant::now();
     store.ensure_schema()?;
     store.create_temp_tables()?;
-    let srcs = sources::discover(layout).map_err(io(&layout.root))?;
+    // What pulls wrote is other hosts' and in the store already: a push sends this host's own.
+    let srcs: Vec<Source> = sources::discover(layout).map_err(io(&layout.root))?.into_iter().filter(|s| !s.is_pulled()).collect();
     let bytes_total: u64 = srcs.iter().filter_map(|s| std::fs::metadata(&s.path).ok()).map(|m| m.len()).sum();
     let mut stats = PushStats { store: store.name.clone(), sources: srcs.len(), ..PushStats::default() };
     let mut sent = 0u64;
@@ -627,11 +628,46 @@ fn kind_of(s: &str) -> Option<Kind> {
     [Kind::Rows, Kind::Ledger, Kind::EvalResult, Kind::EvalSamples, Kind::Isa].into_iter().find(|k| k.as_str() == s)
 }
 
+/// The longest file name a pulled record may have (bytes), and its whole path under `.katlas/`.
+const MAX_NAME: usize = 128;
+const MAX_SOURCE: usize = 1024;
+/// A batch of pulled records is checked and written once it holds this many bytes (or
+/// `BATCH_RECORDS` records), so a pull's memory stays bounded whatever the store holds.
+const BATCH_BYTES: usize = 64 << 20;
+
+/// The directory under `pulled/` of the host that pushed a record: its name as the store holds
+/// it, cut to what is safe as one file name (anyone can push under any name: it says whose
+/// the records claim to be, never that they are this host's).
+fn host_dir(pushed_by: Option<&str>) -> String {
+    let name: String = pushed_by.unwrap_or("").chars().take(64).map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+    let name = name.trim_start_matches('.');
+    if name.is_empty() {
+        "unknown-host".into()
+    } else {
+        name.into()
+    }
+}
+
+/// Where a pulled record is written under `.katlas/`. Rows and ISA manifests join the
+/// project's (each carries its own host, GPU and binary, which every comparison reads); ledger
+/// entries, eval results and samples are another host's measurements and verdicts, kept under
+/// `pulled/HOST/` where no eval resumes from them and no ledger of this host lists them.
+fn destination(kind: Kind, rel: &str, host: &str) -> String {
+    match kind {
+        Kind::Rows | Kind::Isa => rel.to_string(),
+        Kind::Ledger | Kind::EvalResult | Kind::EvalSamples => format!("{}/{host}/{rel}", sources::PULLED_DIR),
+    }
+}
+
 /// Whether a store's `source` is a path this kind of record lives at under `.katlas/`
 /// (the store is another host's data: it never names a file elsewhere).
 fn source_ok(kind: Kind, rel: &str) -> bool {
     let parts: Vec<&str> = rel.split('/').collect();
-    let plain = |s: &str| !s.is_empty() && s != "." && s != ".." && !s.starts_with('.') && !s.contains(['\\', '\0']);
+    // Short enough for any file system once a pull adds to it (`pulled/HOST/`, an ISA
+    // manifest's `-md5`), and no control characters (a name that breaks every later listing).
+    let plain = |s: &str| {
+        !s.is_empty() && s.len() <= MAX_NAME && s != "." && s != ".." && !s.starts_with('.') && !s.contains(['\\', '\0']) && !s.chars().any(char::is_control)
+    };
     if !parts.iter().all(|p| plain(p)) {
         return false;
     }
@@ -665,24 +701,39 @@ fn local_ids(layout: &Layout) -> Result<HashSet<(String, String)>, TeamError> {
 /// A record as the store holds it.
 struct Fetched {
     kind: String,
-    id: String,
-    rel: String,
+    /// `None` when longer than [`MAX_SOURCE`] (not fetched whole).
+    id: Option<String>,
+    rel: Option<String>,
     line: u64,
-    raw: Vec<u8>,
+    /// `None` when over the line cap (not fetched); `size` says how long.
+    raw: Option<Vec<u8>>,
+    size: i64,
+    host: String,
+}
+
+impl Fetched {
+    fn id(&self) -> &str {
+        self.id.as_deref().unwrap_or("(an id too long to show)")
+    }
+    fn rel(&self) -> &str {
+        self.rel.as_deref().unwrap_or("(a path too long to show)")
+    }
 }
 
 /// A store record's kind, or why it is refused: the store is another host's data, so its
 /// path must be one of the layout's, its bytes a record of that kind, and its id the record's.
-fn check_fetched(f: &Fetched) -> Result<Kind, String> {
+fn check_fetched(f: &Fetched, max_line: usize) -> Result<Kind, String> {
     let kind = kind_of(&f.kind).ok_or("unknown record kind")?;
-    if !source_ok(kind, &f.rel) {
-        return Err("not a path this kind of record lives at under .katlas/".into());
+    let (Some(id), Some(rel)) = (&f.id, &f.rel) else { return Err(format!("an id or path over {MAX_SOURCE} bytes")) };
+    if !source_ok(kind, rel) {
+        return Err("not a path this kind of record lives at under .katlas/ (or a name too long, or with control characters)".into());
     }
-    if kind.is_jsonl() && f.raw.contains(&b'\n') {
+    let Some(raw) = &f.raw else { return Err(format!("{} bytes, over the {max_line}-byte line cap (KATLAS_MAX_LINE_BYTES)", f.size)) };
+    if kind.is_jsonl() && raw.contains(&b'\n') {
         return Err("a line holding a newline".into());
     }
-    match parse_record(kind, &f.rel, f.line, &f.raw) {
-        Parsed::Record(r, _) if r.id == f.id => Ok(kind),
+    match parse_record(kind, rel, f.line, raw) {
+        Parsed::Record(r, _) if &r.id == id => Ok(kind),
         Parsed::Record(r, _) => Err(format!("the bytes are record {}, not this id", r.id)),
         Parsed::Bad(reason) => Err(reason),
         Parsed::Blank => Err("empty".into()),
@@ -697,71 +748,92 @@ struct Lines {
     bytes: usize,
 }
 
-/// Pull every record the project does not hold into its files; `progress` is called after
-/// each `BATCH_RECORDS` records to write (checked in parallel) or at the end.
+/// Pull every record the project does not hold into its files (another host's ledger
+/// entries and evals under `pulled/HOST/`, [`destination`]); `progress` is called after each
+/// batch of records to write (checked in parallel) or at the end. A record that cannot be
+/// written is refused and reported; the others are written all the same.
 pub fn pull(store: &mut Store, layout: &Layout, progress: &mut dyn FnMut(&Progress)) -> Result<PullStats, TeamError> {
     let t0 = Instant::now();
     store.check_store()?;
+    let max_line = katlas_corpus::input::Limits::from_env().map_err(|reason| TeamError::Store { store: store.name.clone(), reason })?.max_line;
     let mut stats = PullStats { store: store.name.clone(), ..PullStats::default() };
     let local = local_ids(layout)?;
     let mut files: HashSet<String> = HashSet::new();
     let name = store.name.clone();
     let err = |what| pgerr(&name, what);
     let mut tx = store.client.build_transaction().read_only(true).start().map_err(err("begin"))?;
+    // Only what is small enough to be a record here is fetched whole: the rest is refused by
+    // its size, its bytes never leaving the server.
+    let cap = max_line.min(i64::MAX as usize) as i64;
+    let limit = MAX_SOURCE as i64;
     let mut it = tx
-        .query_raw("SELECT kind, id, source, line, raw FROM records ORDER BY source, line, kind, id", std::iter::empty::<&(dyn ToSql + Sync)>())
+        .query_raw(
+            "SELECT kind, CASE WHEN octet_length(id) <= $2::BIGINT THEN id END, CASE WHEN octet_length(source) <= $2::BIGINT THEN source END, line, \
+             CASE WHEN octet_length(raw) <= $1::BIGINT THEN raw END, octet_length(raw)::BIGINT, left(pushed_by, 64) \
+             FROM records ORDER BY source, line, kind, id",
+            [&cap as &(dyn ToSql + Sync), &limit],
+        )
         .map_err(err("read records"))?;
     let mut cur: Option<Lines> = None;
     let mut done = false;
     while !done {
         let mut chunk: Vec<Fetched> = Vec::with_capacity(BATCH_RECORDS);
-        while chunk.len() < BATCH_RECORDS {
+        let mut chunk_bytes = 0usize;
+        while chunk.len() < BATCH_RECORDS && chunk_bytes < BATCH_BYTES {
             let Some(row) = it.next().map_err(err("read records"))? else {
                 done = true;
                 break;
             };
-            let f = Fetched { kind: row.get(0), id: row.get(1), rel: row.get(2), line: row.get::<_, i64>(3).max(0) as u64, raw: row.get(4) };
+            let f = Fetched {
+                kind: row.get(0),
+                id: row.get(1),
+                rel: row.get(2),
+                line: row.get::<_, i64>(3).max(0) as u64,
+                raw: row.get(4),
+                size: row.get(5),
+                host: host_dir(row.get(6)),
+            };
             stats.records += 1;
             // What the project holds is not parsed again.
-            if local.contains(&(f.kind.clone(), f.id.clone())) {
+            if f.id.as_ref().is_some_and(|id| local.contains(&(f.kind.clone(), id.clone()))) {
                 stats.present += 1;
             } else {
+                chunk_bytes += f.raw.as_ref().map_or(0, Vec::len);
                 chunk.push(f);
             }
         }
-        let verdicts: Vec<Result<Kind, String>> = chunk.par_iter().with_min_len(64).map(check_fetched).collect();
+        let verdicts: Vec<Result<Kind, String>> = chunk.par_iter().with_min_len(64).map(|f| check_fetched(f, max_line)).collect();
         for (f, v) in chunk.into_iter().zip(verdicts) {
             let kind = match v {
                 Ok(k) => k,
                 Err(reason) => {
-                    stats.refused += 1;
-                    if stats.refused_list.len() < LISTED {
-                        stats.refused_list.push(Skipped { source: f.rel.clone(), line: f.line, reason: format!("{} {}: {reason}", f.kind, f.id) });
-                    }
+                    stats.refuse(f.rel(), f.line, format!("{} {}: {reason}", f.kind, f.id()));
                     continue;
                 }
             };
+            let (Some(id), Some(rel), Some(raw)) = (f.id, f.rel, f.raw) else { unreachable!("check_fetched refuses a record without them") };
+            let dest = destination(kind, &rel, &f.host);
             if kind == Kind::Isa {
-                write_manifest(layout, &f.rel, &f.id, &f.raw, &mut stats, &mut files)?;
+                write_manifest(layout, &dest, &id, &raw, &mut stats, &mut files);
                 continue;
             }
             if !kind.is_jsonl() {
-                write_document(layout, kind, &f.rel, &f.raw, &mut stats, &mut files)?;
+                write_document(layout, kind, &dest, &raw, &mut stats, &mut files);
                 continue;
             }
-            if cur.as_ref().is_some_and(|c| c.rel != f.rel || c.bytes > 8 << 20) {
-                flush(layout, cur.take().unwrap(), &mut stats, &mut files)?;
+            if cur.as_ref().is_some_and(|c| c.rel != dest || c.bytes > 8 << 20) {
+                flush(layout, cur.take().unwrap(), &mut stats, &mut files);
             }
-            let c = cur.get_or_insert_with(|| Lines { rel: f.rel.clone(), kind, lines: Vec::new(), bytes: 0 });
-            c.bytes += f.raw.len() + 1;
-            c.lines.push((f.id, f.raw));
+            let c = cur.get_or_insert_with(|| Lines { rel: dest, kind, lines: Vec::new(), bytes: 0 });
+            c.bytes += raw.len() + 1;
+            c.lines.push((id, raw));
         }
         if !done {
             progress(&Progress { records: stats.records, elapsed_ms: t0.elapsed().as_millis() as u64, ..Progress::default() });
         }
     }
     if let Some(c) = cur.take() {
-        flush(layout, c, &mut stats, &mut files)?;
+        flush(layout, c, &mut stats, &mut files);
     }
     drop(it);
     tx.rollback().map_err(err("end"))?;
@@ -770,31 +842,45 @@ pub fn pull(store: &mut Store, layout: &Layout, progress: &mut dyn FnMut(&Progre
     Ok(stats)
 }
 
-fn flush(layout: &Layout, c: Lines, stats: &mut PullStats, files: &mut HashSet<String>) -> Result<(), TeamError> {
+impl PullStats {
+    fn refuse(&mut self, source: &str, line: u64, reason: String) {
+        self.refused += 1;
+        if self.refused_list.len() < LISTED {
+            self.refused_list.push(Skipped { source: source.to_string(), line, reason });
+        }
+    }
+}
+
+/// Append a file's pulled lines; a file that cannot be written has its lines refused.
+fn flush(layout: &Layout, c: Lines, stats: &mut PullStats, files: &mut HashSet<String>) {
     let path = layout.root.join(&c.rel);
     // Rows and ledger entries carry their id in the line: the append skips any a concurrent
     // writer put in the file meanwhile. Samples are keyed by the index check alone.
     let lines: Vec<(Option<&str>, &[u8])> = c.lines.iter().map(|(id, raw)| ((c.kind != Kind::EvalSamples).then_some(id.as_str()), raw.as_slice())).collect();
-    let done = katlas_corpus::append_lines_dedup(&path, &lines, katlas_corpus::Fsync::Batch).map_err(|e| match e {
-        katlas_corpus::StoreError::Io { path, source } => TeamError::Io { path, source },
-        other => TeamError::Io { path: path.clone(), source: std::io::Error::other(other.to_string()) },
-    })?;
+    let done = match katlas_corpus::append_lines_dedup(&path, &lines, katlas_corpus::Fsync::Batch) {
+        Ok(d) => d,
+        Err(e) => {
+            for _ in &c.lines {
+                stats.refuse(&c.rel, 0, format!("not written: {e}"));
+            }
+            return;
+        }
+    };
     stats.written += done.written as u64;
     stats.present += done.already_present as u64;
     if done.written > 0 {
         *stats.written_by_kind.entry(c.kind.as_str().into()).or_default() += done.written as u64;
         files.insert(c.rel);
     }
-    Ok(())
 }
 
 /// Another host's ISA manifest: at its own path when that is free here, else beside it under
 /// a name with its md5 (`isa/build.json` from another host becomes `isa/build-0123456789ab.json`).
-fn write_manifest(layout: &Layout, rel: &str, md5: &str, raw: &[u8], stats: &mut PullStats, files: &mut HashSet<String>) -> Result<(), TeamError> {
+fn write_manifest(layout: &Layout, rel: &str, md5: &str, raw: &[u8], stats: &mut PullStats, files: &mut HashSet<String>) {
     let taken = match std::fs::read(layout.root.join(rel)) {
         Ok(have) => have != raw,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => return Err(TeamError::Io { path: layout.root.join(rel), source: e }),
+        Err(e) => return stats.refuse(rel, 0, format!("not written: {e}")),
     };
     if !taken {
         return write_document(layout, Kind::Isa, rel, raw, stats, files);
@@ -803,7 +889,8 @@ fn write_manifest(layout: &Layout, rel: &str, md5: &str, raw: &[u8], stats: &mut
     write_document(layout, Kind::Isa, &format!("{stem}-{}.json", &md5[..12.min(md5.len())]), raw, stats, files)
 }
 
-fn write_document(layout: &Layout, kind: Kind, rel: &str, raw: &[u8], stats: &mut PullStats, files: &mut HashSet<String>) -> Result<(), TeamError> {
+/// Write a pulled document where none is; one that cannot be written is refused.
+fn write_document(layout: &Layout, kind: Kind, rel: &str, raw: &[u8], stats: &mut PullStats, files: &mut HashSet<String>) {
     let path = layout.root.join(rel);
     match std::fs::read(&path) {
         Ok(have) if have == raw => stats.present += 1,
@@ -813,38 +900,56 @@ fn write_document(layout: &Layout, kind: Kind, rel: &str, raw: &[u8], stats: &mu
                 stats.conflict_list.push(Skipped { source: rel.into(), line: 0, reason: "the project holds other bytes at this path (left as it is)".into() });
             }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            katlas_fs::write_atomic(&path, raw).map_err(io(&path))?;
-            stats.written += 1;
-            *stats.written_by_kind.entry(kind.as_str().into()).or_default() += 1;
-            files.insert(rel.into());
-        }
-        Err(e) => return Err(TeamError::Io { path, source: e }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match katlas_fs::write_atomic(&path, raw) {
+            Ok(()) => {
+                stats.written += 1;
+                *stats.written_by_kind.entry(kind.as_str().into()).or_default() += 1;
+                files.insert(rel.into());
+            }
+            Err(e) => stats.refuse(rel, 0, format!("not written: {e}")),
+        },
+        Err(e) => stats.refuse(rel, 0, format!("not written: {e}")),
     }
-    Ok(())
 }
 
-/// Run one SQL statement on the store in a read-only transaction. Values keep their types:
-/// integers, floating point and `numeric` (PostgreSQL's SUM and AVG of integers) come back as
-/// JSON numbers, booleans as booleans, `bytea` as hex, everything else as its text.
+/// Rows fetched from the store's cursor at a time.
+const FETCH_ROWS: usize = 1000;
+
+/// Run one SQL statement on the store: a plain read ([`crate::query::plain_read`], checked
+/// before anything is sent: a superuser's `COPY … TO PROGRAM` runs even in a read-only
+/// transaction), in a read-only transaction, through a cursor (which takes only a `SELECT`
+/// or `VALUES`), fetched a thousand rows at a time into a bounded result. Values keep their
+/// types: integers, floating point and `numeric` (PostgreSQL's SUM and AVG of integers) come
+/// back as JSON numbers, booleans as booleans, `bytea` as hex, everything else as its text.
 pub fn query(store: &mut Store, sql: &str) -> Result<QueryResult, TeamError> {
-    store.check_store()?;
     let name = store.name.clone();
+    crate::query::plain_read(sql).map_err(|reason| TeamError::Store { store: name.clone(), reason })?;
+    store.check_store()?;
     let sqlerr = |e: postgres::Error| TeamError::Sql { store: name.clone(), what: "SQL", reason: pg_reason(&e) };
     let mut tx = store.client.build_transaction().read_only(true).start().map_err(sqlerr)?;
     // Preparing proves one statement (the extended protocol takes no more) and gives the
-    // column types; the simple protocol then returns every value as text, whatever its type.
+    // column types; the cursor's rows then come through the simple protocol, as text whatever
+    // their type.
     let st = tx.prepare(sql).map_err(sqlerr)?;
     let types: Vec<Type> = st.columns().iter().map(|c| c.type_().clone()).collect();
     let columns: Vec<String> = st.columns().iter().map(|c| c.name().to_string()).collect();
-    let mut rows = Vec::new();
-    for m in tx.simple_query(sql).map_err(sqlerr)? {
-        if let postgres::SimpleQueryMessage::Row(r) = m {
-            rows.push((0..types.len()).map(|i| json_value(r.get(i), &types[i])).collect());
+    tx.execute(&format!("DECLARE katlas_query NO SCROLL CURSOR FOR {sql}"), &[]).map_err(sqlerr)?;
+    let mut rows = crate::query::Bounded::default();
+    loop {
+        let mut got = 0;
+        for m in tx.simple_query(&format!("FETCH FORWARD {FETCH_ROWS} FROM katlas_query")).map_err(sqlerr)? {
+            if let postgres::SimpleQueryMessage::Row(r) = m {
+                got += 1;
+                rows.push((0..types.len()).map(|i| json_value(r.get(i), &types[i])).collect())
+                    .map_err(|reason| TeamError::Store { store: name.clone(), reason })?;
+            }
+        }
+        if got < FETCH_ROWS {
+            break;
         }
     }
     tx.rollback().map_err(sqlerr)?;
-    Ok(QueryResult { columns, rows })
+    Ok(QueryResult { columns, rows: rows.into_rows() })
 }
 
 fn json_value(text: Option<&str>, ty: &Type) -> serde_json::Value {
@@ -882,6 +987,24 @@ mod tests {
         }
         assert!(!source_ok(Kind::Ledger, "corpus/ledger.jsonl"));
         assert!(!source_ok(Kind::EvalResult, "evals/e1/x/result.json"));
+        // A name no file system takes, or one that breaks every later listing.
+        assert!(!source_ok(Kind::Rows, &format!("corpus/{}.jsonl", "a".repeat(300))));
+        assert!(!source_ok(Kind::EvalSamples, "tasks/t\u{1b}[2J/evals/e1/samples.jsonl"));
+        assert!(!source_ok(Kind::EvalResult, "evals/e\n1/result.json"));
+        assert!(!source_ok(Kind::Rows, "pulled/box-b/corpus/x.jsonl"), "a store never names the pulled tree");
+    }
+
+    #[test]
+    fn other_hosts_ledgers_and_evals_go_apart_by_host() {
+        assert_eq!(destination(Kind::EvalSamples, "tasks/t/evals/e/samples.jsonl", "box-b"), "pulled/box-b/tasks/t/evals/e/samples.jsonl");
+        assert_eq!(destination(Kind::EvalResult, "evals/e/result.json", "box-b"), "pulled/box-b/evals/e/result.json");
+        assert_eq!(destination(Kind::Ledger, "ledger.jsonl", "box-b"), "pulled/box-b/ledger.jsonl");
+        assert_eq!(destination(Kind::Rows, "corpus/box-b-2026-05-14.jsonl", "box-b"), "corpus/box-b-2026-05-14.jsonl");
+        assert_eq!(host_dir(Some("../../etc")), "_.._etc");
+        assert_eq!(host_dir(Some("..")), "unknown-host");
+        assert_eq!(host_dir(None), "unknown-host");
+        assert_eq!(host_dir(Some("a/b\u{7}c")), "a_b_c");
+        assert_eq!(host_dir(Some(&"h".repeat(500))).len(), 64);
     }
 
     #[test]

@@ -148,6 +148,11 @@ fn count(dir: &Path, url: &str, sql: &str) -> i64 {
 
 /// The record files under `.katlas/` (what the index and the store read), by path relative to it.
 fn record_files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    record_files_at(dir, true)
+}
+
+/// [`record_files`]; with `as_pushed` false, pulled files under `pulled/HOST/` are left out.
+fn record_files_at(dir: &Path, as_pushed: bool) -> std::collections::BTreeMap<String, Vec<u8>> {
     let root = dir.join(".katlas");
     let mut out = std::collections::BTreeMap::new();
     let mut stack = vec![root.clone()];
@@ -158,6 +163,12 @@ fn record_files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
                 stack.push(p);
             } else {
                 let rel = p.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+                // Another host's ledger and evals, as a pull keeps them: by the path they were pushed from.
+                let rel = match rel.strip_prefix("pulled/") {
+                    Some(r) if as_pushed => r.split_once('/').unwrap().1.to_string(),
+                    Some(_) => continue,
+                    None => rel,
+                };
                 let parts: Vec<&str> = rel.split('/').collect();
                 let record = match parts.as_slice() {
                     ["corpus", f] => f.ends_with(".jsonl"),
@@ -306,7 +317,7 @@ fn ledger_evals_samples_and_isa_round_trip_and_identity_rules_hold_after_a_pull(
     // Queries are read-only; bad SQL is bad input with PostgreSQL's reason.
     let o = katlas(pa, &["query", "--url", &url, "DELETE FROM rows"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("read-only transaction"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("only reads"), "{}", String::from_utf8_lossy(&o.stderr));
     let o = katlas(pa, &["query", "--url", &url, "SELECT nope FROM rows"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("column \"nope\" does not exist"), "{}", String::from_utf8_lossy(&o.stderr));
@@ -325,6 +336,10 @@ fn ledger_evals_samples_and_isa_round_trip_and_identity_rules_hold_after_a_pull(
         assert!(fc.get(rel) == Some(bytes), "{rel} differs after the pull");
     }
     assert_eq!(fc.len(), fa.len() + fb.len());
+    // Host A's ledger and eval are A's: the third host keeps them apart, by host, and shows them so.
+    assert!(!pc.join(".katlas/ledger.jsonl").exists() && !pc.join(".katlas/evals").exists());
+    let j = run(pc, &["query", "SELECT source FROM ledger UNION ALL SELECT source FROM evals", "--format", "json"]);
+    assert!(j["rows"].as_array().unwrap().iter().all(|r| r["source"].as_str().unwrap().starts_with("pulled/")), "{j}");
 
     // Identity came back with the rows: the same kernels on another host and GPU are compared
     // with warnings, rows of another arch are refused, as on the hosts that captured them.
@@ -406,4 +421,128 @@ fn an_unreachable_store_is_a_missing_environment_and_no_url_is_bad_input() {
     assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("connect") && !err.contains("hunter2"), "{err}");
+}
+
+/// Every message of a command, for asserting on.
+fn said(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// `katlas query --store` with a superuser's URL (the test cluster's `postgres`): `COPY … TO
+/// PROGRAM` and `COPY … TO 'file'` ran on the database host; now nothing but a plain read is
+/// sent, and a runaway result stops with a message instead of growing without bound.
+#[test]
+fn store_queries_never_copy_to_a_program_or_file_and_stay_bounded() {
+    let pg = Pg::start();
+    let url = pg.url();
+    let a = project();
+    std::fs::write(a.path().join(".katlas/corpus/box-a-2026-11-30.jsonl"), host_rows("box-a", None, 3)).unwrap();
+    run(a.path(), &["store", "push", "--url", &url, "--format", "json"]);
+    // The server runs as `postgres` (root runs it so): a marker in its own directory.
+    let marker = pg.dir.path().join("pwned");
+    let m = marker.display();
+    for sql in [
+        format!("COPY (SELECT 1) TO PROGRAM 'touch {m}'"),
+        format!("copy rows TO '{m}'"),
+        format!("SELECT 1; COPY rows TO '{m}'"),
+        format!("/* c */ COPY (SELECT 1) TO PROGRAM 'touch {m}'"),
+        format!("SELECT lo_export(lo_from_bytea(0, 'x'), '{m}')"),
+        format!("WITH x AS (SELECT 1) SELECT * FROM x; COPY (SELECT 1) TO PROGRAM 'touch {m}'"),
+    ] {
+        let o = katlas(a.path(), &["query", "--url", &url, &sql]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{sql}: {}", said(&o));
+        assert!(said(&o).contains("only reads") || said(&o).contains("one statement"), "{sql}: {}", said(&o));
+        assert!(!marker.exists(), "{sql} wrote on the database host");
+    }
+    let o = katlas(a.path(), &["query", "--url", &url, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", said(&o));
+    assert!(said(&o).contains("1000000 rows"), "{}", said(&o));
+    assert_eq!(count(a.path(), &url, "SELECT COUNT(*) AS n FROM rows"), 3);
+}
+
+/// A hostile teammate writes to the store directly: samples forged under this host's eval
+/// path, a forged eval result and a ledger verdict, a record with a 300-character file name,
+/// one with control characters in its name, one over the line cap. The pull writes the good
+/// records, refuses the bad ones without failing, writes nothing outside `.katlas/`, changes
+/// no local evidence and no local verdict, and the index shows what it wrote as the other
+/// host's.
+#[test]
+fn a_hostile_teammate_never_changes_a_local_verdict_nor_blocks_a_pull() {
+    let pg = Pg::start();
+    let url = pg.url();
+    let a = project();
+    let pa = a.path();
+    ok(katlas(pa, &["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=120", "--metric", "tok_s", "-n", "4", "--telemetry", "false"])
+        .output()
+        .unwrap());
+    std::fs::write(pa.join(".katlas/corpus/box-a-2026-11-30.jsonl"), host_rows("box-a", None, 2)).unwrap();
+    run(pa, &["store", "push", "--url", &url, "--format", "json"]);
+    let before = record_files_at(pa, false);
+    let local_verdicts = run(pa, &["query", "SELECT eval_id, verdict FROM ledger ORDER BY id", "--format", "json"]);
+    let samples_before = run(pa, &["query", "SELECT COUNT(*) AS n FROM samples", "--format", "json"]);
+
+    let j = "convert_from(raw, 'UTF8')::jsonb";
+    let back = |v: &str| format!("convert_to(({v})::text, 'UTF8')");
+    // Samples under this host's own eval path, by `mallory`.
+    let forged = back(&format!("jsonb_set(jsonb_set({j}, '{{seq}}', to_jsonb(({j}->>'seq')::int + 100)), '{{value}}', to_jsonb(1.0))"));
+    pg.psql(&format!(
+        "INSERT INTO records (kind, id, source, line, md5, raw, pushed_by) SELECT kind, ({j}->>'eval_id') || '/' || (({j}->>'seq')::int + 100), source, line + 100, 'x', {forged}, 'mallory' FROM records WHERE kind = 'eval_samples'"
+    ));
+    // A verdict and an eval result of another eval, and the same under a dotted host name.
+    let ledger = back(&format!("jsonb_set(jsonb_set({j}, '{{id}}', '\"forged-ledger\"'), '{{verdict}}', '\"regressed\"')"));
+    pg.psql(&format!("INSERT INTO records (kind, id, source, line, md5, raw, pushed_by) SELECT kind, 'forged-ledger', source, 9, 'x', {ledger}, '../../mallory' FROM records WHERE kind = 'ledger'"));
+    let result = back(&format!("jsonb_set({j}, '{{eval_id}}', '\"forged-eval\"')"));
+    pg.psql(&format!(
+        "INSERT INTO records (kind, id, source, line, md5, raw, pushed_by) SELECT kind, 'forged-eval', 'evals/forged-eval/result.json', 0, 'x', {result}, 'mallory' FROM records WHERE kind = 'eval_result'"
+    ));
+    // A name no file system takes, a name with a terminal escape, a line over the cap.
+    let row = |id: &str, raw: &str| back(&format!("jsonb_set({j}, '{{id}}', '\"{id}\"'){raw}"));
+    pg.psql(&format!(
+        "INSERT INTO records (kind, id, source, line, md5, raw, pushed_by) \
+         SELECT kind, 'long-name', 'corpus/' || repeat('a', 300) || '.jsonl', 1, 'x', {}, 'mallory' FROM records WHERE kind = 'rows' AND line = 1 UNION ALL \
+         SELECT kind, 'escape-name', E'corpus/x\\x1b[2J.jsonl', 1, 'x', {}, 'mallory' FROM records WHERE kind = 'rows' AND line = 1 UNION ALL \
+         SELECT kind, 'too-long', 'corpus/big.jsonl', 1, 'x', {}, 'mallory' FROM records WHERE kind = 'rows' AND line = 1",
+        row("long-name", ""),
+        row("escape-name", ""),
+        row("too-long", " || jsonb_build_object('pad', repeat('x', 3000000))"),
+    ));
+
+    let o = ok(katlas(pa, &["store", "pull", "--url", &url, "--format", "json"]).env("KATLAS_MAX_LINE_BYTES", "2000000").output().unwrap());
+    let s = json(&o);
+    assert_eq!(s["refused"], 3, "{s}");
+    let reasons = s["refused_list"].to_string();
+    assert!(reasons.contains("line cap") && reasons.contains("control characters"), "{s}");
+    assert!(s["written"].as_u64().unwrap() >= 10, "the forged samples, verdict and result are pulled as mallory's: {s}");
+
+    // Nothing of this host's changed; nothing was written outside .katlas/.
+    let after = record_files_at(pa, false);
+    assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>(), "no file of this host's added");
+    for (rel, bytes) in &before {
+        assert!(after.get(rel) == Some(bytes), "{rel} changed");
+    }
+    let outside: Vec<String> = std::fs::read_dir(pa).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(outside, [".katlas"], "{outside:?}");
+    assert!(!pa.join(".katlas/corpus").read_dir().unwrap().any(|e| e.unwrap().file_name().len() > 200));
+    let hosts: Vec<String> = std::fs::read_dir(pa.join(".katlas/pulled")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(hosts.len(), 2, "{hosts:?}");
+    assert!(hosts.contains(&"mallory".to_string()) && hosts.iter().all(|h| !h.contains('/') && !h.starts_with('.')), "{hosts:?}");
+
+    // The local verdict and samples are as they were; what was pulled is shown as mallory's.
+    let sql = "SELECT eval_id, verdict FROM ledger WHERE source = 'ledger.jsonl' ORDER BY id";
+    assert_eq!(run(pa, &["query", sql, "--format", "json"])["rows"], local_verdicts["rows"]);
+    let sql = "SELECT COUNT(*) AS n FROM samples WHERE source NOT LIKE 'pulled/%'";
+    assert_eq!(run(pa, &["query", sql, "--format", "json"])["rows"], samples_before["rows"]);
+    let j = run(pa, &["query", "SELECT DISTINCT source FROM samples WHERE seq >= 100", "--format", "json"]);
+    let forged: Vec<&str> = j["rows"].as_array().unwrap().iter().map(|r| r["source"].as_str().unwrap()).collect();
+    assert!(!forged.is_empty() && forged.iter().all(|s| s.starts_with("pulled/mallory/")), "{j}");
+    let j = run(pa, &["query", "SELECT source FROM ledger WHERE verdict = 'regressed'", "--format", "json"]);
+    assert!(j["rows"][0]["source"].as_str().unwrap().starts_with("pulled/"), "{j}");
+
+    // A second pull writes nothing more and still refuses the bad records, without failing.
+    let s = json(&ok(katlas(pa, &["store", "pull", "--url", &url, "--format", "json"]).env("KATLAS_MAX_LINE_BYTES", "2000000").output().unwrap()));
+    assert_eq!((s["written"].as_u64(), s["refused"].as_u64()), (Some(0), Some(3)), "{s}");
+    // Pushing again sends only this host's own records: what was pulled stays the store's as it was.
+    let s = run(pa, &["store", "push", "--url", &url, "--format", "json"]);
+    assert_eq!(s["new"], 0, "{s}");
+    assert!(!pg.psql("SELECT DISTINCT source FROM records").contains("pulled/"));
 }
