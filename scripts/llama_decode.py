@@ -12,6 +12,11 @@ key "katlas"): one per phase with its timings, one with versions.
                             Chrome trace (PATH ending .gz is gzipped)
   --cuda-profiler-range     wrap the measured decode in cudaProfilerStart/Stop so
                             `ncu --profile-from-start off` sees only decode kernels
+  --profile-range all       ... around the measured prefill and decode both
+  --liger                   patch the model with liger-kernel's Triton kernels (RMSNorm,
+                            SwiGLU, RoPE) before it is built
+  --model gated-deltanet    flash-linear-attention's GatedDeltaNet instead of Llama
+                            (chunked gated delta rule in prefill, fused recurrent in decode)
 """
 import argparse
 import contextlib
@@ -40,23 +45,50 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--torch-trace")
     p.add_argument("--cuda-profiler-range", action="store_true")
+    p.add_argument("--profile-range", choices=["decode", "all"], default="decode")
+    p.add_argument("--liger", action="store_true")
+    p.add_argument("--model", choices=["llama", "gated-deltanet"], default="llama")
+    p.add_argument("--batch", type=int, default=1)
     a = p.parse_args()
 
     torch.manual_seed(a.seed)
     dtype = getattr(torch, a.dtype)
-    cfg = LlamaConfig(
-        hidden_size=a.hidden, intermediate_size=a.intermediate, num_hidden_layers=a.layers,
-        num_attention_heads=a.heads, num_key_value_heads=a.kv_heads, vocab_size=a.vocab,
-        max_position_embeddings=4096,
-    )
-    with torch.device("cuda"):
-        model = LlamaForCausalLM(cfg).to(dtype).eval()
-    ids = torch.randint(0, a.vocab, (1, a.prompt), device="cuda")
+    versions = {}
+    if a.model == "gated-deltanet":
+        import fla
+        from fla.models import GatedDeltaNetConfig, GatedDeltaNetForCausalLM
+
+        versions["fla"] = fla.__version__
+        cfg = GatedDeltaNetConfig(
+            hidden_size=a.hidden, num_hidden_layers=a.layers, num_heads=a.heads, head_dim=128,
+            vocab_size=a.vocab, max_position_embeddings=4096, fuse_cross_entropy=False,
+        )
+        with torch.device("cuda"):
+            model = GatedDeltaNetForCausalLM(cfg).to(dtype).eval()
+    else:
+        if a.liger:
+            import liger_kernel
+            from liger_kernel.transformers import apply_liger_kernel_to_llama
+
+            versions["liger_kernel"] = getattr(liger_kernel, "__version__", "?")
+            apply_liger_kernel_to_llama(rope=True, rms_norm=True, swiglu=True, cross_entropy=False,
+                                        fused_linear_cross_entropy=False)
+        cfg = LlamaConfig(
+            hidden_size=a.hidden, intermediate_size=a.intermediate, num_hidden_layers=a.layers,
+            num_attention_heads=a.heads, num_key_value_heads=a.kv_heads, vocab_size=a.vocab,
+            max_position_embeddings=4096,
+        )
+        with torch.device("cuda"):
+            model = LlamaForCausalLM(cfg).to(dtype).eval()
+    ids = torch.randint(0, a.vocab, (a.batch, a.prompt), device="cuda")
     rf = torch.profiler.record_function
 
     def generate(measure):
         t = {}
         torch.cuda.synchronize()
+        ranged = measure and a.cuda_profiler_range
+        if ranged and a.profile_range == "all":
+            torch.cuda.profiler.start()
         t0 = time.perf_counter()
         with rf("prefill"):
             out = model(ids, use_cache=True)
@@ -64,7 +96,7 @@ def main():
             nxt = out.logits[:, -1:].argmax(-1)
         torch.cuda.synchronize()
         t1 = time.perf_counter()
-        if measure and a.cuda_profiler_range:
+        if ranged and a.profile_range == "decode":
             torch.cuda.profiler.start()
         for _ in range(a.new):
             with rf("decode"):
@@ -72,7 +104,7 @@ def main():
                 past = out.past_key_values
                 nxt = out.logits[:, -1:].argmax(-1)
         torch.cuda.synchronize()
-        if measure and a.cuda_profiler_range:
+        if ranged:
             torch.cuda.profiler.stop()
         t2 = time.perf_counter()
         t["prefill_s"], t["decode_s"] = t1 - t0, t2 - t1
@@ -97,11 +129,12 @@ def main():
 
     params = sum(x.numel() for x in model.parameters())
     rec = lambda **kw: print(json.dumps({"katlas": 1, **kw}), flush=True)
-    rec(phase="prefill", prefill_ms=t["prefill_s"] * 1e3, prefill_tok_s=a.prompt / t["prefill_s"], prompt_tokens=a.prompt)
-    rec(phase="decode", decode_ms=t["decode_s"] * 1e3, decode_tok_s=a.new / t["decode_s"],
+    rec(phase="prefill", prefill_ms=t["prefill_s"] * 1e3, prefill_tok_s=a.batch * a.prompt / t["prefill_s"], prompt_tokens=a.prompt)
+    rec(phase="decode", decode_ms=t["decode_s"] * 1e3, decode_tok_s=a.batch * a.new / t["decode_s"],
         decode_ms_per_token=t["decode_s"] * 1e3 / a.new, new_tokens=a.new)
     rec(device=torch.cuda.get_device_name(), torch=torch.__version__, transformers=transformers.__version__,
-        params_m=params / 1e6, hidden=a.hidden, layers=a.layers, dtype=a.dtype,
+        params_m=params / 1e6, hidden=a.hidden, layers=a.layers, dtype=a.dtype, model=a.model,
+        liger=a.liger, batch=a.batch, **versions,
         profiled=bool(a.torch_trace) or a.cuda_profiler_range)
 
 
