@@ -487,7 +487,9 @@ pub fn task_markdown(t: &Task) -> String {
     }
     push(&mut o, "\n## Next\n".into());
     push(&mut o, format!("```sh\n{}\n```", t.next));
-    o
+    // Kernel, workload and command text comes from rows and repositories: TASK.md is read
+    // with `cat` too, so no control character (ESC, OSC, CR, bidi) goes in raw.
+    katlas_model::text::printable_lines(&o).into_owned()
 }
 
 /// Write `<tasks_dir>/<id>/task.json` and `TASK.md`; returns the directory.

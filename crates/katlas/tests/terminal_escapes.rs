@@ -26,12 +26,20 @@ fn fixture(rel: &str) -> PathBuf {
 const EVIL_KERNEL: &str = "gemv_hfq4g256_residual\x1b]0;owned\x07\x1b[2J";
 const EVIL_WORKLOAD: &str = "wl\x1b]52;c;cGF5bG9hZA==\x07\nsecondline";
 
-/// Every character but the line break is inert (no C0, DEL or C1 control).
+/// A control character (C0 with ESC, BEL and CR; DEL; C1) or a bidirectional control.
+fn unsafe_char(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
+}
+
+/// Every character but the line break is inert (no C0, DEL, C1 or bidi control).
+fn assert_text_inert(what: &str, text: &str) {
+    let bad: Vec<char> = text.chars().filter(|c| unsafe_char(*c) && *c != '\n').collect();
+    assert!(bad.is_empty(), "{what}: raw control characters {bad:?} in\n{text}");
+}
+
 fn assert_inert(what: &str, o: &Output) {
     for (stream, bytes) in [("stdout", &o.stdout), ("stderr", &o.stderr)] {
-        let text = String::from_utf8_lossy(bytes);
-        let bad: Vec<char> = text.chars().filter(|c| c.is_control() && *c != '\n').collect();
-        assert!(bad.is_empty(), "{what} {stream}: raw control characters {bad:?} in\n{text}");
+        assert_text_inert(&format!("{what} {stream}"), &String::from_utf8_lossy(bytes));
     }
 }
 
@@ -99,4 +107,84 @@ fn names_from_files_reach_the_terminal_escaped() {
     let out = String::from_utf8_lossy(&h.stdout);
     assert!(out.contains("gemv&lt;script&gt;alert(1)&lt;/script&gt;"), "{out}");
     assert!(!out.contains("<script>"), "{out}");
+}
+
+/// The kernel and workload names of a second corpus: OSC, CR and a right-to-left override,
+/// and a workload that is a spreadsheet formula.
+const BIDI_KERNEL: &str = "gemv_hfq4g256_residual\x1b]8;;http://x\x07\r\u{202e}cod.exe";
+const FORMULA_WORKLOAD: &str = "=HYPERLINK(\"http://x\",\"ok\")\u{2066}\x1b[2J";
+
+#[test]
+fn query_ledger_provenance_isa_and_task_show_names_escaped() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    std::fs::write(root.join("katlas.toml"), "").unwrap();
+    let o = katlas(root, &["parse", "hipfire-bench", fixture("hipfire/bench_ar_profile.txt").to_str().unwrap(), "--rows", "w"]);
+    let mut rows: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    for (i, r) in rows.iter_mut().enumerate() {
+        r["id"] = format!("evilrow{i}\u{202e}{}", "0".repeat(20)).into();
+        r["workload"] = FORMULA_WORKLOAD.into();
+        for k in r["kernels"].as_array_mut().unwrap() {
+            if k["name"] == "gemv_hfq4g256_residual" {
+                k["name"] = BIDI_KERNEL.into();
+            }
+        }
+    }
+    std::fs::write(root.join("evil.jsonl"), rows.iter().map(|r| format!("{r}\n")).collect::<String>()).unwrap();
+    katlas(root, &["corpus", "import", "evil.jsonl"]);
+
+    let md = katlas(root, &["query", "SELECT r.id, r.workload, k.name FROM rows r JOIN kernels k ON k.row_id = r.id", "--format", "markdown"]);
+    assert_inert("query --format markdown", &md);
+    assert!(String::from_utf8_lossy(&md.stdout).contains("u{202e}cod.exe"), "{}", String::from_utf8_lossy(&md.stdout));
+
+    // CSV: a text cell that a spreadsheet would run starts with `'`; numbers stay numbers.
+    let csv = katlas(root, &["query", "SELECT workload, -1 AS n FROM rows LIMIT 1", "--format", "csv"]);
+    let out = String::from_utf8_lossy(&csv.stdout);
+    let line = out.lines().nth(1).unwrap();
+    assert!(line.starts_with("\"'=HYPERLINK(") && line.ends_with(",-1"), "{out}");
+
+    let with_kernel = rows.iter().find(|r| r["kernels"].as_array().unwrap().iter().any(|k| k["name"] == BIDI_KERNEL)).unwrap();
+    let prov = katlas(root, &["provenance", "--row", with_kernel["id"].as_str().unwrap(), "--top", "100", "--file", "evil.jsonl"]);
+    assert_inert("provenance --row", &prov);
+    assert!(String::from_utf8_lossy(&prov.stdout).contains("\\r\\u{202e}cod.exe"), "{}", String::from_utf8_lossy(&prov.stdout));
+
+    let task = katlas(root, &["task", "evil.jsonl", "--phase", "decode", "--kernel", BIDI_KERNEL]);
+    assert_inert("task", &task);
+    let tasks = root.join(".katlas/tasks");
+    let dir = std::fs::read_dir(&tasks).unwrap().next().unwrap().unwrap().path();
+    let md = std::fs::read_to_string(dir.join("TASK.md")).unwrap();
+    assert!(md.contains("cod.exe"), "{md}");
+    assert_text_inert("TASK.md", &md);
+
+    let ev = &["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=130", "--metric", "tok_s", "-n", "3", "--telemetry", "false"];
+    let args: Vec<&str> = ev.iter().copied().chain(["--kernel", BIDI_KERNEL, "--hypothesis", FORMULA_WORKLOAD, "--mechanism", "m\r\x1b]0;t\x07"]).collect();
+    let o =
+        Command::new(env!("CARGO_BIN_EXE_katlas")).args(&args).current_dir(root).env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config").output().unwrap();
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&o.stderr));
+    let ls = katlas(root, &["ledger", "ls", "--format", "json"]);
+    let entries: serde_json::Value = serde_json::from_slice(&ls.stdout).unwrap();
+    let id = entries[0]["id"].as_str().unwrap();
+    let show = katlas(root, &["ledger", "show", id]);
+    assert_inert("ledger show", &show);
+    assert!(String::from_utf8_lossy(&show.stdout).contains("cod.exe"), "{}", String::from_utf8_lossy(&show.stdout));
+    let lst = katlas(root, &["ledger", "ls"]);
+    assert_inert("ledger ls", &lst);
+
+    // isa show: a manifest (pulled from a team store, say) whose kernel names are hostile.
+    let bundle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../katlas-isa/tests/fixtures/kernels.hipfb");
+    let m = root.join("m.json");
+    katlas(root, &["isa", "scan", bundle.to_str().unwrap(), "--disasm", "never", "--output", m.to_str().unwrap(), "--no-cache"]);
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+    for obj in v["objects"].as_array_mut().unwrap() {
+        for k in obj["kernels"].as_array_mut().unwrap() {
+            if k["name"] == "vgpr_spill" {
+                k["name"] = "vgpr_spill\x1b]0;owned\x07\r\u{202e}x".into();
+                k["symbol"] = "vgpr_spill\u{2067}.kd\x1b[2J".into();
+            }
+        }
+    }
+    std::fs::write(&m, v.to_string()).unwrap();
+    let show = katlas(root, &["isa", "show", "vgpr_spill", "--manifest", m.to_str().unwrap()]);
+    assert_inert("isa show", &show);
+    assert!(String::from_utf8_lossy(&show.stdout).contains("\\u{202e}x"), "{}", String::from_utf8_lossy(&show.stdout));
 }

@@ -1,7 +1,7 @@
 //! `katlas isa`: scan code objects natively (katlas-isa), show one kernel, diff two manifests.
 
 use crate::ctx::{CliError, CmdResult, Ctx};
-use crate::output::{fmt_opt, print_json, table, Format, FormatArg};
+use crate::output::{fmt_opt, print_json, say, say_err, table, Format, FormatArg};
 use katlas_isa::manifest::{CodeObject, IsaManifest, Kernel, Vendor};
 use katlas_isa::{DisasmMode, ScanFailure, ScanOptions};
 use std::path::{Path, PathBuf};
@@ -165,7 +165,7 @@ fn scan(a: &ScanArgs, ctx: &Ctx) -> CmdResult {
     // not a reader complained; no empty manifest is written.
     if m.objects.is_empty() {
         for e in &m.errors {
-            eprintln!("katlas: {}: {}: {}", crate::output::printable(&e.path), crate::output::printable(&e.chain), crate::output::printable(&e.message));
+            say_err!("katlas: {}: {}: {}", crate::output::printable(&e.path), crate::output::printable(&e.chain), crate::output::printable(&e.message));
         }
         return Err(CliError::bad_input(format!(
             "no code object found in {} ({} read error(s)); give ELF code objects, offload bundles, fatbins or the libraries that hold them",
@@ -343,15 +343,7 @@ fn sass_word(category: &str) -> &str {
 
 fn print_scan_text(m: &IsaManifest, fmt: Format, manifest: Option<&Path>, export: Option<&Path>) {
     let s = &m.summary;
-    println!(
-        "{} files, {:.1} MB, {} code objects, {} kernels, {} errors in {} ms",
-        s.files,
-        s.bytes as f64 / 1e6,
-        s.objects,
-        s.kernels,
-        s.errors,
-        s.elapsed_ms
-    );
+    say!("{} files, {:.1} MB, {} code objects, {} kernels, {} errors in {} ms", s.files, s.bytes as f64 / 1e6, s.objects, s.kernels, s.errors, s.elapsed_ms);
     let mut t = table(fmt, &["object", "arch", "kernels", "mix", "md5"]);
     for o in m.objects.iter().take(200) {
         t.add_row(vec![
@@ -364,27 +356,27 @@ fn print_scan_text(m: &IsaManifest, fmt: Format, manifest: Option<&Path>, export
     }
     println!("{t}");
     if m.objects.len() > 200 {
-        println!("… {} more objects (--format json for all)", m.objects.len() - 200);
+        say!("… {} more objects (--format json for all)", m.objects.len() - 200);
     }
     if s.kernels <= 100 {
         print_kernel_tables(m, fmt);
     }
     for e in m.errors.iter().take(20) {
-        eprintln!("error: {}: {}: {}", e.path, e.chain, e.message);
+        say_err!("error: {}: {}: {}", e.path, e.chain, e.message);
     }
     if m.errors.len() > 20 {
-        eprintln!("… {} more errors in the manifest", m.errors.len() - 20);
+        say_err!("… {} more errors in the manifest", m.errors.len() - 20);
     }
     for t in &m.disassemblers {
         if t.status == "absent" {
-            eprintln!("note: {} ({}) not found: no instruction mix for {} objects", t.name, t.vendor, t.vendor);
+            say_err!("note: {} ({}) not found: no instruction mix for {} objects", t.name, t.vendor, t.vendor);
         }
     }
     if let Some(p) = manifest {
-        println!("manifest: {}", p.display());
+        say!("manifest: {}", p.display());
     }
     if let Some(p) = export {
-        println!("export: {}", p.display());
+        say!("export: {}", p.display());
     }
 }
 
@@ -443,9 +435,9 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     for (o, k) in hits.iter().take(50) {
-        println!("{}  [{}]", k.demangled.as_deref().unwrap_or(&k.name), o.target);
-        println!("  object: {}", o.chain_text);
-        println!("  symbol: {}", k.symbol);
+        say!("{}  [{}]", k.demangled.as_deref().unwrap_or(&k.name), o.target);
+        say!("  object: {}", o.chain_text);
+        say!("  symbol: {}", k.symbol);
         let mut t = table(a.format.format, &["resource", "value"]);
         if let Some(n) = &k.nvidia {
             nvidia_rows(&mut t, k, n);
@@ -467,16 +459,16 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         println!("{t}");
         if let Some(a) = &k.amd {
             for mm in &a.descriptor_mismatches {
-                println!("  descriptor disagrees: {mm}");
+                say!("  descriptor disagrees: {mm}");
             }
         }
         if let Some(mix) = &k.mix {
             let nv = o.vendor == Vendor::Nvidia;
             let cats: Vec<String> = mix.categories.iter().map(|(c, n)| format!("{}={n}", if nv { sass_word(c) } else { c })).collect();
-            println!("  mix ({} instructions): {}", mix.total, cats.join(" "));
+            say!("  mix ({} instructions): {}", mix.total, cats.join(" "));
         }
         if let Some(n) = &k.occupancy_note {
-            println!("  occupancy: {n}");
+            say!("  occupancy: {n}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -556,7 +548,7 @@ fn diff(a: &DiffArgs, ctx: &Ctx) -> CmdResult {
             t.add_row(vec![short(&k.name, 50), k.arch.clone(), fmt(&k.resources), fmt(&k.mix), k.flags.join(", ")]);
         }
         println!("{t}");
-        println!("{} kernels changed, {} flagged, {} only in A, {} only in B", d.kernels.len(), d.regressions, d.removed.len(), d.added.len());
+        say!("{} kernels changed, {} flagged, {} only in A, {} only in B", d.kernels.len(), d.regressions, d.removed.len(), d.added.len());
     }
     Ok(if d.regressions > 0 { ExitCode::from(crate::ctx::exit::NEGATIVE) } else { ExitCode::SUCCESS })
 }

@@ -108,11 +108,22 @@ pub fn run_query(a: &QueryArgs, ctx: &Ctx) -> CmdResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `r` with every text cell and column name passed through `f` (numbers stay numbers).
+fn map_text(r: &QueryResult, f: impl Fn(&str) -> String) -> QueryResult {
+    let cell = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => serde_json::Value::String(f(s)),
+        other => other.clone(),
+    };
+    QueryResult { columns: r.columns.iter().map(|c| f(c)).collect(), rows: r.rows.iter().map(|row| row.iter().map(cell).collect()).collect() }
+}
+
 pub fn print_result(r: &QueryResult, format: QueryFormat) -> Result<(), CliError> {
+    use katlas_model::text::csv_safe;
     match format {
         QueryFormat::Json => print_json(&query::to_json(r)),
-        QueryFormat::Csv => print!("{}", query::to_csv(r).map_err(CliError::bad_input)?),
-        QueryFormat::Markdown => print!("{}", query::to_markdown(r)),
+        // Names come from files: no formula reaches a spreadsheet, no control a terminal.
+        QueryFormat::Csv => print!("{}", query::to_csv(&map_text(r, |s| csv_safe(s).into_owned())).map_err(CliError::bad_input)?),
+        QueryFormat::Markdown => print!("{}", query::to_markdown(&map_text(r, |s| crate::output::printable(s).into_owned()))),
         QueryFormat::Text => {
             let cols: Vec<&str> = r.columns.iter().map(String::as_str).collect();
             let mut t = table(crate::output::Format::Text, &cols);

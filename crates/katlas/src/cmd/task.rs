@@ -3,7 +3,7 @@
 use super::fit::{load, EvidenceArgs};
 use super::suggest::{build, last_path, source_roots};
 use crate::ctx::{CliError, CmdResult, Ctx};
-use crate::output::{print_json, Format};
+use crate::output::{print_json, say_err, Format};
 use katlas_advise::queue::{provenance, LastQueue};
 use katlas_advise::task::{from_op, from_row, from_suggestion, task_markdown, write_task, TaskExtras};
 use katlas_model::ledger::Goal;
@@ -151,7 +151,7 @@ pub fn run(args: &TaskArgs, ctx: &Ctx) -> CmdResult {
         from_row(&l.fit, row, args.kernel.as_deref(), &l.rules, &prov, &extra).map_err(CliError::bad_input)?
     };
     let dir = write_task(&tasks_dir, &task).map_err(CliError::bad_input)?;
-    eprintln!("katlas: wrote {}/task.json and TASK.md", dir.display());
+    say_err!("katlas: wrote {}/task.json and TASK.md", dir.display());
     match args.format {
         Format::Json => print_json(&task),
         _ => print!("{}", task_markdown(&task)),
