@@ -5,6 +5,7 @@ use crate::guard;
 use crate::ledger;
 use crate::protocol::{Outcome, ProtocolError, Runner, Settings, Side};
 use crate::routes;
+use crate::tamper;
 use katlas_model::ledger::{
     CorrectnessCheck, Disposition, EvalResult, EvalSide, LedgerEntry, Protocol, SampleRef, SideSummary, Verdict, EVAL_RESULT_SCHEMA, LEDGER_SCHEMA,
 };
@@ -293,12 +294,30 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
     let invalid = pre.iter().any(|p| !p.is_empty());
     let incorrect = correctness.iter().any(|c| !c.is_empty() && !routes::all_pass(c));
     let sides: Vec<Side> = spec.sides.iter().map(|s| s.side.clone()).collect();
+    // What the measured processes could write and the eval depends on, as it was before.
+    let ledger_copy = spec.ledger_path.as_deref().map(tamper::LedgerCopy::take);
+    let baseline_tree = spec.sides[0].git_ref.as_ref().and(spec.sides[0].source_root.as_deref()).map(tamper::TreeState::take);
     let outcome = if invalid || incorrect {
         None
     } else {
         let runner = Runner { dir: spec.dir.clone(), eval_id: spec.eval_id.clone(), sides: &sides, settings: &spec.settings, progress };
         Some(runner.run()?)
     };
+    // Writes by the measured processes to what they must not touch invalidate every comparison.
+    let mut tampered = Vec::new();
+    if let Some(c) = &ledger_copy {
+        tampered.extend(c.restore_if_shrunk().map_err(|source| ProtocolError::Io { path: spec.ledger_path.clone().unwrap_or_default(), source })?);
+    }
+    if let Some(t) = baseline_tree.as_ref().filter(|_| outcome.is_some()) {
+        let changed = t.changed_since();
+        if !changed.is_empty() {
+            tampered.push(format!(
+                "the baseline's worktree was modified while the sides ran ({}{}): the baseline measured is not the baseline ref",
+                changed.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+                if changed.len() > 5 { format!(" and {} more", changed.len() - 5) } else { String::new() }
+            ));
+        }
+    }
     let goal = spec.settings.judge.goal;
     let mut verdicts = vec![Verdict::Inconclusive; n];
     let mut reasons: Vec<Vec<String>> = vec![Vec::new(); n];
@@ -374,6 +393,45 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
                     verdicts[k] = Verdict::Invalid;
                     reasons[k].insert(0, format!("{r} (ceiling: {})", sol.peak_source));
                 }
+            }
+            let (base, cand) = (&spec.sides[0].side.label, &spec.sides[k].side.label);
+            if verdicts[k] != Verdict::Invalid {
+                if let Some(r) = guard::checksums_differ(&checksums(o, base), &checksums(o, cand)) {
+                    verdicts[k] = Verdict::Incorrect;
+                    reasons[k].insert(0, r);
+                }
+            }
+            if verdicts[k] == Verdict::Improved {
+                if let Some(r) = reported_time_unlike_wall(o, &spec.settings.metric, base, cand) {
+                    verdicts[k] = Verdict::Invalid;
+                    reasons[k].insert(0, r);
+                }
+            }
+            if verdicts[k] == Verdict::Improved && spec.meta.task_id.is_some() && spec.correctness.is_empty() {
+                verdicts[k] = Verdict::Invalid;
+                reasons[k].insert(
+                    0,
+                    "unverified: the task has no correctness check, so a faster candidate cannot be told from one that does less work; add one to the task's `correctness` (or --claim) and re-run"
+                        .into(),
+                );
+            }
+            for label in [base, cand] {
+                if let Some(e) =
+                    o.samples.iter().filter(|x| &x.side == label).find_map(|x| x.error.as_deref().filter(|e| e.starts_with(crate::protocol::OUTLIVED)))
+                {
+                    let name = if label == base { &spec.sides[0].side.name } else { &spec.sides[k].side.name };
+                    verdicts[k] = Verdict::Invalid;
+                    reasons[k].insert(0, format!("{name}: {e}"));
+                    break;
+                }
+            }
+        }
+    }
+    if !tampered.is_empty() {
+        for k in 1..n {
+            verdicts[k] = Verdict::Invalid;
+            for r in tampered.iter().rev() {
+                reasons[k].insert(0, r.clone());
             }
         }
     }
@@ -513,6 +571,29 @@ fn worst(vs: &[Verdict]) -> Verdict {
         Verdict::Improved,
     ];
     RANK.into_iter().find(|r| vs.contains(r)).unwrap_or(Verdict::Inconclusive)
+}
+
+/// (key, value) of every checksum metric a side's measured runs printed.
+fn checksums(o: &Outcome, label: &str) -> Vec<(String, f64)> {
+    o.samples
+        .iter()
+        .filter(|s| s.pass == "measured" && s.side == label && s.error.is_none())
+        .flat_map(|s| s.metrics.iter().filter(|(k, _)| guard::is_checksum(k)).map(|(k, v)| (k.clone(), *v)))
+        .collect()
+}
+
+/// [`guard::time_without_wall`] for a time metric (unit from its suffix).
+fn reported_time_unlike_wall(o: &Outcome, metric: &str, base: &str, cand: &str) -> Option<String> {
+    guard::seconds_of(metric, 1.0)?;
+    let of = |label: &str| -> (Vec<f64>, Vec<f64>) {
+        o.samples
+            .iter()
+            .filter(|s| s.pass == "measured" && s.side == label && s.error.is_none())
+            .filter_map(|s| Some((guard::seconds_of(metric, s.value?)?, s.wall_s)))
+            .unzip()
+    };
+    let ((ma, wa), (mb, wb)) = (of(base), of(cand));
+    guard::time_without_wall([&ma, &mb], [&wa, &wb])
 }
 
 /// Median bytes / median time of a side above the ceiling.

@@ -276,6 +276,69 @@ pub fn first_run_like_baseline(first: f64, later: &[f64], baseline: &[f64], mini
     })
 }
 
+/// Whether a metric key is an output checksum (`checksum`, `out_checksum`, `checksum_c`).
+pub fn is_checksum(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    k == "checksum" || k.ends_with("_checksum") || k.starts_with("checksum_")
+}
+
+/// Output checksums the measured runs printed that differ between the sides: the candidate
+/// computed something else on the benchmarked input than the baseline did (it skipped work
+/// when measured, or special-cased the benchmarked input while correctness checked another).
+/// `a` and `b` are each side's (key, value) pairs over its measured runs.
+pub fn checksums_differ(a: &[(String, f64)], b: &[(String, f64)]) -> Option<String> {
+    let set = |v: &[(String, f64)], key: &str| -> Vec<String> {
+        let mut s: Vec<String> = v.iter().filter(|(k, _)| k == key).map(|(_, x)| num_exact(*x)).collect();
+        s.sort();
+        s.dedup();
+        s
+    };
+    let keys: BTreeSet<&String> = a.iter().map(|(k, _)| k).filter(|k| is_checksum(k)).collect();
+    for key in keys {
+        let (x, y) = (set(a, key), set(b, key));
+        if x != y {
+            return Some(format!(
+                "output checksum `{key}` of the measured runs differs between the sides (baseline {}, candidate {}): the candidate did not compute the same result on the benchmarked input",
+                x.join("/"),
+                if y.is_empty() { "none printed".to_string() } else { y.join("/") }
+            ));
+        }
+    }
+    None
+}
+
+fn num_exact(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A time metric that says each run got faster by more than the runs' own wall time did.
+/// Whatever a time metric covers (the whole run, a kernel, a per-call average of a loop), the
+/// work it times is inside the run, so a saving it reports shows in the wall time at least
+/// once. Decided only when the reported saving is well above the wall time's own noise
+/// (four robust spreads): a process whose start-up jitter hides the saving says nothing.
+/// `metric_s` and `wall_s` are per side (baseline, candidate), in seconds.
+pub fn time_without_wall(metric_s: [&[f64]; 2], wall_s: [&[f64]; 2]) -> Option<String> {
+    use crate::stats::{mad, median};
+    if metric_s.iter().chain(wall_s.iter()).any(|v| v.len() < 2) {
+        return None;
+    }
+    let saved = median(metric_s[0]) - median(metric_s[1]);
+    let wall_saved = median(wall_s[0]) - median(wall_s[1]);
+    let noise = wall_s.iter().map(|w| 1.4826 * mad(w)).fold(0.0, f64::max);
+    (saved > 0.002 && saved > 4.0 * noise && wall_saved < 0.5 * saved).then(|| {
+        format!(
+            "the metric says each run got {:.1} ms faster, but the runs' wall time fell by only {:.1} ms (wall-time spread {:.1} ms): the reported time is not the time the work took",
+            saved * 1e3,
+            wall_saved * 1e3,
+            noise * 1e3
+        )
+    })
+}
+
 fn num(v: f64) -> String {
     if v.abs() >= 100.0 {
         format!("{v:.1}")
@@ -367,6 +430,22 @@ mod tests {
         assert!(!glob_match("src/lib.rs", "src/lib.rsx"));
         let breach = allowed_files_breach(&["kernels/src/gemv.hip".into(), "src/dispatch.rs".into()], &["kernels/src/gemv*.hip".into()]);
         assert_eq!(breach, vec!["src/dispatch.rs"]);
+    }
+
+    #[test]
+    fn checksums_and_times_that_disagree_with_the_runs() {
+        let k = |v: &[f64]| -> Vec<(String, f64)> { v.iter().map(|x| ("checksum".to_string(), *x)).collect() };
+        assert_eq!(checksums_differ(&k(&[4950.0, 4950.0]), &k(&[4950.0, 4950.0])), None);
+        assert!(checksums_differ(&k(&[4950.0]), &k(&[0.0, 0.0])).is_some_and(|m| m.contains("baseline 4950, candidate 0")));
+        assert_eq!(checksums_differ(&[("tok_s".into(), 1.0)], &[("tok_s".into(), 2.0)]), None, "not a checksum");
+        // Half the reported time, the same wall time: not the time the work took.
+        let (a, b) = ([0.2, 0.2, 0.2], [0.1, 0.1, 0.1]);
+        let wall = [0.205, 0.21, 0.207];
+        assert!(time_without_wall([&a, &b], [&wall, &wall]).is_some());
+        // A real saving shows in the wall time.
+        assert_eq!(time_without_wall([&a, &b], [&wall, &[0.105, 0.11, 0.107]]), None);
+        // A kernel time far below the process's start-up jitter decides nothing.
+        assert_eq!(time_without_wall([&[0.0002, 0.0002], &[0.0001, 0.0001]], [&[0.3, 0.5, 0.4], &[0.45, 0.3, 0.5]]), None);
     }
 
     #[test]

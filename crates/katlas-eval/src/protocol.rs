@@ -9,6 +9,7 @@
 //! so a resumed eval stops exactly where an uninterrupted one would have.
 
 use crate::provenance;
+use crate::sandbox::Sandbox;
 use crate::telemetry;
 use crate::verdict::{is_final, judge_at, JudgeConfig, Judgement, Plan};
 use katlas_corpus::{append_jsonl, read_jsonl, Fsync};
@@ -422,10 +423,15 @@ impl Runner<'_> {
         let side = &self.sides[p.side];
         let s = self.settings;
         let before = if s.telemetry { telemetry::read() } else { None };
+        let scratch = Sandbox::new().map_err(|e| ProtocolError::Io { path: std::env::temp_dir(), source: e })?;
+        let mut env = side.env.clone();
+        env.extend(scratch.env());
         let started_at = now_rfc3339();
         let t0 = Instant::now();
-        let res = run_process(&side.argv, &side.env, &s.strip_env, &side.cwd, s.timeout);
+        let res = run_process(&side.argv, &env, &s.strip_env, &side.cwd, s.timeout);
         let wall_s = t0.elapsed().as_secs_f64();
+        let escaped = scratch.kill_escaped();
+        drop(scratch);
         let after = if s.telemetry { telemetry::read() } else { None };
         let mut sample = EvalSample {
             schema: EVAL_SAMPLE_SCHEMA.into(),
@@ -488,9 +494,18 @@ impl Runner<'_> {
                 }
             }
         }
+        if !escaped.is_empty() {
+            let who: Vec<String> = escaped.iter().map(|(pid, cmd)| format!("pid {pid} `{}`", cmd.chars().take(80).collect::<String>())).collect();
+            sample.value = None;
+            sample.error = Some(format!("{OUTLIVED} ({}): work that finishes after the sample ends is not measured", who.join(", ")));
+        }
         Ok(sample)
     }
 }
+
+/// Start of a sample's error when a process it started left its process group and was still
+/// running when the sample ended (a `setsid` daemon): such a side's verdict is `invalid`.
+pub const OUTLIVED: &str = "a process of the sample outlived it";
 
 fn fmt_code(c: Option<i32>) -> String {
     c.map(|c| c.to_string()).unwrap_or_else(|| "none".into())

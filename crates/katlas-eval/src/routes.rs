@@ -34,7 +34,14 @@ pub struct RouteSpec {
 /// Outcome of one shell command as a route check.
 pub fn run_check(claim: &str, command: &str, cwd: &Path, env: &BTreeMap<String, String>, timeout: Duration) -> CorrectnessCheck {
     let argv = vec!["sh".to_string(), "-c".to_string(), command.to_string()];
-    let (outcome, detail) = match run_process(&argv, env, &[], cwd, timeout) {
+    // The same private scratch layout as a measured sample: nothing in the environment tells
+    // a program whether it is being checked or measured.
+    let scratch = crate::sandbox::Sandbox::new();
+    let mut env = env.clone();
+    if let Ok(s) = &scratch {
+        env.extend(s.env());
+    }
+    let (outcome, detail) = match run_process(&argv, &env, &[], cwd, timeout) {
         Err(e) => (RouteOutcome::Blocked, Some(e)),
         Ok(r) if r.timed_out => (RouteOutcome::Fail, Some(format!("timed out after {:.0} s", timeout.as_secs_f64()))),
         Ok(r) => {

@@ -164,9 +164,9 @@ fn a_warm_cache_between_runs_is_no_win() {
         assert!(r.result.reasons[0].starts_with("runs share state: the candidate's first run"), "{name}: {:?}", r.result.reasons);
         assert!(r.result.effects[0].gain > 0.3, "{name}: the trap measured a gain: {:?}", r.result.effects);
     }
-    // A real gain from the first run on is still a win.
-    let base = sh_side("A", "baseline", "echo elapsed_ms=$((100 + $$ % 3))", d.path());
-    let cand = sh_side("B", "candidate", "echo elapsed_ms=$((50 + $$ % 3))", d.path());
+    // A real gain from the first run on is still a win (real: the wall time falls with it).
+    let base = sh_side("A", "baseline", "sleep 0.1; echo elapsed_ms=$((100 + $$ % 3))", d.path());
+    let cand = sh_side("B", "candidate", "sleep 0.05; echo elapsed_ms=$((50 + $$ % 3))", d.path());
     let r = run_eval(&spec(d.path(), "real", vec![input(base, None), input(cand, None)], Plan::fixed(6), 1), &cx(), None).unwrap();
     assert_eq!(r.result.verdict, Verdict::Improved, "{:?}", r.result.reasons);
 }
