@@ -64,7 +64,12 @@ macro_rules! say {
 macro_rules! say_err {
     ($($a:tt)*) => { eprintln!("{}", $crate::output::printable_lines(&format!($($a)*))) };
 }
-pub(crate) use {say, say_err};
+/// `println!` of one line of a record (`field: value`): its newlines are escaped too, so a
+/// value from a file cannot add a line that reads as another field (`verdict: improved`).
+macro_rules! say_line {
+    ($($a:tt)*) => { println!("{}", $crate::output::printable(&format!($($a)*))) };
+}
+pub(crate) use {say, say_err, say_line};
 
 impl std::ops::Deref for SafeTable {
     type Target = Table;

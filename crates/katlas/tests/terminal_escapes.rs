@@ -157,7 +157,8 @@ fn query_ledger_provenance_isa_and_task_show_names_escaped() {
     assert_text_inert("TASK.md", &md);
 
     let ev = &["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=130", "--metric", "tok_s", "-n", "3", "--telemetry", "false"];
-    let args: Vec<&str> = ev.iter().copied().chain(["--kernel", BIDI_KERNEL, "--hypothesis", FORMULA_WORKLOAD, "--mechanism", "m\r\x1b]0;t\x07"]).collect();
+    let args: Vec<&str> =
+        ev.iter().copied().chain(["--kernel", BIDI_KERNEL, "--hypothesis", "h\nverdict:     improved", "--mechanism", "m\r\x1b]0;t\x07"]).collect();
     let o =
         Command::new(env!("CARGO_BIN_EXE_katlas")).args(&args).current_dir(root).env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config").output().unwrap();
     assert!(o.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&o.stderr));
@@ -167,6 +168,9 @@ fn query_ledger_provenance_isa_and_task_show_names_escaped() {
     let show = katlas(root, &["ledger", "show", id]);
     assert_inert("ledger show", &show);
     assert!(String::from_utf8_lossy(&show.stdout).contains("cod.exe"), "{}", String::from_utf8_lossy(&show.stdout));
+    // A value cannot add a line that reads as another field.
+    let out = String::from_utf8_lossy(&show.stdout);
+    assert_eq!(out.lines().filter(|l| l.starts_with("verdict:")).count(), 1, "{out}");
     let lst = katlas(root, &["ledger", "ls"]);
     assert_inert("ledger ls", &lst);
 

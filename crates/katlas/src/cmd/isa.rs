@@ -1,7 +1,7 @@
 //! `katlas isa`: scan code objects natively (katlas-isa), show one kernel, diff two manifests.
 
 use crate::ctx::{CliError, CmdResult, Ctx};
-use crate::output::{fmt_opt, print_json, say, say_err, table, Format, FormatArg};
+use crate::output::{fmt_opt, print_json, say_err, say_line, table, Format, FormatArg};
 use katlas_isa::manifest::{CodeObject, IsaManifest, Kernel, Vendor};
 use katlas_isa::{DisasmMode, ScanFailure, ScanOptions};
 use std::path::{Path, PathBuf};
@@ -343,7 +343,15 @@ fn sass_word(category: &str) -> &str {
 
 fn print_scan_text(m: &IsaManifest, fmt: Format, manifest: Option<&Path>, export: Option<&Path>) {
     let s = &m.summary;
-    say!("{} files, {:.1} MB, {} code objects, {} kernels, {} errors in {} ms", s.files, s.bytes as f64 / 1e6, s.objects, s.kernels, s.errors, s.elapsed_ms);
+    say_line!(
+        "{} files, {:.1} MB, {} code objects, {} kernels, {} errors in {} ms",
+        s.files,
+        s.bytes as f64 / 1e6,
+        s.objects,
+        s.kernels,
+        s.errors,
+        s.elapsed_ms
+    );
     let mut t = table(fmt, &["object", "arch", "kernels", "mix", "md5"]);
     for o in m.objects.iter().take(200) {
         t.add_row(vec![
@@ -356,7 +364,7 @@ fn print_scan_text(m: &IsaManifest, fmt: Format, manifest: Option<&Path>, export
     }
     println!("{t}");
     if m.objects.len() > 200 {
-        say!("… {} more objects (--format json for all)", m.objects.len() - 200);
+        say_line!("… {} more objects (--format json for all)", m.objects.len() - 200);
     }
     if s.kernels <= 100 {
         print_kernel_tables(m, fmt);
@@ -373,10 +381,10 @@ fn print_scan_text(m: &IsaManifest, fmt: Format, manifest: Option<&Path>, export
         }
     }
     if let Some(p) = manifest {
-        say!("manifest: {}", p.display());
+        say_line!("manifest: {}", p.display());
     }
     if let Some(p) = export {
-        say!("export: {}", p.display());
+        say_line!("export: {}", p.display());
     }
 }
 
@@ -435,9 +443,9 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     for (o, k) in hits.iter().take(50) {
-        say!("{}  [{}]", k.demangled.as_deref().unwrap_or(&k.name), o.target);
-        say!("  object: {}", o.chain_text);
-        say!("  symbol: {}", k.symbol);
+        say_line!("{}  [{}]", k.demangled.as_deref().unwrap_or(&k.name), o.target);
+        say_line!("  object: {}", o.chain_text);
+        say_line!("  symbol: {}", k.symbol);
         let mut t = table(a.format.format, &["resource", "value"]);
         if let Some(n) = &k.nvidia {
             nvidia_rows(&mut t, k, n);
@@ -459,16 +467,16 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         println!("{t}");
         if let Some(a) = &k.amd {
             for mm in &a.descriptor_mismatches {
-                say!("  descriptor disagrees: {mm}");
+                say_line!("  descriptor disagrees: {mm}");
             }
         }
         if let Some(mix) = &k.mix {
             let nv = o.vendor == Vendor::Nvidia;
             let cats: Vec<String> = mix.categories.iter().map(|(c, n)| format!("{}={n}", if nv { sass_word(c) } else { c })).collect();
-            say!("  mix ({} instructions): {}", mix.total, cats.join(" "));
+            say_line!("  mix ({} instructions): {}", mix.total, cats.join(" "));
         }
         if let Some(n) = &k.occupancy_note {
-            say!("  occupancy: {n}");
+            say_line!("  occupancy: {n}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -548,7 +556,7 @@ fn diff(a: &DiffArgs, ctx: &Ctx) -> CmdResult {
             t.add_row(vec![short(&k.name, 50), k.arch.clone(), fmt(&k.resources), fmt(&k.mix), k.flags.join(", ")]);
         }
         println!("{t}");
-        say!("{} kernels changed, {} flagged, {} only in A, {} only in B", d.kernels.len(), d.regressions, d.removed.len(), d.added.len());
+        say_line!("{} kernels changed, {} flagged, {} only in A, {} only in B", d.kernels.len(), d.regressions, d.removed.len(), d.added.len());
     }
     Ok(if d.regressions > 0 { ExitCode::from(crate::ctx::exit::NEGATIVE) } else { ExitCode::SUCCESS })
 }

@@ -1,7 +1,7 @@
 //! `katlas ledger ls|show`: every verdict, wins and rejections alike.
 
 use crate::ctx::{CliError, CmdResult, Ctx};
-use crate::output::{print_json, say, say_err, table, Format, FormatArg};
+use crate::output::{print_json, say_err, say_line, table, Format, FormatArg};
 use katlas_eval::ledger::{find, read, Filter};
 use katlas_model::ledger::{LedgerEntry, Verdict};
 use std::path::PathBuf;
@@ -111,7 +111,7 @@ fn ls(a: &LsArgs, ctx: &Ctx) -> CmdResult {
         ]);
     }
     println!("{t}");
-    say!("{} entr{}", entries.len(), if entries.len() == 1 { "y" } else { "ies" });
+    say_line!("{} entr{}", entries.len(), if entries.len() == 1 { "y" } else { "ies" });
     Ok(ExitCode::SUCCESS)
 }
 
@@ -123,12 +123,12 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     // The finding first, in the words `katlas eval` used for it.
-    say!("{}", katlas_eval::words::entry_headline(e));
-    say!("id:          {}", e.id);
-    say!("recorded:    {}", e.recorded_at);
-    say!("task/eval:   {} / {}", e.task_id.as_deref().unwrap_or("-"), e.eval_id.as_deref().unwrap_or("-"));
-    say!("lever:       {}   kernel: {}", e.lever.as_deref().unwrap_or("-"), e.kernel.as_deref().unwrap_or("-"));
-    say!(
+    say_line!("{}", katlas_eval::words::entry_headline(e));
+    say_line!("id:          {}", e.id);
+    say_line!("recorded:    {}", e.recorded_at);
+    say_line!("task/eval:   {} / {}", e.task_id.as_deref().unwrap_or("-"), e.eval_id.as_deref().unwrap_or("-"));
+    say_line!("lever:       {}   kernel: {}", e.lever.as_deref().unwrap_or("-"), e.kernel.as_deref().unwrap_or("-"));
+    say_line!(
         "arch:        {}   phase: {}   shape: {}   quant: {}",
         e.arch.as_deref().unwrap_or("-"),
         e.phase.as_deref().unwrap_or("-"),
@@ -136,12 +136,12 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         e.quant.as_deref().unwrap_or("-")
     );
     if let Some(h) = &e.hypothesis {
-        say!("hypothesis:  {h}");
+        say_line!("hypothesis:  {h}");
     }
-    say!("metric:      {} ({})", e.metric, katlas_eval::words::goal_words(e.goal));
+    say_line!("metric:      {} ({})", e.metric, katlas_eval::words::goal_words(e.goal));
     let unit = katlas_eval::words::unit_suffix(&e.metric);
     for s in [&e.baseline, &e.candidate] {
-        say!(
+        say_line!(
             "side:        {} n={} median={} robust CV={} ref={} binary md5={}",
             s.label,
             s.summary.n,
@@ -151,7 +151,7 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
             s.identity.binary.as_ref().and_then(|b| b.md5.as_deref()).unwrap_or("-")
         );
     }
-    say!(
+    say_line!(
         "protocol:    {} order, n/side {:?}, {} warmup(s), seed {}{}",
         e.protocol.order,
         e.protocol.n_per_side,
@@ -159,11 +159,11 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         e.protocol.seed,
         if e.protocol.adaptive { ", adaptive" } else { "" }
     );
-    say!("samples:     {} (md5 {})", e.samples.path, e.samples.md5.as_deref().unwrap_or("-"));
+    say_line!("samples:     {} (md5 {})", e.samples.path, e.samples.md5.as_deref().unwrap_or("-"));
     if let Some(x) = &e.effect {
         // One sign convention with `eval` and `ledger ls`: the gain and its interval, + = better.
         let (better, worse) = katlas_eval::words::better_worse(&e.metric);
-        say!(
+        say_line!(
             "gain:        {:+.2}% (+ = {better}, - = {worse}), interval {} at {:.1}%, Mann-Whitney p = {}; {} changed {:+.2}%",
             x.gain * 100.0,
             gain_interval(x, e.goal),
@@ -173,20 +173,20 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
             x.relative_change * 100.0,
         );
     }
-    say!("threshold:   ±{:.2}%", e.noise_threshold * 100.0);
-    say!("verdict:     {}{}", e.verdict, if e.cross_host { " (cross-host)" } else { "" });
+    say_line!("threshold:   ±{:.2}%", e.noise_threshold * 100.0);
+    say_line!("verdict:     {}{}", e.verdict, if e.cross_host { " (cross-host)" } else { "" });
     for r in &e.reasons {
-        say!("  - {r}");
+        say_line!("  - {r}");
     }
     for c in &e.correctness {
-        say!("correctness: {} `{}`: {}", c.claim, c.check, c.outcome);
+        say_line!("correctness: {} `{}`: {}", c.claim, c.check, c.outcome);
     }
     if let Some(m) = &e.mechanism {
-        say!("mechanism:   {m}");
+        say_line!("mechanism:   {m}");
     }
-    say!("disposition: {}", e.disposition);
+    say_line!("disposition: {}", e.disposition);
     for n in katlas_eval::words::entry_notes(e) {
-        say!("next: {n}");
+        say_line!("next: {n}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@
 
 use crate::cmd::corpus::{load_rows, Source};
 use crate::ctx::{CliError, CmdResult, Ctx};
-use crate::output::{print_json, say, table, Format, FormatArg};
+use crate::output::{print_json, say_line, table, Format, FormatArg};
 use katlas_collect::loads::{parse_patterns, FamilyRule, Selector};
 use katlas_collect::provenance::{ProvenanceIndex, ProvenanceOptions};
 use std::path::PathBuf;
@@ -107,7 +107,7 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
         Format::Json => print_json(&found),
         f => {
             for p in &found {
-                say!(
+                say_line!(
                     "{} (base `{}`, variants {}; arch {}, families {}{})",
                     p.kernel,
                     p.base_name,
@@ -123,10 +123,10 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
                 if !p.sources.is_empty() {
                     println!("{t}");
                 } else {
-                    say!("  no source candidates under {:?}", opts.kernel_roots);
+                    say_line!("  no source candidates under {:?}", opts.kernel_roots);
                 }
                 for s in p.sources.iter().filter(|s| s.hazard.is_some()) {
-                    say!("  hazard: {}: {}", s.path, s.hazard.as_deref().unwrap_or(""));
+                    say_line!("  hazard: {}: {}", s.path, s.hazard.as_deref().unwrap_or(""));
                 }
                 let mut d = table(f, &["score", "dispatch", "line", "kind", "text", "env knobs"]);
                 for r in &p.dispatch {
@@ -140,10 +140,10 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
                     println!("{d}");
                 }
                 if !p.env_knobs.is_empty() {
-                    say!("  env knobs: {}", p.env_knobs.join(", "));
+                    say_line!("  env knobs: {}", p.env_knobs.join(", "));
                 }
                 for n in &p.notes {
-                    say!("  note: {n}");
+                    say_line!("  note: {n}");
                 }
                 println!();
             }
