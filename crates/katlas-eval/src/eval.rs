@@ -229,6 +229,10 @@ fn indistinguishable(a: &SideInput, b: &SideInput, ia: &Identity, ib: &Identity)
 
 #[allow(clippy::needless_range_loop)] // sides are indexed in parallel vectors
 pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::protocol::Progress<'_>>) -> Result<EvalReport, ProtocolError> {
+    // What the checked and measured processes could write and the eval depends on, as it was
+    // before any of them ran.
+    let ledger_copy = spec.ledger_path.as_deref().map(tamper::LedgerCopy::take);
+    let baseline_tree = spec.sides[0].git_ref.as_ref().and(spec.sides[0].source_root.as_deref()).map(tamper::TreeState::take);
     let strip = &spec.settings.strip_env;
     let mut identities: Vec<Identity> = spec.sides.iter().map(|s| capture_identity(s, strip, cx)).collect();
     let n = spec.sides.len();
@@ -294,9 +298,6 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
     let invalid = pre.iter().any(|p| !p.is_empty());
     let incorrect = correctness.iter().any(|c| !c.is_empty() && !routes::all_pass(c));
     let sides: Vec<Side> = spec.sides.iter().map(|s| s.side.clone()).collect();
-    // What the measured processes could write and the eval depends on, as it was before.
-    let ledger_copy = spec.ledger_path.as_deref().map(tamper::LedgerCopy::take);
-    let baseline_tree = spec.sides[0].git_ref.as_ref().and(spec.sides[0].source_root.as_deref()).map(tamper::TreeState::take);
     let outcome = if invalid || incorrect {
         None
     } else {
@@ -308,7 +309,7 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
     if let Some(c) = &ledger_copy {
         tampered.extend(c.restore_if_shrunk().map_err(|source| ProtocolError::Io { path: spec.ledger_path.clone().unwrap_or_default(), source })?);
     }
-    if let Some(t) = baseline_tree.as_ref().filter(|_| outcome.is_some()) {
+    if let Some(t) = &baseline_tree {
         let changed = t.changed_since();
         if !changed.is_empty() {
             tampered.push(format!(

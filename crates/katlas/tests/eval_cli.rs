@@ -424,3 +424,159 @@ fn samples_this_host_did_not_write_are_never_resumed() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("resumed from 8 stored sample(s)"), "{out}{}", String::from_utf8_lossy(&o.stderr));
 }
+
+// The fake-win suite (docs/eval.md, "Fake wins"): a task whose kernel `kern.sh N` does N
+// units of 50 ms of work and prints the checksum 1+…+N and the time it took; the bench runs
+// it on the 4 units in work.txt, the correctness check on 2. Each candidate below fakes a
+// win one way; each ends not `improved`, with the reason in one line. A real 2x win is still
+// `improved`. Every verdict is decided by a signal, not by timing luck.
+
+const KERN: &str = r#"#!/bin/sh
+n=$1
+t0=$(date +%s%N)
+i=0; sum=0
+while [ $i -lt $n ]; do i=$((i+1)); sleep 0.05; sum=$((sum+i)); done
+echo checksum=$sum
+echo time_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+"#;
+
+/// A kern.sh that runs `pre` first, then `units` units of work (a shell expression of `$1`),
+/// printing the checksum `sum` (default: of the units done) and the time times `scale`.
+fn kern(pre: &str, units: &str, sum: Option<&str>, scale: &str) -> String {
+    format!(
+        "#!/bin/sh\n{pre}\nt0=$(date +%s%N)\ni=0; s=0\nwhile [ $i -lt {units} ]; do i=$((i+1)); sleep 0.05; s=$((s+i)); done\necho checksum={}\necho time_ms=$(( ($(date +%s%N) - t0) {scale} / 1000000 ))\n",
+        sum.unwrap_or("$s")
+    )
+}
+
+/// A project whose task `t1` benches kern.sh, committed as the baseline; `checked`: whether
+/// the task has its correctness check.
+fn fake_win_project(p: &Path, checked: bool) {
+    std::fs::write(p.join(".gitignore"), ".katlas/\n").unwrap();
+    std::fs::write(p.join("kern.sh"), KERN).unwrap();
+    std::fs::write(p.join("work.txt"), "4\n").unwrap();
+    std::fs::write(p.join("bench.sh"), "#!/bin/sh\nexec ./kern.sh $(cat work.txt)\n").unwrap();
+    std::fs::write(p.join("check.sh"), "#!/bin/sh\n./kern.sh 2 | grep -qx checksum=3\n").unwrap();
+    Command::new("chmod").args(["+x", "kern.sh", "bench.sh", "check.sh"]).current_dir(p).status().unwrap();
+    git(p, &["init", "-q"]);
+    git(p, &["add", "."]);
+    git(p, &["commit", "-qm", "base"]);
+    let base = git(p, &["rev-parse", "HEAD"]);
+    let correctness = if checked { r#","correctness":[{"claim":"task","command":"./check.sh"}]"# } else { "" };
+    let task = format!(
+        r#"{{"schema":"katlas.task.v1","id":"t1","created_at":"2026-11-30T00:00:00Z","origin":{{"kind":"manual"}},
+        "objective":"o","hypothesis":"h","lever":"l","kernel":"kern","target":{{"arch":"gfx1100"}},"evidence":{{}},
+        "baseline":{{"git_ref":"{base}"}},"allowed_files":["kern.sh"],
+        "bench":{{"command":["./bench.sh"],"metric":"time_ms","goal":"minimize"}}{correctness},"next":"katlas eval t1"}}"#
+    );
+    std::fs::create_dir_all(p.join(".katlas/tasks/t1")).unwrap();
+    std::fs::write(p.join(".katlas/tasks/t1/task.json"), task).unwrap();
+}
+
+/// `katlas eval t1` with `candidate` as the working tree's kern.sh: (verdict, reasons, exit code).
+fn fake_win(checked: bool, candidate: &str, before: impl Fn(&Path), ledger: bool) -> (String, Vec<String>, i32, tempfile::TempDir) {
+    let d = project();
+    let p = d.path();
+    fake_win_project(p, checked);
+    std::fs::write(p.join("kern.sh"), candidate).unwrap();
+    before(p);
+    let mut args = vec!["eval", "t1", "-n", "3", "--telemetry", "false", "--format", "json"];
+    if !ledger {
+        args.push("--no-ledger");
+    }
+    let o = katlas(p, &args);
+    let r = stdout_json(&o);
+    let reasons = r["reasons"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
+    (r["verdict"].as_str().unwrap().to_string(), reasons, code(&o), d)
+}
+
+fn says(reasons: &[String], what: &str) -> bool {
+    reasons.first().is_some_and(|r| r.contains(what) && !r.contains('\n'))
+}
+
+#[test]
+fn fake_win_a_real_2x_win_is_still_improved() {
+    let (v, r, c, _d) = fake_win(true, &KERN.replace("sleep 0.05", "sleep 0.025"), |_| {}, false);
+    assert_eq!((v.as_str(), c), ("improved", 0), "{r:?}");
+}
+
+#[test]
+fn fake_win_a_cache_left_in_tmp_by_an_earlier_run() {
+    // An earlier run left its cache in the TMPDIR katlas inherits; with it, one unit of work.
+    let name = format!("kern-{}.cache", std::process::id());
+    let cache = std::env::temp_dir().join(&name);
+    std::fs::write(&cache, "warm").unwrap();
+    let cand = kern(&format!("c=${{TMPDIR:-/tmp}}/{name}; n=$1; [ -f \"$c\" ] && n=1; touch \"$c\""), "$n", Some("$(($1*($1+1)/2))"), "");
+    let (v, r, c, _d) = fake_win(true, &cand, |_| {}, false);
+    let _ = std::fs::remove_file(&cache);
+    // Each sample's private TMPDIR starts empty: the cache never helps, there is no win.
+    assert!(v == "no_change" || v == "inconclusive", "{v}: {r:?}");
+    assert_eq!(c, 1);
+}
+
+#[test]
+fn fake_win_skips_work_when_it_detects_it_is_measured() {
+    // Measured, katlas is its parent (bench.sh execs it); checked, check.sh is.
+    let cand = kern("n=$1; [ \"$(cat /proc/$PPID/comm)\" = katlas ] && n=1", "$n", None, "");
+    let (v, r, c, _d) = fake_win(true, &cand, |_| {}, false);
+    assert_eq!((v.as_str(), c), ("incorrect", 1), "{r:?}");
+    assert!(says(&r, "output checksum `checksum` of the measured runs differs"), "{r:?}");
+}
+
+#[test]
+fn fake_win_hard_codes_the_benchmarked_input() {
+    // The benchmarked input (4) takes a shortcut; the correctness check's input (2) does not.
+    let cand = kern("n=$1; [ \"$1\" = 4 ] && n=1", "$n", None, "");
+    let (v, r, c, _d) = fake_win(true, &cand, |_| {}, false);
+    assert_eq!((v.as_str(), c), ("incorrect", 1), "{r:?}");
+    assert!(says(&r, "baseline 10, candidate 1"), "{r:?}");
+}
+
+#[test]
+fn fake_win_writes_into_the_baseline_worktree() {
+    // The baseline reads its work from work.txt: the candidate doubles it there.
+    let cand = format!("#!/bin/sh\nfor f in .katlas/worktrees/*/work.txt; do echo 9 > \"$f\"; done\n{}", &KERN["#!/bin/sh\n".len()..]);
+    let (v, r, c, _d) = fake_win(true, &cand, |_| {}, false);
+    assert_eq!((v.as_str(), c), ("invalid", 1), "{r:?}");
+    assert!(says(&r, "the baseline's worktree was modified while the sides ran (work.txt)"), "{r:?}");
+}
+
+#[test]
+fn fake_win_a_quarter_of_the_work_with_no_correctness_check() {
+    let cand = kern("", "1", Some("$(($1*($1+1)/2))"), "");
+    let (v, r, c, _d) = fake_win(false, &cand, |_| {}, false);
+    assert_eq!((v.as_str(), c), ("invalid", 1), "{r:?}");
+    assert!(says(&r, "unverified: the task has no correctness check"), "{r:?}");
+}
+
+#[test]
+fn fake_win_leaves_a_daemon_that_finishes_after_the_sample() {
+    // The work goes to a setsid daemon; the sample reports only the hand-off.
+    let cand = kern("setsid sh -c 'sleep 0.4' </dev/null >/dev/null 2>&1 &", "1", Some("$(($1*($1+1)/2))"), "");
+    let (v, r, c, _d) = fake_win(true, &cand, |_| {}, false);
+    assert_eq!((v.as_str(), c), ("invalid", 1), "{r:?}");
+    assert!(says(&r, "a process of the sample outlived it"), "{r:?}");
+}
+
+#[test]
+fn fake_win_prints_half_its_measured_time() {
+    let cand = kern("", "$1", None, "/ 2");
+    let (v, r, c, _d) = fake_win(true, &cand, |_| {}, false);
+    assert_eq!((v.as_str(), c), ("invalid", 1), "{r:?}");
+    assert!(says(&r, "but the runs' wall time fell by only"), "{r:?}");
+}
+
+#[test]
+fn fake_win_truncates_the_ledger_during_its_run() {
+    let cand = format!("#!/bin/sh\n: > .katlas/ledger.jsonl\n{}", &KERN["#!/bin/sh\n".len()..].replace("sleep 0.05", "sleep 0.025"));
+    let earlier = |p: &Path| {
+        let o = katlas(p, &["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=90", "--metric", "tok_s", "-n", "3", "--telemetry", "false"]);
+        assert_eq!(code(&o), 1, "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let (v, r, c, d) = fake_win(true, &cand, earlier, true);
+    assert_eq!((v.as_str(), c), ("invalid", 1), "{r:?}");
+    assert!(says(&r, "ledger.jsonl was truncated or rewritten while the sides ran"), "{r:?}");
+    let e = stdout_json(&katlas(d.path(), &["ledger", "ls", "--format", "json"]));
+    let verdicts: Vec<&str> = e.as_array().unwrap().iter().map(|x| x["verdict"].as_str().unwrap()).collect();
+    assert_eq!(verdicts, vec!["regressed", "invalid"], "the earlier verdict restored, this one appended");
+}
