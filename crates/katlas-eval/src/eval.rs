@@ -151,6 +151,18 @@ fn built_here(p: &Path, input: &SideInput) -> bool {
     inside || !installed
 }
 
+/// A named git-ignored file that is what the side built rather than an input: the program the
+/// command runs (`./bench`, a build output: a real change changes it by nature) or a compiled
+/// file (ELF: an executable or a shared library). Its staleness is the stale-binary check's;
+/// digesting it as an input would call every real change `invalid`.
+fn is_build_output(d: &katlas_model::FileDigest, root: &Path, side: &Side) -> bool {
+    let Some(rel) = &d.path else { return false };
+    let Ok(top) = std::fs::canonicalize(root) else { return false };
+    let file = top.join(rel);
+    let program = resolve_binary(side).and_then(|p| std::fs::canonicalize(p).ok());
+    program.as_deref() == Some(file.as_path()) || is_compiled(&file)
+}
+
 /// ELF executables are binaries; scripts (`#!`) and anything else are not.
 fn is_compiled(path: &Path) -> bool {
     use std::io::Read;
@@ -250,7 +262,12 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
     let ignored: Vec<Vec<katlas_model::FileDigest>> = spec
         .sides
         .iter()
-        .map(|s| guard::ignored_inputs(&s.side.argv, &s.side.cwd, s.source_root.as_deref().unwrap_or(&s.side.cwd), cx.cache_dir.as_deref()))
+        .map(|s| {
+            let root = s.source_root.as_deref().unwrap_or(&s.side.cwd);
+            let mut found = guard::ignored_inputs(&s.side.argv, &s.side.cwd, root, cx.cache_dir.as_deref());
+            found.retain(|d| !is_build_output(d, root, &s.side));
+            found
+        })
         .collect();
     for k in 1..n {
         pre[k].extend(guard::ignored_inputs_differ(&ignored[0], &ignored[k]));

@@ -331,3 +331,27 @@ fn zero_and_negative_times_are_invalid_samples_not_wins() {
         assert_eq!(c, 1);
     }
 }
+
+/// A candidate truly 30% slower on a noisy machine (robust CV about 13% on both sides): the
+/// interval lies wholly on the slower side, so it is `regressed` with the spread named, not
+/// `unstable`; a 30% win under the same spread stays unclaimed.
+#[test]
+fn a_clear_regression_under_spread_is_regressed() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::create_dir_all(p.join(".katlas")).unwrap();
+    let noisy = counted("a", "100 + (n % 2) * 20");
+    let slower = counted("b", "70 + (n % 2) * 14");
+    let faster = counted("c", "130 + (n % 2) * 26");
+    let o = katlas(
+        p,
+        &["eval", "--baseline", &noisy, "--candidate", &slower, "--metric", "tok_s", "-n", "8", "--telemetry", "false", "--no-ledger", "--format", "json"],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    assert_eq!(v["verdict"], "regressed", "{v}");
+    assert_eq!(o.status.code(), Some(1));
+    let reasons: Vec<&str> = v["reasons"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    assert!(reasons.iter().any(|r| r.contains("spread (robust CV)")), "{reasons:?}");
+    let (v, c) = verdict_and_code(p, &["--baseline", &noisy, "--candidate", &faster, "--metric", "tok_s", "-n", "8"]);
+    assert_eq!((v.as_str(), c), ("unstable", 1));
+}
