@@ -204,9 +204,28 @@ struct RawLever {
     expected_impact: String,
     hypothesis: String,
     candidate_steps: Vec<String>,
+    #[serde(default)]
+    first_step: Vec<RawFirstStep>,
     magnitude: Magnitude,
     #[serde(default)]
     null_results: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFirstStep {
+    #[serde(default)]
+    when: Vec<String>,
+    text: String,
+}
+
+/// A first step that names the exact thing to edit, filled from the kernel's facts: the first
+/// whose `when` holds leads the lever's steps (`In fla/ops/common/chunk_o.py:28 ...`).
+#[derive(Debug, Clone)]
+pub struct FirstStep {
+    pub when: Vec<Cond>,
+    /// A template over signals (`{triton_source}`, `{num_warps:.0}`; see `expr::render_template`).
+    pub text: String,
 }
 
 #[derive(Debug, Clone)]
@@ -226,6 +245,7 @@ pub struct Lever {
     pub expected_impact: String,
     pub hypothesis: String,
     pub candidate_steps: Vec<String>,
+    pub first_step: Vec<FirstStep>,
     pub magnitude: Magnitude,
     pub null_results: Vec<String>,
 }
@@ -235,6 +255,14 @@ pub struct Lever {
 pub struct LeverSettings {
     pub max_suggestions: usize,
     pub share_weight: f64,
+    /// A kernel shorter than this (us) that moves under 10% of peak bandwidth is mostly its
+    /// launch (`launch_limited`): launch levers, not tile levers, come first for it.
+    #[serde(default = "default_short_kernel_us")]
+    pub short_kernel_us: f64,
+}
+
+fn default_short_kernel_us() -> f64 {
+    5.0
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -441,6 +469,10 @@ pub fn parse_levers(file: &str, text: &str) -> Result<LeverCatalog, AdviseError>
             let parts: Vec<String> = t.split('&').map(|x| x.trim().to_string()).collect();
             trigger_conds.push(conds(file, text, &l.id, &parts, "triggers")?);
         }
+        let mut first_step = Vec::new();
+        for f in &l.first_step {
+            first_step.push(FirstStep { when: conds(file, text, &l.id, &f.when, "first_step.when")?, text: f.text.clone() });
+        }
         levers.push(Lever {
             id: l.id,
             name: l.name,
@@ -455,6 +487,7 @@ pub fn parse_levers(file: &str, text: &str) -> Result<LeverCatalog, AdviseError>
             expected_impact: l.expected_impact,
             hypothesis: l.hypothesis,
             candidate_steps: l.candidate_steps,
+            first_step,
             magnitude: l.magnitude,
             null_results: l.null_results,
         });

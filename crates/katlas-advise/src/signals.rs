@@ -30,6 +30,8 @@ pub enum Source {
     Timeline,
     /// A timeline metric that needs host launch calls and step markers.
     Host,
+    /// Triton launch records or cache entries joined to the kernel (suggest reads them).
+    Triton,
 }
 
 use Kind::*;
@@ -52,6 +54,7 @@ impl Source {
             Arch => "the arch atom",
             Timeline => "a timeline of the phase (a trace with per-launch kernel start times: torch-trace, nsys, rocprofv3 kernel trace)",
             Host => "host launch calls and step markers in the trace (CUPTI runtime events, ProfilerStep#)",
+            Triton => "Triton launch records or cache entries joined to the kernel (num_warps, num_stages, constexprs, autotune, the jit function's file:line)",
         }
     }
 
@@ -70,6 +73,7 @@ impl Source {
             Arch => "arch",
             Timeline => "timeline",
             Host => "timeline (host)",
+            Triton => "Triton (suggest)",
         }
     }
 }
@@ -171,6 +175,36 @@ pub const SIGNALS: &[SignalDef] = &[
     def("launches_per_step", Number, Host, "launches / steps"),
     def("step_us", Number, Host, "window / steps, us"),
     def("framework", Word, Row, "`torch` for torch traces, else `other`"),
+    def(
+        "launch_limited",
+        Flag,
+        Launch,
+        "launch-bound by the fit rule, or shorter than `[settings] short_kernel_us` (levers.toml) while moving under 10% of peak bandwidth (suggest)",
+    ),
+    def("grid_blocks", Number, Launch, "programs (blocks) in the launch's grid (suggest)"),
+    def("grid", Word, Launch, "the launch's grid `[x, y, z]` (suggest)"),
+    def("sms", Number, Launch, "SMs (CUs) of the product (suggest)"),
+    def("blocks_per_sm", Number, Launch, "resident blocks of this kernel per SM, from occupancy (suggest)"),
+    def("grid_fill_pct", Number, Launch, "grid_blocks / (sms x blocks_per_sm), percent: how much of the machine's resident slots one launch fills (suggest)"),
+    def("triton", Flag, Triton, "a Triton kernel: launch records or a cache entry were joined to it (false without them)"),
+    def("num_warps", Number, Triton, "the launch's num_warps"),
+    def("num_warps_alt", Number, Triton, "the num_warps a first step tries: half from 8 up, else double"),
+    def("num_stages", Number, Triton, "the launch's num_stages (software-pipelining depth)"),
+    def("num_stages_alt", Number, Triton, "one stage deeper (at most 5)"),
+    def("num_stages_lower", Number, Triton, "one stage shallower (at least 1)"),
+    def("triton_source", Word, Triton, "file:line of the `@triton.jit` function (site-packages prefix dropped)"),
+    def("constexprs", Word, Triton, "the launch's numeric constexprs (`BK=64, BV=64`: block sizes are the autotune winner)"),
+    def("split_constexpr", Word, Triton, "the smallest block constexpr (`BV`, `BLOCK_SIZE`): halving it adds programs along its axis"),
+    def("split_value", Number, Triton, "its value"),
+    def("split_half", Number, Triton, "half of it"),
+    def("tile_constexpr", Word, Triton, "the largest block constexpr: the tile that holds the most registers"),
+    def("tile_value", Number, Triton, "its value"),
+    def("tile_half", Number, Triton, "half of it"),
+    def("autotuned", Flag, Triton, "an `@triton.autotune` kernel (an autotune record was joined)"),
+    def("autotune_configs", Number, Triton, "configs the autotuner chose among"),
+    def("autotune_key", Word, Triton, "the autotune key names"),
+    def("autotune_best", Word, Triton, "the winning config (`BK=64, BV=64, num_warps=4, num_stages=3`)"),
+    def("autotune_next", Word, Triton, "the winner's neighbour the list lacks, as `triton.Config` takes it (last block doubled, one stage deeper)"),
 ];
 
 /// The definition of a computed signal.

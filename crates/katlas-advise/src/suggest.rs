@@ -1,6 +1,8 @@
 //! Ranked one-lever experiments from a fit view, the lever catalog and the ledger.
 
-use crate::expr::{eval_all, fmt_num, Facts, Lookup, Signals, Val};
+mod triton;
+
+use crate::expr::{eval_all, fmt_num, render_template, Facts, Lookup, Signals, Val};
 use crate::fit::{Finding, FitView, KernelFit};
 use crate::history::HistoryStatus;
 use crate::history::{judge, Ledger, SuggestionHistory, Target};
@@ -339,6 +341,7 @@ pub fn suggest(fit: &FitView, row: Option<&Row>, db: &ArchDb, rules: &Rules, opt
         provenance.extend(provenance_from_row(r));
     }
 
+    let units = fit.header.product.as_deref().and_then(|p| db.product(p)).map(|p| p.units.value as f64);
     let live: Vec<&KernelFit> = fit
         .kernels
         .iter()
@@ -359,6 +362,9 @@ pub fn suggest(fit: &FitView, row: Option<&Row>, db: &ArchDb, rules: &Rules, opt
                 if prov.map(|p| !p.env_controls.is_empty()).unwrap_or(false) {
                     sig.insert("dispatch_knobs".into(), Val::Bool(true));
                 }
+                let sample = row.and_then(|r| r.kernels.iter().find(|x| x.name == k.name));
+                let ctx = triton::Ctx { units, short_kernel_us: rules.levers.settings.short_kernel_us, flags: &k.emitted };
+                triton::facts(k, sample, &ctx, &mut sig);
                 let facts = Facts { values: &sig, flags: &k.emitted };
                 if let Some(s) = build_one(lever, &[k], &facts, fit, rules, &target, &contract, prov, phase) {
                     out.push(s);
@@ -500,6 +506,12 @@ fn build_one(
             kernels[0].short_name
         ));
     }
+    if truthy(sig, "triton") && !row_wide {
+        evidence.push(render_template(
+            "Triton kernel[ at {triton_source}]: [num_warps {num_warps:.0}][, num_stages {num_stages:.0}][; {constexprs}][; autotuned over {autotune_configs:.0} configs][ keyed on {autotune_key}][, winner {autotune_best}][; grid {grid} = {grid_blocks:.0} programs = {grid_fill_pct:.1}% of {sms:.0} SMs x {blocks_per_sm:.0} resident]",
+            sig.values,
+        ));
+    }
     if triggers.iter().any(|t| t.contains("route_knobs")) {
         if let Some(Val::Str(list)) = sig.value("route_knob_list") {
             evidence.push(format!("route knobs in the row's env: {list}"));
@@ -524,8 +536,18 @@ fn build_one(
             }
             (files, "dispatch provenance".to_string())
         }
-        _ => (vec![], "none known: run `katlas collect` with dispatch roots, or name files in the task".to_string()),
+        _ => match sig.value("triton_source") {
+            Some(Val::Str(src)) if !row_wide => {
+                let file = src.rsplit_once(':').filter(|(_, l)| l.chars().all(|c| c.is_ascii_digit())).map(|(p, _)| p).unwrap_or(src);
+                (vec![file.to_string()], "Triton launch record (the jit function's file)".to_string())
+            }
+            _ => (vec![], "none known: run `katlas collect` with dispatch roots, or name files in the task".to_string()),
+        },
     };
+    let mut candidate_steps = lever.candidate_steps.clone();
+    if let Some(f) = lever.first_step.iter().find(|f| eval_all(&f.when, sig).0 == Some(true)) {
+        candidate_steps.insert(0, render_template(&f.text, sig.values));
+    }
     let arch = target.arch.as_deref().unwrap_or("unknown arch");
     let who = if row_wide { format!("{} hot kernels", kernels.len()) } else { kernels[0].short_name.clone() };
     let where_ = match (&target.phase, &target.shape) {
@@ -561,7 +583,7 @@ fn build_one(
         expected_impact: lever.expected_impact.clone(),
         magnitude: lever.magnitude.clone(),
         null_results: lever.null_results.clone(),
-        candidate_steps: lever.candidate_steps.clone(),
+        candidate_steps,
         allowed_files,
         allowed_files_source: src,
         eval: contract.clone(),
