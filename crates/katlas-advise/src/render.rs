@@ -7,6 +7,7 @@ use crate::rules::FindingKind;
 use crate::suggest::SuggestionQueue;
 use katlas_model::text::printable;
 use std::fmt::Write;
+use std::path::Path;
 
 /// The view is of NVIDIA code: its words are warps, shared memory and registers/thread.
 fn nvidia(v: &FitView) -> bool {
@@ -124,7 +125,10 @@ fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize, nv: bool) {
             ),
         ),
         (Some(bw), None) => d.kv("bandwidth", format!("{} GB/s ({}; no product ceiling)", fmt_num(bw, Some(1)), t.bw_source.as_deref().unwrap_or("-"))),
-        _ => d.kv("bandwidth", "unknown (no byte counts)"),
+        _ => d.kv("bandwidth", k.bytes_note.as_deref().map_or_else(|| "unknown (no byte counts)".into(), |n| format!("unknown: {n}"))),
+    }
+    if let Some(tr) = triton_line(k) {
+        d.kv("triton", tr);
     }
     if let Some(tf) = t.tflops {
         d.kv(
@@ -440,7 +444,7 @@ fn kernel_row(d: &mut Doc, k: &KernelFit, nv: bool) {
     let bw = match (t.bw_gbps, t.bw_pct_of_peak) {
         (Some(b), Some(p)) => format!("{} GB/s = {}% of peak ({})", fmt_num(b, Some(1)), fmt_num(p, Some(1)), t.bw_source.as_deref().unwrap_or("-")),
         (Some(b), None) => format!("{} GB/s ({})", fmt_num(b, Some(1)), t.bw_source.as_deref().unwrap_or("-")),
-        _ => "bandwidth unknown".into(),
+        _ => k.bytes_note.as_deref().map_or_else(|| "bandwidth unknown".into(), |n| format!("bandwidth unknown: {n}")),
     };
     let occ = k.occupancy.as_ref().map(|o| format!("; occupancy {}/{} {} ({})", o.achieved, o.max, o.unit, o.limiter.name())).unwrap_or_default();
     let op = k.op.as_ref().map(|o| format!(" ({}.{})", o.family, o.role)).unwrap_or_default();
@@ -453,6 +457,13 @@ fn kernel_row(d: &mut Doc, k: &KernelFit, nv: bool) {
         _ => String::new(),
     };
     d.item(format!("{time}{title}{op}: {bw}{occ}"));
+    if let Some(tr) = triton_line(k) {
+        if d.md {
+            d.line(format!("  - triton: {tr}"));
+        } else {
+            d.line(format!("      triton: {tr}"));
+        }
+    }
     if let Some(i) = &k.isa {
         let line = if nv || i.arch.starts_with("sm_") {
             format!(
@@ -481,6 +492,25 @@ fn kernel_row(d: &mut Doc, k: &KernelFit, nv: bool) {
             d.line(format!("      {line}"));
         }
     }
+}
+
+/// A Triton kernel's launch facts on one line: `num_warps 8  num_stages 3  shared 32 B
+/// BLOCK_SIZE=2048; autotuned over 16 configs (key D=2048)`.
+fn triton_line(k: &KernelFit) -> Option<String> {
+    let t = k.triton.as_ref()?;
+    let mut s = format!("num_warps {}  num_stages {}  shared {} B", opt_u(t.num_warps), opt_u(t.num_stages), opt_u(t.shared));
+    if !t.constexprs.is_empty() {
+        s.push_str(&format!("  {}", crate::fit::constexpr_list(&t.constexprs)));
+    }
+    if let Some(a) = &t.autotune {
+        let key = crate::fit::constexpr_list(&a.key);
+        s.push_str(&format!("; autotune winner of {} configs (key {key})", a.configs));
+    }
+    if let Some(c) = &t.cache_entry {
+        let short = Path::new(c).parent().and_then(|p| p.file_name()).map(|h| h.to_string_lossy().chars().take(12).collect::<String>());
+        s.push_str(&format!("; cache {}", short.unwrap_or_default()));
+    }
+    Some(printable(&s).into_owned())
 }
 
 fn fit_brief(v: &FitView, md: bool) -> String {

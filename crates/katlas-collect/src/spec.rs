@@ -117,6 +117,7 @@ impl ParserEntry {
             phase: self.phase.clone(),
             phases: self.phases.clone(),
             drop_counters: self.drop_counters.clone(),
+            ..Default::default()
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::classify::{gemv_evidence, is_gemm_like, is_library_kernel, is_projection, is_route_env, knob_reaches, phase_kind, small_transform};
 use super::evaluate::eval_rules;
-use super::profile::{bytes_label, from_shapes};
+use super::profile::{bytes_label, bytes_source, from_shapes};
 use super::scope::{object_label, Pair};
 use super::view::{IsaFit, KernelFit, LaunchFit, MixBar, OccupancyFit};
 use crate::expr::{Facts, Signals, Val};
@@ -11,6 +11,7 @@ use crate::isa::Kernel as IsaKernel;
 use crate::names::MatchLevel;
 use crate::rules::{RuleScope, Rules};
 use katlas_arch::{Atom, KernelResources, Product, Vendor};
+use katlas_collect::parse::triton_join::TritonFacts;
 use katlas_model::{KernelSample, Row};
 use std::collections::BTreeSet;
 
@@ -99,6 +100,34 @@ pub(super) fn is_vmem_load(op: &str) -> bool {
 pub(super) fn is_wide(op: &str) -> bool {
     let o = op.to_ascii_lowercase();
     o.contains("dwordx4") || o.contains("b128") || o.contains(".128")
+}
+
+/// A Triton kernel's launch facts from the profile (`extra.triton`), as `triton.*` signals.
+fn triton_signals(x: &KernelSample, kf: &mut KernelFit, s: &mut Signals) {
+    let Some(t) = x.extra.get("triton").and_then(|v| serde_json::from_value::<TritonFacts>(v.clone()).ok()) else {
+        return;
+    };
+    s.insert("triton".into(), Val::Bool(true));
+    for (k, v) in [("triton.num_warps", t.num_warps), ("triton.num_stages", t.num_stages)] {
+        if let Some(v) = v {
+            s.insert(k.into(), Val::Num(v as f64));
+        }
+    }
+    if let Some(v) = t.shared {
+        s.insert("triton.shared".into(), Val::Num(v as f64));
+    }
+    if !t.constexprs.is_empty() {
+        s.insert("triton.constexprs".into(), Val::Str(constexpr_list(&t.constexprs)));
+    }
+    if let Some(a) = &t.autotune {
+        s.insert("triton.autotune_configs".into(), Val::Num(a.configs as f64));
+    }
+    kf.triton = Some(t);
+}
+
+/// `BLOCK_SIZE=2048, BT=64`: constexprs as a rule text or a table shows them.
+pub fn constexpr_list(c: &std::collections::BTreeMap<String, serde_json::Value>) -> String {
+    c.iter().map(|(k, v)| format!("{k}={}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))).collect::<Vec<_>>().join(", ")
 }
 
 pub(super) fn fit_kernel(
@@ -206,11 +235,17 @@ pub(super) fn fit_kernel(
         let bw = if let (Some(b), Some(avg)) = (x.bytes, x.avg_us.filter(|a| *a > 0.0)) {
             Some((b / avg / 1e3, bytes_label(x)))
         } else {
-            x.achieved_gbps.map(|g| (g, "reported by workload"))
+            x.achieved_gbps.map(|g| (g, "reported by workload".to_string()))
         };
+        if let Some(src) = bytes_source(x) {
+            kf.throughput.bytes_source = Some(src.to_string());
+            s.insert("bytes_source".into(), Val::Str(src.to_string()));
+        }
+        kf.bytes_note = x.extra.get("bytes_note").and_then(|v| v.as_str()).map(str::to_string);
+        triton_signals(x, &mut kf, &mut s);
         if let Some((gbps, src)) = bw {
             kf.throughput.bw_gbps = Some(gbps);
-            kf.throughput.bw_source = Some(src.into());
+            kf.throughput.bw_source = Some(src.clone());
             s.insert("bw_gbps".into(), Val::Num(gbps));
             s.insert("bw_source".into(), Val::Str(src.into()));
             if let Some(p) = ctx.product {

@@ -16,7 +16,7 @@ mod scope;
 mod view;
 
 pub use classify::is_library_kernel;
-pub use kernel::arch_signals;
+pub use kernel::{arch_signals, constexpr_list};
 pub(crate) use profile::merge_samples;
 pub use scope::FitInput;
 pub use view::*;

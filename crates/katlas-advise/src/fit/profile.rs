@@ -57,14 +57,23 @@ pub(super) fn bytes_from_counters(s: &KernelSample) -> bool {
 }
 
 /// Where a sample's per-call bytes come from, as the view labels them.
-pub(super) fn bytes_label(s: &KernelSample) -> &'static str {
+pub(super) fn bytes_label(s: &KernelSample) -> String {
     if bytes_from_counters(s) {
-        "dram counters"
+        "dram counters".into()
     } else if from_shapes(s) {
-        "from shapes"
+        "from shapes".into()
     } else {
-        "bytes per call"
+        match bytes_source(s) {
+            // Operand estimates say so: a lower bound of what moved, not a measurement.
+            Some(src) if src.contains("operands") => format!("{src}, lower bound"),
+            _ => "bytes per call".into(),
+        }
     }
+}
+
+/// The parser's `bytes_source` of a sample.
+pub(super) fn bytes_source(s: &KernelSample) -> Option<&str> {
+    s.extra.get("bytes_source").and_then(|v| v.as_str())
 }
 
 /// Bytes and FLOPs derived from the launching op's shapes (`data/shapes.toml`), not measured.

@@ -183,6 +183,14 @@ pub struct KernelFit {
     pub achieved_occupancy_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<LaunchFit>,
+    /// A Triton kernel's launch facts (num_warps, num_stages, shared, constexprs, the autotune
+    /// choice, the cache entry), from katlas's launch records and the Triton cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triton: Option<katlas_collect::parse::triton_join::TritonFacts>,
+    /// Why the kernel has no bytes, and the command that gets them (a CUDA graph replay has no
+    /// op in the trace; a multi-kernel op's operands are not one kernel's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_note: Option<String>,
     /// Instruction mix by category: (category, count, fraction).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mix: Vec<MixBar>,
@@ -222,8 +230,13 @@ impl KernelFit {
 pub struct Throughput {
     pub bw_gbps: Option<f64>,
     pub bw_pct_of_peak: Option<f64>,
-    /// `dram counters`, `bytes per call`, `reported by workload`.
+    /// `dram counters`, `launch operands`, `op operands`, `from shapes`, `bytes per call`,
+    /// `reported by workload`.
     pub bw_source: Option<String>,
+    /// Where per-call bytes came from, as the profile parser said (`counters`, `launch operands`,
+    /// `op operands`, `shapes`, several joined by `+` when calls differ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_source: Option<String>,
     pub bw_band: Option<String>,
     pub tflops: Option<f64>,
     pub compute_pct_of_peak: Option<f64>,

@@ -35,6 +35,8 @@ pub mod rows;
 pub mod shapes;
 pub mod timeline;
 pub mod torch_trace;
+pub mod triton_join;
+pub mod triton_launches;
 
 pub use input::{Framing, Limits};
 
@@ -143,6 +145,31 @@ pub struct ParserOptions {
     /// `ncu-csv`: extra metric-name prefixes to drop from counters.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drop_counters: Vec<String>,
+    /// `torch-trace`: katlas's Triton launch records to join to the trace's kernels (default:
+    /// `triton-launches.jsonl` or `launches.jsonl` beside a trace file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triton_launches: Option<String>,
+    /// `torch-trace`: the Triton cache whose entries name the kernels' launch facts (default:
+    /// `triton-cache/` beside a trace file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triton_cache: Option<String>,
+}
+
+impl ParserOptions {
+    /// A trace file's Triton launch records and cache, when the options name none and they lie
+    /// beside it (as `katlas collect` and the fixtures keep them).
+    pub fn with_triton_beside(&self, trace: &Path) -> ParserOptions {
+        let mut o = self.clone();
+        let dir = trace.parent().unwrap_or(Path::new("."));
+        if o.triton_launches.is_none() {
+            o.triton_launches = ["triton-launches.jsonl", "launches.jsonl"].iter().map(|n| dir.join(n)).find(|p| p.is_file()).map(|p| p.display().to_string());
+        }
+        if o.triton_cache.is_none() {
+            let c = dir.join("triton-cache");
+            o.triton_cache = c.is_dir().then(|| c.display().to_string());
+        }
+        o
+    }
 }
 
 /// A parse failure naming source, line and key where known.
@@ -205,6 +232,11 @@ pub const PARSERS: &[(&str, &str, ParseFn)] = &[
     ("rocprof-v1", "rocprof (v1) results.csv with BeginNs/EndNs and counter columns", rocprof::parse_v1),
     ("ncu-csv", "Nsight Compute `--csv --page raw` output", ncu::parse),
     ("torch-trace", "torch.profiler Chrome trace JSON (optionally .gz), streamed", torch_trace::parse),
+    (
+        "triton-launches",
+        "katlas's Triton launch records (scripts/triton_hook): tensor arguments, constexprs, num_warps, num_stages, shared, autotune choices",
+        triton_launches::parse,
+    ),
     ("katlas-rows", "katlas.row.v1 JSON lines printed by the workload itself (the lab binary)", rows::parse),
 ];
 
@@ -262,13 +294,17 @@ pub fn parse_limited(name: &str, input: Input<'_>, opts: &ParserOptions, limits:
             }
         };
     }
+    let beside = match &input {
+        Input::File(p) if name == "torch-trace" => opts.with_triton_beside(p),
+        _ => opts.clone(),
+    };
     let mut reader: Box<dyn BufRead + '_> = match input {
         Input::Text { text, .. } => input::open_text(text, framing, limits),
         Input::File(path) => input::open_file(path, framing, limits).map_err(|e| ParseError::new(&source, None, e.to_string()))?,
         Input::Reader { reader, .. } => input::open_reader(reader, framing, limits).map_err(|e| ParseError::new(&source, None, e.to_string()))?,
     };
     if name == "torch-trace" {
-        return torch_trace::parse_capped(&mut *reader, &source, opts, limits.max_line);
+        return torch_trace::parse_capped(&mut *reader, &source, &beside, limits.max_line);
     }
     f(&mut *reader, &source, opts)
 }

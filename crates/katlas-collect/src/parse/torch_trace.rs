@@ -8,6 +8,8 @@
 //! kernel event (start, duration, name id) and one entry per distinct name.
 
 use super::json_scan::{show, ScanError, Scanner};
+use super::triton_join::{self, Join};
+use super::triton_launches::{self, Records};
 use super::{ParseError, ParseOutput, ParserOptions};
 use crate::summary::PhaseAcc;
 use katlas_model::{KernelSample, Metric};
@@ -52,6 +54,8 @@ struct KernelArgs {
     stream: Option<i64>,
     #[serde(default, rename = "External id")]
     ext: Option<i64>,
+    #[serde(default)]
+    correlation: Option<i64>,
 }
 
 struct KernelInfo {
@@ -69,6 +73,28 @@ struct Dispatch {
     id: u32,
     /// The launching CPU op's `External id` (-1: none).
     ext: i64,
+    /// The launch call's correlation id (-1: none): a graph launch's replays its kernels.
+    corr: i64,
+    /// This dispatch's own block x and dynamic shared memory (the Triton join reads them).
+    block: Option<u32>,
+    shared: Option<u64>,
+}
+
+/// A CPU op's tensor inputs: (elements, bytes per element), for operand bytes.
+struct OpInputs {
+    name: u32,
+    tensors: Vec<(u64, f64)>,
+    /// Not an `aten::` op (a custom op or an autograd.Function): aten ops' bytes come from the
+    /// shape formulas, which know their outputs (a gather reads rows, not its whole table).
+    custom: bool,
+}
+
+impl OpInputs {
+    /// Inputs read once and one output the size of the first input: a lower bound.
+    fn bytes(&self) -> f64 {
+        let inputs: f64 = self.tensors.iter().map(|(n, b)| *n as f64 * b).sum();
+        inputs + self.tensors.first().map_or(0.0, |(n, b)| *n as f64 * b)
+    }
 }
 
 #[derive(Default)]
@@ -96,6 +122,11 @@ struct State {
     op_costs: HashMap<i64, (u16, Option<super::shapes::Cost>)>,
     /// The trace says `record_shapes` was on.
     record_shapes: bool,
+    /// Tensor inputs of the CPU ops that record shapes, by `External id`.
+    op_inputs: HashMap<i64, OpInputs>,
+    op_names: HashMap<String, u32>,
+    /// Correlation ids of graph launches (`cudaGraphLaunch`, `hipGraphLaunch`).
+    graph_launches: std::collections::HashSet<i64>,
 }
 
 fn scan_err(source: &str, e: ScanError) -> ParseError {
@@ -207,7 +238,8 @@ pub fn parse_capped(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, max
     if st.bad > 20 {
         out.warnings.push(format!("{source}: {} traceEvents elements skipped in all", st.bad));
     }
-    finish(&mut out, st, opts);
+    let join = triton_join(&st, opts, &mut out.warnings);
+    finish(&mut out, st, opts, join.as_ref());
     Ok(out)
 }
 
@@ -281,7 +313,15 @@ fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), Strin
                     id
                 }
             };
-            st.dispatches.push(Dispatch { ts, dur: dur as f32, id, ext: args.ext.unwrap_or(-1) });
+            st.dispatches.push(Dispatch {
+                ts,
+                dur: dur as f32,
+                id,
+                ext: args.ext.unwrap_or(-1),
+                corr: args.correlation.unwrap_or(-1),
+                block: args.block.map(|b| b[0]),
+                shared: args.shared,
+            });
         }
         "gpu_memcpy" => {
             st.memcpy_us += ev.dur.unwrap_or(0.0);
@@ -293,6 +333,10 @@ fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), Strin
         }
         "cuda_runtime" | "cuda_driver" | "hip_runtime" | "hip_api" => {
             let name = ev.name.as_deref().unwrap_or("");
+            if name.ends_with("GraphLaunch") {
+                let corr = ev.args.and_then(|raw| serde_json::from_str::<KernelArgs>(raw.get()).ok()).and_then(|a| a.correlation);
+                st.graph_launches.extend(corr);
+            }
             if super::timeline::rules().launch_apis.iter().any(|a| a == name) {
                 if let (Some(ts), Some(dur)) = (ev.ts, ev.dur) {
                     let tid = ev.tid.map(|t| t.get().to_string()).unwrap_or_default();
@@ -354,19 +398,63 @@ fn host_op(st: &mut State, bytes: &[u8]) -> Result<(), String> {
         *st.step_ops.entry(name.to_string()).or_default() += 1;
     }
     let sr = super::shapes::rules();
-    if let (Some(fi), Some(raw)) = (sr.formula_for(name), op.args) {
-        // Shapes are optional evidence: args that do not read are no cost, not a bad event.
-        if let Ok(a) = serde_json::from_str::<OpArgs>(raw.get()) {
-            if let Some(ext) = a.ext {
-                let c = if a.dims.is_empty() { None } else { super::shapes::cost(sr, &sr.op[fi], &op_inputs(&a)) };
-                st.op_costs.insert(ext, (fi as u16, c));
-            }
-        }
+    let Some(raw) = op.args else { return Ok(()) };
+    let formula = sr.formula_for(name);
+    if formula.is_none() && !raw.get().contains("Input Dims") {
+        return Ok(());
+    }
+    // Shapes are optional evidence: args that do not read are no cost, not a bad event.
+    let Ok(a) = serde_json::from_str::<OpArgs>(raw.get()) else { return Ok(()) };
+    let Some(ext) = a.ext else { return Ok(()) };
+    let inputs = op_inputs(&a);
+    if let Some(fi) = formula {
+        let c = if a.dims.is_empty() { None } else { super::shapes::cost(sr, &sr.op[fi], &inputs) };
+        st.op_costs.insert(ext, (fi as u16, c));
+    }
+    let tensors: Vec<(u64, f64)> = inputs
+        .iter()
+        .filter_map(|x| {
+            let size = *sr.dtype_bytes.get(&x.ty)?;
+            let numel = x.dims.as_ref()?.iter().product::<f64>();
+            (numel.is_finite() && numel >= 0.0).then_some((numel as u64, size))
+        })
+        .collect();
+    if !tensors.is_empty() {
+        let next = st.op_names.len() as u32;
+        let id = *st.op_names.entry(name.to_string()).or_insert(next);
+        st.op_inputs.insert(ext, OpInputs { name: id, tensors, custom: !name.starts_with("aten::") });
     }
     Ok(())
 }
 
-fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions) {
+/// The Triton launch records and cache the options name, read for this trace's kernel names.
+fn triton_join(st: &State, opts: &ParserOptions, warnings: &mut Vec<String>) -> Option<Join> {
+    if opts.triton_launches.is_none() && opts.triton_cache.is_none() {
+        return None;
+    }
+    let mut records = Records::default();
+    if let Some(path) = &opts.triton_launches {
+        let got = super::Limits::from_env()
+            .map_err(|e| e.to_string())
+            .and_then(|l| super::input::open_file(std::path::Path::new(path), super::Framing::Lines, &l).map_err(|e| e.to_string()))
+            .and_then(|mut r| triton_launches::read(&mut *r, path).map_err(|e| e.to_string()));
+        match got {
+            Ok(r) => records = r,
+            Err(e) => warnings.push(format!("{path}: Triton launch records not read: {e}")),
+        }
+        warnings.append(&mut records.warnings);
+    }
+    let cache = match &opts.triton_cache {
+        Some(dir) => {
+            let names: std::collections::HashSet<&str> = st.names.keys().map(String::as_str).collect();
+            triton_join::read_cache(std::path::Path::new(dir), &names, warnings)
+        }
+        None => HashMap::new(),
+    };
+    Some(Join::new(records, cache))
+}
+
+fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions, join: Option<&Join>) {
     let default_phase = opts.phase.clone().unwrap_or_else(|| "run".into());
     let mut ranges = st.ranges;
     ranges.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -392,6 +480,25 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions) {
             }
         }
     }
+    // Kernels per op call: an op's operand bytes belong to it only when it launched one.
+    let mut per_op: HashMap<i64, u32> = HashMap::new();
+    for d in &st.dispatches {
+        if d.ext >= 0 {
+            *per_op.entry(d.ext).or_default() += 1;
+        }
+    }
+    // Each dispatch's place among its name's, in time order (the hook's ordinals); graph
+    // replays never pass through Python, so the hook never numbered them.
+    let replayed = |d: &Dispatch| d.corr >= 0 && st.graph_launches.contains(&d.corr);
+    let mut order: Vec<usize> = (0..st.dispatches.len()).filter(|&i| !replayed(&st.dispatches[i])).collect();
+    order.sort_by(|&a, &b| st.dispatches[a].ts.total_cmp(&st.dispatches[b].ts));
+    let mut ordinal = vec![0u64; st.dispatches.len()];
+    let mut seen = vec![0u64; st.infos.len()];
+    for i in order {
+        let id = st.dispatches[i].id as usize;
+        ordinal[i] = seen[id];
+        seen[id] += 1;
+    }
     let mut shaped: HashMap<(usize, u32), ShapeAcc> = HashMap::new();
     for (di, d) in st.dispatches.iter().enumerate() {
         // Last range starting at or before the kernel, if it still covers it.
@@ -403,13 +510,43 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions) {
         }
         intervals[p].push((d.ts, d.dur as f64));
         let acc = shaped.entry((p, d.id)).or_default();
-        match st.op_costs.get(&d.ext) {
-            Some((fi, Some(c))) if longest.get(&d.ext) == Some(&di) => acc.add(*fi, c),
-            Some((_, Some(_))) => acc.secondary += 1,
-            _ => {}
-        }
         let info = &st.infos[d.id as usize];
+        let kernels_of_op = per_op.get(&d.ext).copied().unwrap_or(0);
+        let op = st.op_inputs.get(&d.ext).filter(|_| d.ext >= 0);
+        let record = join.filter(|_| !replayed(d)).and_then(|j| {
+            let numels: Option<Vec<u64>> = op.map(|o| o.tensors.iter().map(|t| t.0).collect());
+            let ev = triton_join::Event { name: &info.name, ordinal: ordinal[di], block: d.block, shared: d.shared, op_numels: numels.as_deref() };
+            j.record(&ev)
+        });
+        if let Some(r) = record {
+            *acc.records.entry(r).or_default() += 1;
+        }
+        let launch_bytes = record.and_then(|r| join.map(|j| &j.records.launches[r])).and_then(|r| r.operand_bytes());
+        match st.op_costs.get(&d.ext) {
+            Some((fi, Some(c))) if longest.get(&d.ext) == Some(&di) => {
+                acc.add(*fi, c);
+                match launch_bytes {
+                    Some(b) => acc.bytes_from(LAUNCH_OPERANDS, b as f64),
+                    None => acc.bytes_from("shapes", c.bytes),
+                }
+            }
+            Some((_, Some(_))) if launch_bytes.is_none() => acc.secondary += 1,
+            _ => match (launch_bytes, op) {
+                (Some(b), _) => acc.bytes_from(LAUNCH_OPERANDS, b as f64),
+                // Inputs read once and one output the size of the first input: a lower bound.
+                (None, _) if replayed(d) => acc.graph_replays += 1,
+                (None, Some(o)) if kernels_of_op == 1 && o.custom && o.bytes() > 0.0 => acc.bytes_from(OP_OPERANDS, o.bytes()),
+                (None, Some(o)) if kernels_of_op > 1 => acc.multi_kernel_op = Some((o.name, kernels_of_op)),
+                (None, Some(_)) => {}
+                (None, None) if d.ext < 0 => acc.outside_ops += 1,
+                (None, None) => {}
+            },
+        }
         accs[p].1.kernel(&info.name).add_duration(d.dur as f64);
+    }
+    let mut op_name_list = vec![String::new(); st.op_names.len()];
+    for (n, i) in &st.op_names {
+        op_name_list[*i as usize] = n.clone();
     }
     let host_launch = host_launches(&st.launch_calls);
     let steps = if st.step_marks > 0 { Some(st.step_marks) } else { super::timeline::rules().step_ops.iter().find_map(|o| st.step_ops.get(o).copied()) };
@@ -426,7 +563,8 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions) {
             let id = st.names[&k.name] as usize;
             fill(k, &st.infos[id]);
             if let Some(a) = shaped.get(&(i, id as u32)) {
-                a.fill(k);
+                a.fill(k, &op_name_list);
+                triton_facts(k, a, &st.infos[id], join);
             }
         }
         out.phases.push(t);
@@ -446,11 +584,27 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions) {
     out.artifacts.insert("record_shapes".into(), json!(st.record_shapes));
 }
 
+/// Bytes source: the tensors katlas's Triton hook saw handed to the kernel, each once.
+pub const LAUNCH_OPERANDS: &str = "launch operands";
+/// Bytes source: the launching op's tensor inputs once plus one output the size of the first.
+pub const OP_OPERANDS: &str = "op operands";
+
+/// The command that gets DRAM counters for kernels the trace cannot give bytes for.
+pub const COUNTERS_COMMAND: &str = "katlas collect WORKLOAD --profile with an ncu-csv profile (ncu --csv --page raw --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum)";
+
 /// Bytes and FLOPs from shapes of one kernel's calls.
 #[derive(Default)]
 struct ShapeAcc {
+    /// Calls with bytes, by source: (calls, bytes).
+    bytes_src: std::collections::BTreeMap<&'static str, (u64, f64)>,
+    /// Launch records joined to the calls: record index, calls.
+    records: HashMap<usize, u64>,
+    /// An op (name id) that launched several kernels per call, and how many: its bytes are not this kernel's.
+    multi_kernel_op: Option<(u32, u32)>,
+    /// Calls replayed from a CUDA graph, and calls launched outside any recorded op.
+    graph_replays: u64,
+    outside_ops: u64,
     calls: u64,
-    bytes: f64,
     flops: f64,
     m_max: Option<f64>,
     m1_calls: u64,
@@ -462,7 +616,6 @@ struct ShapeAcc {
 impl ShapeAcc {
     fn add(&mut self, fi: u16, c: &super::shapes::Cost) {
         self.calls += 1;
-        self.bytes += c.bytes;
         self.flops += c.flops;
         self.formulas.insert(fi);
         if let Some(m) = c.m {
@@ -473,8 +626,40 @@ impl ShapeAcc {
         }
     }
 
-    /// Per-call bytes and FLOPs when every call of the kernel has them; counts otherwise.
-    fn fill(&self, k: &mut KernelSample) {
+    fn bytes_from(&mut self, source: &'static str, bytes: f64) {
+        let e = self.bytes_src.entry(source).or_default();
+        e.0 += 1;
+        e.1 += bytes;
+    }
+
+    /// Per-call bytes when every call has them (their sources named), and why not otherwise;
+    /// then the shape formulas' FLOPs.
+    fn fill(&self, k: &mut KernelSample, op_names: &[String]) {
+        let with_bytes: u64 = self.bytes_src.values().map(|v| v.0).sum();
+        if with_bytes > 0 && with_bytes == k.calls {
+            k.bytes = Some(self.bytes_src.values().map(|v| v.1).sum::<f64>() / with_bytes as f64);
+            let names: Vec<&str> = self.bytes_src.keys().copied().collect();
+            k.extra.insert("bytes_source".into(), json!(names.join("+")));
+        } else if self.graph_replays > 0 {
+            k.extra.insert(
+                "bytes_note".into(),
+                json!(format!("no op in the trace (CUDA graph replay, {} of {} calls): {COUNTERS_COMMAND} gets DRAM bytes", self.graph_replays, k.calls)),
+            );
+        } else if self.outside_ops > 0 {
+            k.extra.insert(
+                "bytes_note".into(),
+                json!(format!(
+                    "no op in the trace (launched outside any recorded op, {} of {} calls) and no launch record: {COUNTERS_COMMAND} gets DRAM bytes",
+                    self.outside_ops, k.calls
+                )),
+            );
+        } else if let Some((op, n)) = self.multi_kernel_op {
+            let op = op_names.get(op as usize).map_or("?", String::as_str);
+            k.extra.insert(
+                "bytes_note".into(),
+                json!(format!("op `{op}` launched {n} kernels per call: its operand bytes are not any one kernel's; a Triton launch record or {COUNTERS_COMMAND} gives them")),
+            );
+        }
         if self.calls == 0 {
             return;
         }
@@ -483,9 +668,7 @@ impl ShapeAcc {
         k.extra.insert("shapes_formula".into(), json!(names.join("+")));
         k.extra.insert("shapes_calls".into(), json!(self.calls));
         if self.calls == k.calls {
-            k.bytes = Some(self.bytes / self.calls as f64);
             k.flops = Some(self.flops / self.calls as f64);
-            k.extra.insert("bytes_source".into(), json!("shapes"));
         }
         if let Some(m) = self.m_max {
             k.extra.insert("shapes_m_max".into(), json!(m));
@@ -524,6 +707,24 @@ fn host_launches(calls: &[(String, f64, f64, bool)]) -> Option<(f64, u64)> {
         n += 1;
     }
     Some((total, n))
+}
+
+/// A Triton kernel's launch facts: the record joined to most of its calls, and the cache entry
+/// with its name, block and shared memory.
+fn triton_facts(k: &mut KernelSample, acc: &ShapeAcc, info: &KernelInfo, join: Option<&Join>) {
+    let Some(j) = join else { return };
+    if !j.knows(&info.name) {
+        return;
+    }
+    let rec = acc.records.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(r, _)| *r);
+    let (block, shared) = match rec.map(|r| &j.records.launches[r]) {
+        Some(r) => (r.num_warps.map(|w| w.saturating_mul(32)), r.shared),
+        None => (info.block.map(|b| b[0]), info.shared),
+    };
+    let cache = j.cache_entry(&info.name, block, shared);
+    if let Some(f) = j.facts(rec, acc.records.len() as u32, cache) {
+        k.extra.insert("triton".into(), json!(f));
+    }
 }
 
 fn fill(k: &mut KernelSample, info: &KernelInfo) {

@@ -27,6 +27,13 @@ pub struct ParseArgs {
     /// torch-trace: GPU annotation names that delimit phases (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub phases: Vec<String>,
+    /// torch-trace: katlas's Triton launch records to join (default: `triton-launches.jsonl`
+    /// or `launches.jsonl` beside the trace).
+    #[arg(long, value_name = "FILE")]
+    pub triton_launches: Option<PathBuf>,
+    /// torch-trace: the Triton cache to join (default: `triton-cache/` beside the trace).
+    #[arg(long, value_name = "DIR")]
+    pub triton_cache: Option<PathBuf>,
     /// kv: keys to take (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub keys: Vec<String>,
@@ -65,6 +72,8 @@ pub fn run(args: &ParseArgs, ctx: &Ctx) -> CmdResult {
         phase: args.phase.clone(),
         phases: args.phases.clone(),
         drop_counters: Vec::new(),
+        triton_launches: args.triton_launches.as_ref().map(|p| ctx.resolve(p).display().to_string()),
+        triton_cache: args.triton_cache.as_ref().map(|p| ctx.resolve(p).display().to_string()),
     };
     let mut out = if file.as_os_str() == "-" {
         // Streamed and bounded like a file (gzip detected, line and input caps).
