@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 pub use digest_cache::file_digest;
 pub use env::{check_env_prefix, redact_env, redact_text, route_env, DEFAULT_ENV_PREFIXES};
-pub use secrets::{is_secret_name, redact_secrets, REDACTED};
+pub use secrets::{holds_secret, is_secret_name, redact_secrets, REDACTED};
 pub use source::source_identity;
 
 /// What to capture. `Default` captures host, GPUs, toolkits and the process

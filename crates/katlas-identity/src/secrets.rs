@@ -71,9 +71,24 @@ pub fn redact_secrets(text: &str) -> Cow<'_, str> {
     out
 }
 
+/// Whether `text` holds a credential [`redact_secrets`] would hide. Text that was already
+/// redacted holds none: its redaction is itself.
+pub fn holds_secret(text: &str) -> bool {
+    redact_secrets(text) != text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redacted_text_holds_no_secret() {
+        let raw = "KATLAS_STORE_URL=postgres://katlas:hunter2@db/katlas token=ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        assert!(holds_secret(raw));
+        let clean = redact_secrets(raw).into_owned();
+        assert!(!clean.contains("hunter2"), "{clean}");
+        assert!(!holds_secret(&clean), "{clean}");
+    }
 
     #[test]
     fn credentials_are_found_by_their_value() {
