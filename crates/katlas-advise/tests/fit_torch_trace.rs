@@ -9,6 +9,7 @@ use katlas_advise::suggest::{suggest, SuggestOptions, SuggestionQueue};
 use katlas_advise::{build_fit, FitInput, Rules};
 use katlas_arch::ArchDb;
 use katlas_model::{Device, Origin, Row};
+use std::io::Read;
 use std::path::Path;
 
 /// A row from a torch trace, built the way `katlas fit --parse torch-trace` builds it.
@@ -300,4 +301,157 @@ fn the_traces_own_device_names_the_product() {
     let fit = build_fit(&FitInput { row: Some(&row), isa: None, product: None, arch: None, db: ArchDb::builtin(), rules: &rules, row_source: None }).unwrap();
     assert_eq!(fit.header.product.as_deref(), Some("NVIDIA H200"));
     assert!(fit.header.product_source.as_deref().is_some_and(|s| s.contains("profiled device")), "{:?}", fit.header.product_source);
+}
+
+const TRITON_WORKLOADS: [&str; 4] = ["liger-decode", "liger-prefill", "fla-decode", "fla-prefill"];
+
+fn triton_dir(w: &str) -> std::path::PathBuf {
+    common::shared().join("triton-h200").join(w)
+}
+
+fn extra_str<'a>(k: &'a katlas_model::KernelSample, key: &str) -> Option<&'a str> {
+    k.extra.get(key).and_then(|v| v.as_str())
+}
+
+/// The kernel events of one name in a trace: (block x, shared memory) of each.
+fn trace_launches(trace: &Path, name: &str) -> Vec<(u64, u64)> {
+    let mut text = String::new();
+    katlas_collect::parse::open_maybe_gz(trace).unwrap().read_to_string(&mut text).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "kernel" && e["name"] == name)
+        .map(|e| (e["args"]["block"][0].as_u64().unwrap(), e["args"]["shared memory"].as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn every_triton_kernel_of_the_four_h200_workloads_gets_bytes_with_a_named_source_and_pct_of_peak() {
+    let rules = Rules::builtin().unwrap();
+    for w in TRITON_WORKLOADS {
+        let trace = triton_dir(w).join("trace.json.gz");
+        let row = trace_row(&trace);
+        let triton: Vec<&katlas_model::KernelSample> = row.kernels.iter().filter(|k| k.extra.contains_key("triton")).collect();
+        assert!(triton.len() >= 3, "{w}: {} Triton kernels known to the launch records and cache", triton.len());
+        for k in &triton {
+            let src = extra_str(k, "bytes_source").unwrap_or_else(|| panic!("{w}: {} has no bytes ({:?})", k.name, k.extra.get("bytes_note")));
+            assert!(src.split('+').all(|s| s == "launch operands" || s == "op operands" || s == "shapes"), "{w}: {}: {src}", k.name);
+            assert!(k.bytes.is_some_and(|b| b > 0.0), "{w}: {}", k.name);
+            // The join picked the cache entry of the launch configuration the trace ran.
+            let t: katlas_collect::parse::triton_join::TritonFacts = serde_json::from_value(k.extra["triton"].clone()).unwrap();
+            let entry = t.cache_entry.as_deref().unwrap_or_else(|| panic!("{w}: {}: no cache entry", k.name));
+            let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(entry).unwrap()).unwrap();
+            let (warps, shared) = (meta["num_warps"].as_u64().unwrap(), meta["shared"].as_u64().unwrap());
+            assert_eq!((t.num_warps.map(u64::from), t.shared), (Some(warps), Some(shared)), "{w}: {}", k.name);
+            assert!(trace_launches(&trace, &k.name).contains(&(warps * 32, shared)), "{w}: {}: the trace never ran {warps} warps with {shared} B", k.name);
+        }
+        let fit = fit_of(&row, &rules);
+        for kf in fit.kernels.iter().filter(|k| k.triton.is_some()) {
+            assert!(kf.throughput.bw_pct_of_peak.is_some(), "{w}: {} % of peak", kf.name);
+            let src = kf.throughput.bytes_source.as_deref().unwrap();
+            assert!(kf.throughput.bw_source.as_deref().unwrap().starts_with(src), "{w}: {:?}", kf.throughput);
+            assert!(kf.signals.contains_key("triton.num_warps"), "{w}: {}", kf.name);
+        }
+        let text = katlas_advise::render::fit_text(&fit);
+        assert!(!text.contains("bandwidth unknown (no byte counts)"), "{w}:\n{text}");
+        assert!(text.contains("triton: num_warps"), "{w}:\n{text}");
+    }
+}
+
+#[test]
+fn the_rms_norm_of_liger_decode_shows_its_launch_facts_and_autotune_winners_show_in_fla() {
+    let row = trace_row(&triton_dir("liger-decode").join("trace.json.gz"));
+    let k = row.kernels.iter().find(|k| k.name == "_rms_norm_forward_kernel").unwrap();
+    let t = &k.extra["triton"];
+    assert_eq!((t["num_warps"].as_u64(), t["num_stages"].as_u64(), t["shared"].as_u64()), (Some(8), Some(3), Some(32)));
+    assert_eq!(t["constexprs"]["BLOCK_SIZE"], 2048);
+    assert_eq!(extra_str(k, "bytes_source"), Some("launch operands"));
+    let row = trace_row(&triton_dir("fla-decode").join("trace.json.gz"));
+    let k = row.kernels.iter().find(|k| k.name == "causal_conv1d_update_kernel").unwrap();
+    let a = &k.extra["triton"]["autotune"];
+    assert_eq!(a["configs"], 24, "{a}");
+    assert_eq!(a["best"]["kwargs"]["BD"], k.extra["triton"]["constexprs"]["BD"], "the winner is what ran");
+}
+
+#[test]
+fn a_multi_kernel_ops_bytes_are_never_copied_onto_its_kernels() {
+    // Without launch records (the trace alone, read from a stream: nothing beside it) the
+    // six kernels of ChunkGatedDeltaRuleFunction get no bytes, only why; single-kernel ops
+    // (LayerNormFunction) get their operands.
+    let path = triton_dir("fla-prefill").join("trace.json.gz");
+    let mut f = std::fs::File::open(&path).unwrap();
+    let out = katlas_collect::parse_with("torch-trace", katlas_collect::Input::Reader { reader: &mut f, source: "t" }, &Default::default()).unwrap();
+    let ks = &out.phases.iter().find(|t| !t.kernels.is_empty()).unwrap().kernels;
+    for name in ["chunk_fwd_kernel_o", "recompute_w_u_fwd_kernel", "l2norm_fwd_kernel", "chunk_gated_delta_rule_fwd_kkt_solve_kernel"] {
+        let k = ks.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{name}"));
+        assert_eq!(k.bytes, None, "{name}");
+        let note = extra_str(k, "bytes_note").unwrap_or_default();
+        assert!(note.contains("ChunkGatedDeltaRuleFunction") && note.contains("kernels per call"), "{name}: {note}");
+    }
+    let ln = ks.iter().find(|k| k.name == "layer_norm_fwd_kernel1").unwrap();
+    assert_eq!(extra_str(ln, "bytes_source"), Some("op operands"));
+    // With the records, chunk_fwd_kernel_o's bytes are its own tensors', not the op's.
+    let row = trace_row(&path);
+    let k = row.kernels.iter().find(|k| k.name == "chunk_fwd_kernel_o").unwrap();
+    assert_eq!(extra_str(k, "bytes_source"), Some("launch operands"));
+}
+
+#[test]
+fn a_graph_replayed_kernel_gets_one_line_naming_the_counters_command() {
+    // The real fla-decode trace, with the launch of causal_conv1d_update_kernel made a
+    // cudaGraphLaunch: a replay has no op, and the hook never saw it.
+    let src = triton_dir("fla-decode");
+    let mut text = String::new();
+    katlas_collect::parse::open_maybe_gz(&src.join("trace.json.gz")).unwrap().read_to_string(&mut text).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let evs = v["traceEvents"].as_array_mut().unwrap();
+    let corr: std::collections::BTreeSet<i64> =
+        evs.iter().filter(|e| e["cat"] == "kernel" && e["name"] == "causal_conv1d_update_kernel").map(|e| e["args"]["correlation"].as_i64().unwrap()).collect();
+    for e in evs.iter_mut() {
+        if e["cat"] == "cuda_driver" && e["args"]["correlation"].as_i64().is_some_and(|c| corr.contains(&c)) {
+            e["cat"] = "cuda_runtime".into();
+            e["name"] = "cudaGraphLaunch".into();
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("trace.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    std::fs::copy(src.join("launches.jsonl"), dir.path().join("launches.jsonl")).unwrap();
+    let row = trace_row(&dir.path().join("trace.json"));
+    let k = row.kernels.iter().find(|k| k.name == "causal_conv1d_update_kernel").unwrap();
+    assert_eq!(k.bytes, None);
+    let note = extra_str(k, "bytes_note").unwrap();
+    assert!(note.starts_with("no op in the trace (CUDA graph replay"), "{note}");
+    assert!(note.contains("katlas collect WORKLOAD --profile") && note.contains("ncu"), "{note}");
+    assert!(!note.contains('\n'), "one line");
+    // The other kernels still join.
+    let other = row.kernels.iter().find(|k| k.name == "layer_norm_gated_fwd_kernel").unwrap();
+    assert_eq!(extra_str(other, "bytes_source"), Some("launch operands"));
+    let rules = Rules::builtin().unwrap();
+    let fit = fit_of(&row, &rules);
+    if let Some(kf) = fit.kernels.iter().find(|k| k.name == "causal_conv1d_update_kernel") {
+        let text = katlas_advise::render::fit_text(&fit);
+        assert!(kf.bytes_note.is_some() && text.contains("no op in the trace (CUDA graph replay"), "{text}");
+    }
+}
+
+#[test]
+fn bad_launch_record_lines_are_warnings_naming_file_and_line_and_the_good_ones_still_join() {
+    let src = triton_dir("liger-decode");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(src.join("trace.json.gz"), dir.path().join("trace.json.gz")).unwrap();
+    let good = std::fs::read_to_string(src.join("launches.jsonl")).unwrap();
+    let mut lines: Vec<&str> = good.lines().collect();
+    lines.insert(1, "{\"katlas_triton_launch\": 1, \"kernel\": \"x\", \"tensors\": \"not a list\"}");
+    lines.insert(0, "{not json");
+    std::fs::write(dir.path().join("triton-launches.jsonl"), lines.join("\n")).unwrap();
+    let path = dir.path().join("trace.json.gz");
+    let out = katlas_collect::parse_with("torch-trace", katlas_collect::Input::File(&path), &Default::default()).unwrap();
+    let file = dir.path().join("triton-launches.jsonl").display().to_string();
+    assert!(out.warnings.iter().any(|w| w.starts_with(&format!("{file}:1: not JSON"))), "{:?}", out.warnings);
+    assert!(out.warnings.iter().any(|w| w.starts_with(&format!("{file}:3: field `tensors`"))), "{:?}", out.warnings);
+    let ks = &out.phases.iter().find(|t| !t.kernels.is_empty()).unwrap().kernels;
+    let k = ks.iter().find(|k| k.name == "_rms_norm_forward_kernel").unwrap();
+    assert_eq!(extra_str(k, "bytes_source"), Some("launch operands"));
 }
