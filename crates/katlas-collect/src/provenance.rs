@@ -18,13 +18,24 @@
 //! a project without patterns falls back to references (identifiers and string
 //! words in code, never comments). [`ProvenanceIndex`] reads the tree once and
 //! answers any number of kernels.
+//!
+//! Python kernel projects ([`python`]): a Triton kernel's trace name is its `@triton.jit`
+//! function's name, found with its decorators and autotune configs; `torch.library` custom ops
+//! ([`torch_ops`]) resolve by their `ns::name`; CUDA sources inside `load_inline` strings and
+//! files passed to `cpp_extension.load` are kernel sources. Installed packages join the roots by
+//! import name ([`python::find_package`]).
+
+pub mod python;
+pub mod torch_ops;
 
 use crate::loads::{rule_family_hazard, ArgKind, FamilyRule, HostIndex, LoadPattern, LoadSite, Mentions, Selector};
 use katlas_names::{bare_name, demangle, name_variants};
+use python::{PyFile, TritonKernel};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use torch_ops::CustomOp;
 
 pub const PROVENANCE_SCHEMA: &str = "katlas.provenance.v1";
 
@@ -59,11 +70,28 @@ pub struct ProvenanceOptions {
     pub selectors: Vec<Selector>,
 }
 
+/// The project's own top-level Python packages (directories holding `__init__.py`), sorted.
+fn top_level_packages(root: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && e.path().join("__init__.py").is_file())
+        .map(|e| PathBuf::from(e.file_name()))
+        .filter(|p| p != Path::new("src") && p != Path::new("kernels"))
+        .collect();
+    out.sort();
+    out
+}
+
 impl ProvenanceOptions {
+    /// Default roots: `kernels/` and `src/` for kernel sources, `src/` for host code, and the
+    /// project's top-level Python packages (`liger_kernel/`, `fla/`) for both.
     pub fn new(root: &Path) -> Self {
+        let packages = top_level_packages(root);
         Self {
-            kernel_roots: vec![PathBuf::from("kernels"), PathBuf::from("src")],
-            dispatch_roots: vec![PathBuf::from("src")],
+            kernel_roots: [PathBuf::from("kernels"), PathBuf::from("src")].into_iter().chain(packages.iter().cloned()).collect(),
+            dispatch_roots: std::iter::once(PathBuf::from("src")).chain(packages).collect(),
             root: root.to_path_buf(),
             arch: None,
             families: Vec::new(),
@@ -128,6 +156,15 @@ pub struct SourceCandidate {
     /// The run-time selection that loads this file on the arch (`HIPFIRE_RDNA2_VARIANT=2`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selected_by: Option<String>,
+    /// The Triton kernel defined at `definition_line` (its decorators and autotune configs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triton: Option<TritonKernel>,
+    /// The custom op this file defines or registers a kernel for (`ns::name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_op: Option<CustomOp>,
+    /// Where a torch extension build compiles this file (`file:line (call)`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub built_by: Vec<String>,
     /// Where a load pattern embeds this file (`file:line`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub embedded_at: Vec<String>,
@@ -181,10 +218,23 @@ pub struct KernelProvenance {
     /// What else bears on the answer: selectors, fallbacks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Where the custom op of this name is defined, registered and called (`torch.library`,
+    /// `TORCH_LIBRARY`, `torch.ops.ns.name`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ops: Vec<OpSite>,
 }
 
-fn files_under(root: &Path, dirs: &[PathBuf], exts: &[String], max: u64) -> Vec<PathBuf> {
-    let mut seen = BTreeSet::new();
+/// One site of a custom op, with its file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OpSite {
+    pub path: String,
+    #[serde(flatten)]
+    pub op: CustomOp,
+}
+
+/// Files under `dirs` (relative to `root` or absolute), each with the root dir it was found under.
+fn files_under(root: &Path, dirs: &[PathBuf], exts: &[String], max: u64) -> Vec<(PathBuf, PathBuf)> {
+    let mut seen = BTreeMap::new();
     for d in dirs {
         let d = if d.is_absolute() { d.clone() } else { root.join(d) };
         for e in walkdir::WalkDir::new(&d).follow_links(false).into_iter().filter_map(Result::ok) {
@@ -194,16 +244,16 @@ fn files_under(root: &Path, dirs: &[PathBuf], exts: &[String], max: u64) -> Vec<
             }
             // Below the root only: a project that itself lives under `.cache/` or `target/` is scanned.
             let inner = p.strip_prefix(&d).unwrap_or(p);
-            if inner.components().any(|c| matches!(c.as_os_str().to_str(), Some("target" | ".git" | ".katlas" | "node_modules" | ".cache"))) {
+            if inner.components().any(|c| matches!(c.as_os_str().to_str(), Some("target" | ".git" | ".katlas" | "node_modules" | ".cache" | "__pycache__"))) {
                 continue;
             }
             let ext_ok = p.extension().and_then(|x| x.to_str()).is_some_and(|x| exts.iter().any(|e| e.eq_ignore_ascii_case(x)));
             if ext_ok && e.metadata().map(|m| m.len() <= max).unwrap_or(false) {
-                seen.insert(p.to_path_buf());
+                seen.entry(p.to_path_buf()).or_insert_with(|| d.clone());
             }
         }
     }
-    seen.into_iter().collect()
+    seen.into_iter().map(|(p, d)| (d, p)).collect()
 }
 
 fn rel(root: &Path, p: &Path) -> String {
@@ -348,6 +398,71 @@ struct KFile {
     /// The rest of the tag after the arch (`v1`).
     tag_rest: Option<String>,
     defs: HashMap<String, u64>,
+    /// The directories between its root and the file (vendor backends are told by them).
+    dirs: Vec<String>,
+    /// A Python file's scan and dotted module.
+    py: Option<Box<PyFile>>,
+    module: Option<String>,
+    /// Custom ops it defines, registers or uses (Python `torch.library`, C++ `TORCH_LIBRARY`).
+    ops: Vec<CustomOp>,
+    /// CUDA kernels defined inside Python strings (`load_inline` sources).
+    string_kernels: BTreeSet<String>,
+}
+
+/// The vendor a directory name marks as another accelerator's backend (`triton_ascend`,
+/// `xpu`, `rocm`), by its `_`/`-` separated words.
+fn dir_vendor(dir: &str) -> Option<&'static str> {
+    dir.to_ascii_lowercase().split(['_', '-', '.']).find_map(|w| match w {
+        "cuda" | "nvidia" | "cutlass" | "cute" | "cutedsl" | "cutile" => Some("nvidia"),
+        "rocm" | "hip" | "amd" | "amdgpu" => Some("amd"),
+        "xpu" | "intel" => Some("intel"),
+        "ascend" | "npu" => Some("ascend"),
+        "mlu" | "cambricon" => Some("cambricon"),
+        "musa" => Some("moore-threads"),
+        _ => None,
+    })
+}
+
+/// The vendor of an arch atom (`sm_90` NVIDIA, `gfx1201` AMD).
+fn arch_vendor(arch: &str) -> Option<&'static str> {
+    if arch.starts_with("sm_") || arch.starts_with("sm") && arch[2..].starts_with(|c: char| c.is_ascii_digit()) {
+        Some("nvidia")
+    } else if arch.starts_with("gfx") {
+        Some("amd")
+    } else {
+        None
+    }
+}
+
+/// CUDA kernels (`__global__`, `extern "C"`) a Python file defines inside its strings.
+fn kernels_in_strings(text: &str, py: &PyFile) -> BTreeSet<String> {
+    if !text.contains("__global__") && !text.contains("extern \"C\"") {
+        return BTreeSet::new();
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    definitions(text)
+        .into_iter()
+        .filter(|(n, l)| {
+            let at = lines.get((*l as usize).saturating_sub(1)).copied().unwrap_or("");
+            (at.contains("__global__") || at.contains("__launch_bounds__") || at.contains("extern \"C\"")) && py.def(n).is_none_or(|d| d.line != *l)
+        })
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// Lexically normalised `base/rel` (`..` and `.` folded; no disk access).
+fn join_clean(base: &Path, rel: &str) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in base.join(rel).components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// How much one index build read.
@@ -368,6 +483,12 @@ pub struct ProvenanceIndex {
     kfiles: Vec<KFile>,
     by_stem: HashMap<String, Vec<usize>>,
     by_def: HashMap<String, Vec<usize>>,
+    /// Op name (`ns::name` and bare `name`) -> files that define, register or use it.
+    by_op: HashMap<String, Vec<usize>>,
+    /// Dotted module -> how many indexed Python files import it.
+    fan_in: HashMap<String, usize>,
+    /// Kernel file rel path -> the extension builds that compile it (`file:line (call)`).
+    built_by: HashMap<String, Vec<String>>,
     host: HostIndex,
     /// Patterns `[..n_load]` of the host scan are load patterns, the rest profile patterns.
     n_load: usize,
@@ -381,7 +502,8 @@ impl ProvenanceIndex {
     pub fn build(opts: &ProvenanceOptions) -> ProvenanceIndex {
         let mut stats = IndexStats::default();
         let mut kfiles = Vec::new();
-        for path in files_under(&opts.root, &opts.kernel_roots, &opts.source_exts, opts.max_file_bytes) {
+        let mut package_roots: HashMap<PathBuf, bool> = HashMap::new();
+        for (root_dir, path) in files_under(&opts.root, &opts.kernel_roots, &opts.source_exts, opts.max_file_bytes) {
             let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
             let Some(t) = katlas_arch::FileTag::parse(&file_name) else {
                 continue;
@@ -391,22 +513,70 @@ impl ProvenanceIndex {
             let bytes = std::fs::read(&path).unwrap_or_default();
             stats.reads += 1;
             let text = String::from_utf8_lossy(&bytes);
-            let defs = definitions(&text);
-            kfiles.push(KFile { rel: rel(&opts.root, &path), file_name, stem, tag, tag_arch, tag_rest, defs });
+            let inner = path.strip_prefix(&root_dir).unwrap_or(&path);
+            let dirs: Vec<String> =
+                inner.parent().into_iter().flat_map(|p| p.components()).filter_map(|c| c.as_os_str().to_str().map(str::to_string)).collect();
+            let (mut defs, mut py, mut module, mut string_kernels) = (HashMap::new(), None, None, BTreeSet::new());
+            let mut ops = torch_ops::cpp_ops(&text);
+            if path.extension().is_some_and(|e| e == "py") {
+                let is_pkg = *package_roots.entry(root_dir.clone()).or_insert_with(|| root_dir.join("__init__.py").is_file());
+                module = python::module_name(&root_dir, &path, is_pkg);
+                let f = python::scan(&text, module.as_deref(), file_name == "__init__.py");
+                string_kernels = kernels_in_strings(&text, &f);
+                if !string_kernels.is_empty() {
+                    let all = definitions(&text);
+                    defs.extend(string_kernels.iter().filter_map(|k| all.get(k).map(|l| (k.clone(), *l))));
+                }
+                for d in &f.defs {
+                    if let Some(best) = f.def(&d.name) {
+                        defs.entry(d.name.clone()).or_insert(best.line);
+                    }
+                }
+                ops.extend(f.ops.iter().cloned());
+                py = Some(Box::new(f));
+            } else {
+                defs = definitions(&text);
+            }
+            kfiles.push(KFile { rel: rel(&opts.root, &path), file_name, stem, tag, tag_arch, tag_rest, defs, dirs, py, module, ops, string_kernels });
         }
         stats.kernel_files = kfiles.len();
         let mut by_stem: HashMap<String, Vec<usize>> = HashMap::new();
         let mut by_def: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut by_op: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut fan_in: HashMap<String, usize> = HashMap::new();
         for (i, f) in kfiles.iter().enumerate() {
             by_stem.entry(f.stem.clone()).or_default().push(i);
             for d in f.defs.keys() {
                 by_def.entry(d.clone()).or_default().push(i);
             }
+            let names: BTreeSet<&str> = f.ops.iter().flat_map(|o| [o.name.as_str(), o.name.rsplit("::").next().unwrap_or("")]).collect();
+            for n in names {
+                by_op.entry(n.to_string()).or_default().push(i);
+            }
+            for m in f.py.iter().flat_map(|p| p.imports.iter()) {
+                *fan_in.entry(m.clone()).or_default() += 1;
+            }
+        }
+        let by_rel: HashMap<&str, usize> = kfiles.iter().enumerate().map(|(i, f)| (f.rel.as_str(), i)).collect();
+        let mut built_by: HashMap<String, Vec<String>> = HashMap::new();
+        for f in &kfiles {
+            for b in f.py.iter().flat_map(|p| p.builds.iter()) {
+                let dir = Path::new(&f.rel).parent().map(|p| opts.root.join(p)).unwrap_or_else(|| opts.root.clone());
+                for src in &b.sources {
+                    // torch resolves a relative source against the working directory: try the
+                    // calling file's directory and the project root.
+                    let hit =
+                        [join_clean(&dir, src), join_clean(&opts.root, src)].into_iter().map(|p| rel(&opts.root, &p)).find(|r| by_rel.contains_key(r.as_str()));
+                    if let Some(r) = hit {
+                        built_by.entry(r).or_default().push(format!("{}:{} ({})", f.rel, b.line, b.call));
+                    }
+                }
+            }
         }
 
         let host_files: Vec<(PathBuf, String)> = files_under(&opts.root, &opts.dispatch_roots, &opts.dispatch_exts, opts.max_file_bytes)
             .into_iter()
-            .map(|p| (p.clone(), rel(&opts.root, &p)))
+            .map(|(_, p)| (p.clone(), rel(&opts.root, &p)))
             .collect();
         let mut patterns = opts.load_patterns.clone();
         patterns.extend(opts.profile_patterns.iter().cloned());
@@ -427,7 +597,7 @@ impl ProvenanceIndex {
             (load_mode, embed_mode) = (false, false);
         }
         stats.host_files = host.files.len();
-        ProvenanceIndex { opts: opts.clone(), kfiles, by_stem, by_def, host, n_load, load_mode, embed_mode, notes, stats }
+        ProvenanceIndex { opts: opts.clone(), kfiles, by_stem, by_def, by_op, fan_in, built_by, host, n_load, load_mode, embed_mode, notes, stats }
     }
 
     pub fn options(&self) -> &ProvenanceOptions {
@@ -460,7 +630,17 @@ impl ProvenanceIndex {
                 None => notes.push(format!("variant selector: {} (no --arch given)", s.describe())),
             }
         }
-        let sources = self.rank_sources(&variants, &sels);
+        let sources = self.rank_sources(kernel, &variants, &sels);
+        let defined: Vec<String> = sources.iter().filter(|s| s.triton.is_some()).map(|s| format!("{}:{}", s.path, s.definition_line.unwrap_or(0))).collect();
+        if defined.len() > 1 {
+            notes.push(format!(
+                "{} files define Triton kernel `{}`: {}; ranked by vendor backend, then by how many indexed modules import each (a trace name alone does not say which ran)",
+                defined.len(),
+                base,
+                defined.join(", ")
+            ));
+        }
+        let ops = self.op_sites(kernel, &variants);
         let dispatch = self.dispatch_refs(&variants);
         knobs.extend(dispatch.iter().flat_map(|r| r.env_knobs.iter().cloned()));
         KernelProvenance {
@@ -476,6 +656,7 @@ impl ProvenanceIndex {
             dispatch,
             env_knobs: knobs.into_iter().collect(),
             notes,
+            ops,
         }
     }
 
@@ -488,7 +669,33 @@ impl ProvenanceIndex {
         calls.into_iter().collect::<Vec<_>>().join(", ")
     }
 
-    fn rank_sources(&self, variants: &[String], sels: &[&Selector]) -> Vec<SourceCandidate> {
+    /// Which op sites a kernel name means: a qualified name (`ns::name`, overload dropped)
+    /// exactly, a bare name by its variants.
+    fn op_matches(kernel: &str, variants: &[String], o: &CustomOp) -> bool {
+        match kernel.split_once("::") {
+            Some((ns, name)) => o.name == format!("{ns}::{}", name.split('.').next().unwrap_or("")),
+            None => variants.iter().any(|v| o.name.rsplit("::").next() == Some(v.as_str())),
+        }
+    }
+
+    /// Every site of the ops the kernel name means, in path and line order.
+    fn op_sites(&self, kernel: &str, variants: &[String]) -> Vec<OpSite> {
+        let mut files: BTreeSet<usize> = BTreeSet::new();
+        for k in std::iter::once(kernel.split('.').next().unwrap_or(kernel)).chain(variants.iter().map(String::as_str)) {
+            files.extend(self.by_op.get(k).into_iter().flatten());
+        }
+        let mut out: Vec<OpSite> = files
+            .into_iter()
+            .flat_map(|i| {
+                let f = &self.kfiles[i];
+                f.ops.iter().filter(|o| Self::op_matches(kernel, variants, o)).map(|o| OpSite { path: f.rel.clone(), op: o.clone() })
+            })
+            .collect();
+        out.sort_by(|a, b| a.path.cmp(&b.path).then(a.op.line.cmp(&b.op.line)));
+        out
+    }
+
+    fn rank_sources(&self, kernel: &str, variants: &[String], sels: &[&Selector]) -> Vec<SourceCandidate> {
         let opts = &self.opts;
         let arch = opts.arch.as_deref();
         let active: Vec<&Selector> = sels.iter().copied().filter(|s| arch.is_some_and(|a| s.applies_to(a))).collect();
@@ -497,9 +704,15 @@ impl ProvenanceIndex {
             cand.extend(self.by_stem.get(v).into_iter().flatten());
             cand.extend(self.by_def.get(v).into_iter().flatten());
         }
+        for k in std::iter::once(kernel.split('.').next().unwrap_or(kernel)).chain(variants.iter().map(String::as_str)) {
+            cand.extend(self.by_op.get(k).into_iter().flatten());
+        }
+        let targets = self.target_vendors();
         let mut out = Vec::new();
         for i in cand {
             let f = &self.kfiles[i];
+            // The op this file defines or registers a kernel for (a call site is no source).
+            let op = f.ops.iter().filter(|o| o.kind != "use" && Self::op_matches(kernel, variants, o)).min_by_key(|o| (!o.defines(), o.line));
             let mut reasons = Vec::new();
             let mut score = 0.0;
             // A selector that loads this very file on the arch.
@@ -528,7 +741,10 @@ impl ProvenanceIndex {
                     variants[i].clone()
                 }
                 (None, Some((_, v, _))) => v.clone(),
-                _ => continue,
+                (None, None) => match op {
+                    Some(o) => o.name.clone(),
+                    None => continue,
+                },
             };
             let tag_s = f.tag_arch.as_deref().unwrap_or("");
             let mut hazard = None;
@@ -559,12 +775,69 @@ impl ProvenanceIndex {
                 TagFit::Base => reasons.push("base file (no arch tag)".into()),
             }
             let mut definition_line = None;
-            if let Some((i, v, l)) = def {
-                score += 40.0 - 5.0 * i as f64;
-                definition_line = Some(l);
-                reasons.push(format!("defines kernel `{v}` at line {l}"));
-            } else {
-                reasons.push("no kernel definition found in the file (an include or wrapper?)".into());
+            let mut triton = None;
+            match (&def, &f.py) {
+                (Some((i, v, l)), Some(py)) if !f.string_kernels.contains(v) => {
+                    definition_line = Some(*l);
+                    match py.def(v).and_then(|d| d.triton.clone()) {
+                        Some(t) => {
+                            score += 40.0 - 5.0 * *i as f64;
+                            let decos: Vec<String> = t.decorators.iter().map(|d| format!("@{d}")).collect();
+                            reasons.push(format!("defines Triton kernel `{v}` at line {l} ({} from line {})", decos.join(" "), t.first_line));
+                            triton = Some(t);
+                        }
+                        None => {
+                            score += 10.0 - *i as f64;
+                            reasons.push(format!("defines Python function `{v}` at line {l} (no Triton decorator)"));
+                        }
+                    }
+                }
+                (Some((i, v, l)), Some(py)) => {
+                    score += 40.0 - 5.0 * *i as f64;
+                    definition_line = Some(*l);
+                    let inline: Vec<String> = py.builds.iter().filter(|b| b.call == "load_inline").map(|b| format!("load_inline at line {}", b.line)).collect();
+                    reasons.push(format!(
+                        "defines CUDA kernel `{v}` at line {l}, inside a Python string{}",
+                        if inline.is_empty() { String::new() } else { format!(" (built by {})", inline.join(", ")) }
+                    ));
+                }
+                (Some((i, v, l)), None) => {
+                    score += 40.0 - 5.0 * *i as f64;
+                    definition_line = Some(*l);
+                    reasons.push(format!("defines kernel `{v}` at line {l}"));
+                }
+                (None, _) if op.is_some() => {}
+                (None, _) => reasons.push("no kernel definition found in the file (an include or wrapper?)".into()),
+            }
+            if let Some(o) = op {
+                let via = o.function.as_deref().map(|f| format!(", function `{f}`")).unwrap_or_default();
+                if o.defines() {
+                    score += 35.0;
+                    reasons.push(format!("defines custom op `{}` at line {} ({}{via})", o.name, o.line, o.kind));
+                } else {
+                    score += 30.0;
+                    reasons.push(format!("registers a kernel for custom op `{}` at line {} ({}{via})", o.name, o.line, o.kind));
+                }
+                if definition_line.is_none() {
+                    definition_line = o.function.as_deref().and_then(|n| f.py.as_ref()?.def(n)).map(|d| d.line).or(Some(o.line));
+                }
+            }
+            if f.py.is_some() {
+                // Another accelerator's backend (fla's `backends/triton_ascend/`) defines the same
+                // names; the one for this GPU's vendor is the one a run here launches.
+                if let Some((d, v)) = f.dirs.iter().find_map(|d| dir_vendor(d).filter(|v| !targets.contains(v)).map(|v| (d, v))) {
+                    score -= 60.0;
+                    reasons.push(format!("under `{d}/`, a backend for {v} (target: {})", targets.join(" or ")));
+                }
+                if let Some((m, n)) = f.module.as_ref().and_then(|m| self.fan_in.get(m).map(|n| (m, *n))) {
+                    score += n.min(9) as f64;
+                    reasons.push(format!("module `{m}` is imported by {n} indexed file{}", if n == 1 { "" } else { "s" }));
+                }
+            }
+            let built_by = self.built_by.get(&f.rel).cloned().unwrap_or_default();
+            if !built_by.is_empty() {
+                score += 20.0;
+                reasons.push(format!("compiled at run time by {}", built_by.join(", ")));
             }
             let mut selected_by = None;
             let a = arch.unwrap_or("?");
@@ -619,10 +892,31 @@ impl ProvenanceIndex {
                 selected_by,
                 embedded_at,
                 hazard,
+                triton,
+                custom_op: op.cloned(),
+                built_by,
             });
         }
         out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.path.cmp(&b.path)));
         out
+    }
+
+    /// The vendors a run here targets: the arch's, else the GPU vendors Triton builds for.
+    fn target_vendors(&self) -> Vec<&'static str> {
+        match self.opts.arch.as_deref().and_then(arch_vendor) {
+            Some(v) => vec![v],
+            None => vec!["nvidia", "amd"],
+        }
+    }
+
+    /// A directory of `rel` below its root that holds another vendor's backend (`triton_ascend`).
+    fn other_vendor_dir(&self, rel: &str) -> Option<(String, &'static str)> {
+        let p = self.opts.root.join(rel);
+        let roots = self.opts.dispatch_roots.iter().chain(&self.opts.kernel_roots).map(|r| self.opts.root.join(r));
+        let inner = roots.filter_map(|r| p.strip_prefix(&r).ok().map(Path::to_path_buf)).min_by_key(|i| i.components().count())?;
+        let targets = self.target_vendors();
+        let dirs = inner.parent()?.components().filter_map(|c| c.as_os_str().to_str().map(str::to_string)).collect::<Vec<_>>();
+        dirs.into_iter().find_map(|d| dir_vendor(&d).filter(|v| !targets.contains(v)).map(|v| (d, v)))
     }
 
     fn dispatch_refs(&self, variants: &[String]) -> Vec<DispatchRef> {
@@ -690,13 +984,24 @@ impl ProvenanceIndex {
                 if text.contains("__global__") && definitions(text).contains_key(v.as_str()) {
                     continue;
                 }
+                let t = text.trim_start();
+                if t.strip_prefix("def ")
+                    .or_else(|| t.strip_prefix("async def "))
+                    .is_some_and(|r| r.trim_start().strip_prefix(v.as_str()).is_some_and(|r| r.trim_start().starts_with('(')))
+                {
+                    continue;
+                }
                 let mut score = 10.0 - vi as f64;
                 let mut reasons = vec![format!("mentions `{v}`")];
                 if text.contains(&format!("\"{v}\"")) {
                     score += 20.0;
                     reasons.push("as a string literal (loaded by name)".into());
                 }
-                if text.contains(&format!("{v}<<<"))
+                if text.contains(&format!("{v}[")) && hf.rel.ends_with(".py") {
+                    // `kernel[grid](…)`: how a Triton kernel is launched.
+                    score += 30.0;
+                    reasons.push("Triton launch site (`[grid](…)`)".into());
+                } else if text.contains(&format!("{v}<<<"))
                     || text.contains(&format!("{v} <<<"))
                     || text.contains("hipLaunchKernelGGL")
                     || text.contains("cudaLaunchKernel")
@@ -704,6 +1009,10 @@ impl ProvenanceIndex {
                 {
                     score += 30.0;
                     reasons.push("launch site".into());
+                }
+                if let Some((d, v)) = self.other_vendor_dir(&hf.rel) {
+                    score -= 30.0;
+                    reasons.push(format!("under `{d}/`, a backend for {v}"));
                 }
                 let knobs = self.host.knobs_near(file, line, 10);
                 if !knobs.is_empty() {

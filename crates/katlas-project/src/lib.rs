@@ -85,6 +85,29 @@ pub struct IdentitySection {
     pub hash_model: bool,
 }
 
+/// `[provenance]`: where kernel provenance looks beyond the project's own roots.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProvenanceSection {
+    /// Installed Python packages, by top-level import name (`liger_kernel`, `fla`), whose
+    /// sources join the kernel and dispatch roots (found through `python`).
+    #[serde(default, deserialize_with = "import_names")]
+    pub packages: Vec<String>,
+    /// The interpreter the workload uses (default `python3`); it runs a command, so a value
+    /// from katlas.toml needs trust.
+    pub python: Option<String>,
+}
+
+fn import_names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for p in &v {
+        if p.is_empty() || p.starts_with(|c: char| c.is_ascii_digit()) || !p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(serde::de::Error::custom(format!("`{p}` is not a top-level import name (letters, digits, _; no dots)")));
+        }
+    }
+    Ok(v)
+}
+
 fn checked_prefixes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
     let v = Option::<Vec<String>>::deserialize(d)?;
     for p in v.iter().flatten() {
@@ -105,6 +128,8 @@ pub struct Config {
     pub project: ProjectSection,
     #[serde(default)]
     pub identity: IdentitySection,
+    #[serde(default)]
+    pub provenance: ProvenanceSection,
     #[serde(default)]
     pub workload: toml::Table,
     #[serde(default)]
@@ -299,6 +324,19 @@ mod tests {
         }
         let ok = parse_config(Path::new("katlas.toml"), "[identity]\nenv_prefixes = [\"HIPFIRE_\", \"CUBLAS\"]\nenv_names = [\"OMP_NUM_THREADS\"]\n").unwrap();
         assert_eq!(ok.identity.env_names, ["OMP_NUM_THREADS"]);
+    }
+
+    #[test]
+    fn provenance_packages_are_import_names() {
+        let ok = parse_config(Path::new("katlas.toml"), "[provenance]\npackages = [\"liger_kernel\", \"fla\"]\npython = \".venv/bin/python\"\n").unwrap();
+        assert_eq!(ok.provenance.packages, ["liger_kernel", "fla"]);
+        assert_eq!(ok.provenance.python.as_deref(), Some(".venv/bin/python"));
+        let e = parse_config(Path::new("katlas.toml"), "[project]\nname = 'p'\n[provenance]\npackages = [\"fla.ops\"]\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("provenance.packages"), "{e}");
+        assert_eq!(e.line, Some(4), "{e}");
+        assert!(e.to_string().contains("`fla.ops` is not a top-level import name"), "{e}");
+        let e = parse_config(Path::new("katlas.toml"), "[provenance]\npackage = [\"fla\"]\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("provenance.package"), "{e}");
     }
 
     #[derive(Debug, Deserialize)]

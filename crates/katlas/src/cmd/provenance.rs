@@ -28,12 +28,19 @@ pub struct ProvenanceArgs {
     /// Target arch atom for chip/family tags (default: the row's arch).
     #[arg(long)]
     pub arch: Option<String>,
-    /// Kernel source roots (default: katlas.toml [project] kernel_roots, else kernels/ and src/).
+    /// Kernel source roots (default: katlas.toml [project] kernel_roots, else kernels/, src/ and
+    /// the project's top-level Python packages).
     #[arg(long = "kernel-root", value_name = "DIR")]
     pub kernel_roots: Vec<PathBuf>,
-    /// Dispatch (host code) roots (default: [project] dispatch_roots, else src/).
+    /// Dispatch (host code) roots (default: [project] dispatch_roots, else src/ and the
+    /// project's top-level Python packages).
     #[arg(long = "dispatch-root", value_name = "DIR")]
     pub dispatch_roots: Vec<PathBuf>,
+    /// An installed Python package, by import name (`liger_kernel`), whose sources join both
+    /// roots; found by the workload's interpreter ([provenance] python, default python3). Adds
+    /// to [provenance] packages.
+    #[arg(long = "package", value_name = "NAME")]
+    pub packages: Vec<String>,
     #[command(flatten)]
     pub source: Source,
     #[command(flatten)]
@@ -86,6 +93,26 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
         opts.dispatch_roots = args.dispatch_roots.iter().map(|p| ctx.resolve(p)).collect();
     } else if !cfg.dispatch_roots.is_empty() {
         opts.dispatch_roots = cfg.dispatch_roots.iter().map(PathBuf::from).collect();
+    }
+    let pc = &project.config.provenance;
+    let mut packages = pc.packages.clone();
+    packages.extend(args.packages.iter().filter(|p| !pc.packages.contains(p)).cloned());
+    if !packages.is_empty() {
+        // The interpreter is a command katlas runs: one named by katlas.toml needs trust.
+        // A relative path (`.venv/bin/python`) is the project's; a bare name is looked up on PATH.
+        let python = match pc.python.as_deref() {
+            Some(p) if p.contains('/') && std::path::Path::new(p).is_relative() => project.root.join(p).display().to_string(),
+            Some(p) => p.to_string(),
+            None => "python3".into(),
+        };
+        if let Some(p) = &pc.python {
+            crate::trust::authorize(ctx, &[project.config_commands(vec![("[provenance] python".into(), p.clone())])])?;
+        }
+        for name in &packages {
+            let dir = katlas_collect::provenance::python::find_package(&python, name, &project.root).map_err(CliError::bad_input)?;
+            opts.kernel_roots.push(dir.clone());
+            opts.dispatch_roots.push(dir);
+        }
     }
     if let Some(a) = &arch {
         let db = katlas_arch::ArchDb::load(Some(&katlas_corpus::Layout::for_project(&project.root).arch_rules_dir())).map_err(CliError::bad_input)?;

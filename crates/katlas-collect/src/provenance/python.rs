@@ -1,0 +1,860 @@
+//! Python kernel sources: Triton `@triton.jit` functions (with the `configs` and `key` of their
+//! `@triton.autotune`), `torch.library` custom ops and `torch.ops` uses, the C++/CUDA sources
+//! handed to `load_inline` / `cpp_extension.load`, and the modules a file imports.
+//!
+//! A scanner, not a Python parser: the parsers on crates.io (ruff's, RustPython's) are large
+//! builds for a 2-core CI, and provenance needs only decorators, `def`s, imports and a few calls.
+//! It joins the physical lines of one logical line (open brackets, `\` continuations), drops
+//! comments and keeps strings whole, so a decorator spanning lines reads as one and a `def` in a
+//! docstring is no definition. What is not a literal (a config list built by a comprehension, a
+//! key held in a variable) is recorded as its text, marked computed.
+
+use super::torch_ops::{op_from_call, CustomOp};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A Triton kernel's decorators as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TritonKernel {
+    /// Line of the first decorator (the `def` line is the candidate's `definition_line`).
+    pub first_line: u64,
+    /// The decorators, outermost first (`triton.autotune`, `triton.heuristics`, `triton.jit`).
+    pub decorators: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autotune: Option<Autotune>,
+}
+
+/// What an autotune decorator tries and what re-runs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Autotune {
+    pub line: u64,
+    /// The `triton.Config(...)` entries as read; for a comprehension, the one template it repeats.
+    pub configs: Vec<TritonConfig>,
+    /// Set when the list is computed: the comprehension's loops (`for num_warps in [2, 4, 8]`) or
+    /// the expression (`configs=CONFIGS`), which is not evaluated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub computed: Option<String>,
+    /// `key=[...]`: the arguments whose values pick (and re-run) the tuning.
+    pub key: Vec<String>,
+    /// Set when `key` is not a literal list: its text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_computed: Option<String>,
+}
+
+/// One `triton.Config({...}, num_warps=.., num_stages=..)`; values as written (a name in a
+/// comprehension's template stays a name).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TritonConfig {
+    /// The meta-parameters dict (`BLOCK_SIZE: 128`).
+    pub params: BTreeMap<String, String>,
+    /// The keyword arguments (`num_warps`, `num_stages`, `num_ctas`, `maxnreg`, …).
+    pub kwargs: BTreeMap<String, String>,
+}
+
+/// A C++/CUDA extension built at run time (`load_inline`, `cpp_extension.load`, `CUDAExtension`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExtensionBuild {
+    pub line: u64,
+    /// The call (`load_inline`, `cpp_extension.load`, `CUDAExtension`).
+    pub call: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Source files named by literals (`sources=[...]`), as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
+    /// Inline sources (`cpp_sources=`, `cuda_sources=`): the argument text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inline: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<String>,
+}
+
+/// One Python function definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PyDef {
+    pub name: String,
+    pub line: u64,
+    pub triton: Option<TritonKernel>,
+}
+
+/// What one Python file holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PyFile {
+    pub defs: Vec<PyDef>,
+    pub ops: Vec<CustomOp>,
+    pub builds: Vec<ExtensionBuild>,
+    /// Modules imported (absolute, relative imports resolved against `module`).
+    pub imports: Vec<String>,
+}
+
+impl PyFile {
+    /// The definition of `name` (a Triton kernel before a plain function of the same name).
+    pub fn def(&self, name: &str) -> Option<&PyDef> {
+        let mut it = self.defs.iter().filter(|d| d.name == name);
+        let first = it.next()?;
+        Some(if first.triton.is_some() { first } else { it.find(|d| d.triton.is_some()).unwrap_or(first) })
+    }
+}
+
+/// The dotted module of `path` under `root`: a root that is itself a package (holds
+/// `__init__.py`) is the first component (`liger_kernel/ops/rms_norm.py`), else the module starts
+/// below it (`src/pkg/m.py` under `src`).
+pub fn module_name(root: &Path, path: &Path, root_is_package: bool) -> Option<String> {
+    let inner = path.strip_prefix(root).ok()?;
+    let mut parts: Vec<String> = Vec::new();
+    if root_is_package {
+        parts.push(root.file_name()?.to_str()?.to_string());
+    }
+    for c in inner.components() {
+        parts.push(c.as_os_str().to_str()?.to_string());
+    }
+    let last = parts.pop()?;
+    let stem = last.strip_suffix(".py")?;
+    if stem != "__init__" {
+        parts.push(stem.to_string());
+    }
+    (!parts.is_empty()).then(|| parts.join("."))
+}
+
+/// Scan one Python file; `module` (its dotted name) resolves relative imports; `is_package`: the
+/// file is an `__init__.py`.
+pub fn scan(text: &str, module: Option<&str>, is_package: bool) -> PyFile {
+    let mut out = PyFile::default();
+    let mut decorators: Vec<(u64, String)> = Vec::new();
+    // `Library("ns", "DEF")` objects: their `define`/`impl` calls name ops without a namespace.
+    let mut library_ns: Option<String> = None;
+    for l in logical_lines(text) {
+        let toks = tokens(&l.text);
+        if toks.is_empty() {
+            continue;
+        }
+        for call in calls(&l.text, &toks) {
+            let last = call.callee.rsplit('.').next().unwrap_or(&call.callee);
+            if last == "Library" {
+                library_ns = call.positional(0).and_then(str_literal);
+            }
+            if let Some(op) = op_from_call(&call, l.line, library_ns.as_deref()) {
+                out.ops.push(op);
+            }
+            if let Some(b) = extension_build(&call, l.line) {
+                out.builds.push(b);
+            }
+        }
+        for t in &toks {
+            if let Tok::Name(n) = t.kind {
+                if let Some(rest) = n.strip_prefix("torch.ops.") {
+                    let mut p = rest.split('.');
+                    if let (Some(ns), Some(name)) = (p.next(), p.next()) {
+                        out.ops.push(CustomOp { name: format!("{ns}::{name}"), kind: "use".into(), line: l.line, function: None });
+                    }
+                }
+            }
+        }
+        match toks[0].kind {
+            Tok::Punct("@") => {
+                decorators.push((l.line, l.text[toks[0].end..].trim().to_string()));
+                continue;
+            }
+            Tok::Name("def") | Tok::Name("async") => {
+                let at = if toks[0].kind == Tok::Name("async") { 2 } else { 1 };
+                if let Some(Tok::Name(name)) = toks.get(at).map(|t| t.kind) {
+                    let triton = triton_kernel(&decorators);
+                    for (dl, dt) in &decorators {
+                        // A custom op declared by decorator names this function.
+                        let Some(op) = calls(dt, &[]).next().and_then(|c| op_from_call(&c, *dl, library_ns.as_deref())) else { continue };
+                        if let Some(o) = out.ops.iter_mut().find(|o| o.line == *dl && o.name == op.name && o.kind == op.kind) {
+                            o.function = Some(name.to_string());
+                        }
+                    }
+                    out.defs.push(PyDef { name: name.to_string(), line: l.line, triton });
+                }
+            }
+            Tok::Name("import") | Tok::Name("from") => out.imports.extend(imports(&toks, module, is_package)),
+            _ => {}
+        }
+        decorators.clear();
+    }
+    out.imports.sort();
+    out.imports.dedup();
+    out
+}
+
+fn is_triton_decorator(callee: &str) -> bool {
+    let last = callee.rsplit('.').next().unwrap_or(callee);
+    if ["torch.", "numba.", "jax.", "cupy."].iter().any(|p| callee.starts_with(p)) {
+        return false;
+    }
+    callee.starts_with("triton.") || callee.starts_with("tl.") || last == "jit" || last.contains("autotune") || last == "heuristics"
+}
+
+/// The Triton kernel the decorators make of a `def`; `None` when no decorator is Triton's.
+fn triton_kernel(decorators: &[(u64, String)]) -> Option<TritonKernel> {
+    let mut names = Vec::new();
+    let mut autotune = None;
+    let mut any = false;
+    for (line, text) in decorators {
+        let toks = tokens(text);
+        let Some(Tok::Name(callee)) = toks.first().map(|t| t.kind) else { continue };
+        names.push(callee.to_string());
+        if !is_triton_decorator(callee) {
+            continue;
+        }
+        any = true;
+        if callee.rsplit('.').next().is_some_and(|l| l.contains("autotune")) && autotune.is_none() {
+            if let Some(call) = calls(text, &toks).next().filter(|c| c.callee == callee) {
+                autotune = Some(read_autotune(&call, *line));
+            }
+        }
+    }
+    // `@triton.autotune` alone (no `jit`) still wraps a jit function; a lone `@heuristics` does too.
+    any.then(|| TritonKernel { first_line: decorators.first().map(|d| d.0).unwrap_or(0), decorators: names, autotune })
+}
+
+fn read_autotune(call: &Call, line: u64) -> Autotune {
+    let mut a = Autotune { line, configs: Vec::new(), computed: None, key: Vec::new(), key_computed: None };
+    if let Some(c) = call.kwarg("configs").or_else(|| call.positional(0)) {
+        match list_items(c) {
+            Some(Items::List(items)) => {
+                for it in items {
+                    match triton_config(it) {
+                        Some(cfg) => a.configs.push(cfg),
+                        None => a.computed = Some(squeeze(c)),
+                    }
+                }
+            }
+            Some(Items::Comprehension { element, loops }) => {
+                a.configs.extend(triton_config(element));
+                a.computed = Some(squeeze(loops));
+            }
+            None => a.computed = Some(squeeze(c)),
+        }
+    }
+    if let Some(k) = call.kwarg("key").or_else(|| call.positional(1)) {
+        match list_items(k) {
+            Some(Items::List(items)) if items.iter().all(|i| str_literal(i).is_some()) => a.key = items.iter().filter_map(|i| str_literal(i)).collect(),
+            _ => a.key_computed = Some(squeeze(k)),
+        }
+    }
+    a
+}
+
+/// `triton.Config({'BLOCK': 128}, num_warps=4)` read into its parts.
+fn triton_config(expr: &str) -> Option<TritonConfig> {
+    let toks = tokens(expr);
+    let call = calls(expr, &toks).next()?;
+    if !call.callee.ends_with("Config") || toks.first()?.start != 0 {
+        return None;
+    }
+    let mut cfg = TritonConfig { params: BTreeMap::new(), kwargs: BTreeMap::new() };
+    for (i, (k, v)) in call.args.iter().enumerate() {
+        match k {
+            Some(k) => {
+                cfg.kwargs.insert(k.to_string(), squeeze(v));
+            }
+            None if i == 0 => {
+                let v = v.trim();
+                let inner = v.strip_prefix('{').and_then(|s| s.strip_suffix('}'))?;
+                for item in split_top(inner, b',') {
+                    if let Some((k, v)) = split_once_top(item, b':') {
+                        cfg.params.insert(str_literal(k).unwrap_or_else(|| squeeze(k)), squeeze(v));
+                    }
+                }
+            }
+            None => {}
+        }
+    }
+    Some(cfg)
+}
+
+fn extension_build(call: &Call, line: u64) -> Option<ExtensionBuild> {
+    let last = call.callee.rsplit('.').next().unwrap_or(&call.callee);
+    let call_name = match last {
+        "load_inline" => "load_inline",
+        "load" if call.callee.ends_with("cpp_extension.load") || call.kwarg("sources").is_some() => "cpp_extension.load",
+        "CUDAExtension" | "CppExtension" => last,
+        _ => return None,
+    };
+    let name = call.kwarg("name").or_else(|| call.positional(0)).and_then(str_literal);
+    let mut b = ExtensionBuild { line, call: call_name.into(), name, sources: Vec::new(), inline: Vec::new(), functions: Vec::new() };
+    let strings = |e: &str| -> Vec<String> {
+        match list_items(e) {
+            Some(Items::List(items)) => items.iter().filter_map(|i| str_literal(i)).collect(),
+            _ => str_literal(e).into_iter().collect(),
+        }
+    };
+    if let Some(s) = call.kwarg("sources").or_else(|| if call_name == "load_inline" { None } else { call.positional(1) }) {
+        b.sources = strings(s);
+    }
+    for k in ["cpp_sources", "cuda_sources"] {
+        if let Some(v) = call.kwarg(k) {
+            b.inline.push(format!("{k}={}", squeeze(v).chars().take(80).collect::<String>()));
+        }
+    }
+    if let Some(f) = call.kwarg("functions") {
+        b.functions = strings(f);
+    }
+    Some(b)
+}
+
+fn imports(toks: &[Token], module: Option<&str>, is_package: bool) -> Vec<String> {
+    let names: Vec<&str> = toks.iter().filter_map(|t| if let Tok::Name(n) = t.kind { Some(n) } else { None }).collect();
+    match toks[0].kind {
+        Tok::Name("import") => {
+            // `import a.b as c, d`: every name after `import` or a comma.
+            let mut out = Vec::new();
+            let mut take = true;
+            for t in &toks[1..] {
+                match t.kind {
+                    Tok::Name("as") => take = false,
+                    Tok::Name(n) if take => {
+                        out.push(n.to_string());
+                        take = false;
+                    }
+                    Tok::Punct(",") => take = true,
+                    _ => {}
+                }
+            }
+            out
+        }
+        _ => {
+            // `from [.]*mod import a, b`: the module, and each name as a possible submodule.
+            let mut dots = 0;
+            let mut i = 1;
+            while let Some(Tok::Punct(p)) = toks.get(i).map(|t| t.kind) {
+                if p.chars().all(|c| c == '.') {
+                    dots += p.len();
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            let rel = match toks.get(i).map(|t| t.kind) {
+                Some(Tok::Name("import")) => "",
+                Some(Tok::Name(n)) => n,
+                _ => return Vec::new(),
+            };
+            let base = if dots == 0 {
+                rel.to_string()
+            } else {
+                let Some(m) = module else { return Vec::new() };
+                let mut parts: Vec<&str> = m.split('.').collect();
+                // `.` is the file's own package: its module minus the last part, unless it is an `__init__`.
+                let up = dots - usize::from(is_package);
+                if up > parts.len() {
+                    return Vec::new();
+                }
+                parts.truncate(parts.len() - up);
+                if !rel.is_empty() {
+                    parts.push(rel);
+                }
+                parts.join(".")
+            };
+            let after = names.iter().position(|n| *n == "import").map(|p| &names[p + 1..]).unwrap_or(&[]);
+            let mut out = vec![base.clone()];
+            let mut prev_as = false;
+            for n in after {
+                if *n == "as" {
+                    prev_as = true;
+                    continue;
+                }
+                if !prev_as && !base.is_empty() {
+                    out.push(format!("{base}.{n}"));
+                }
+                prev_as = false;
+            }
+            out.retain(|m| !m.is_empty());
+            out
+        }
+    }
+}
+
+// --- logical lines -------------------------------------------------------------------------
+
+/// One logical line: its first physical line and its code (comments dropped, strings kept).
+pub(crate) struct Logical {
+    pub line: u64,
+    pub text: String,
+}
+
+/// Physical lines joined while brackets are open or a line ends in `\`. An unclosed bracket does
+/// not swallow the file: a line starting at column 0 with `def `, `class ` or `@` ends it.
+pub(crate) fn logical_lines(src: &str) -> Vec<Logical> {
+    let b = src.as_bytes();
+    let n = b.len();
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let (mut start, mut line, mut depth, mut seg, mut i) = (1u64, 1u64, 0usize, 0usize, 0usize);
+    let mut flush = |cur: &mut String, start: u64| {
+        if !cur.trim().is_empty() {
+            out.push(Logical { line: start, text: std::mem::take(cur) });
+        }
+        cur.clear();
+    };
+    while i < n {
+        match b[i] {
+            b'#' => {
+                cur.push_str(&src[seg..i]);
+                while i < n && b[i] != b'\n' {
+                    i += 1;
+                }
+                seg = i;
+                continue;
+            }
+            q @ (b'\'' | b'"') => {
+                let triple = i + 2 < n && b[i + 1] == q && b[i + 2] == q;
+                let ql = if triple { 3 } else { 1 };
+                let mut j = i + ql;
+                while j < n {
+                    match b[j] {
+                        b'\\' => {
+                            if b.get(j + 1) == Some(&b'\n') {
+                                line += 1;
+                            }
+                            j += 2;
+                            continue;
+                        }
+                        b'\n' => {
+                            line += 1;
+                            if !triple {
+                                break; // unterminated: the line ends the string
+                            }
+                        }
+                        c if c == q && (!triple || (j + 2 < n && b[j + 1] == q && b[j + 2] == q)) => {
+                            j += ql;
+                            break;
+                        }
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                i = j.min(n);
+                continue;
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'\\' if b.get(i + 1) == Some(&b'\n') => {
+                cur.push_str(&src[seg..i]);
+                cur.push(' ');
+                i += 2;
+                line += 1;
+                seg = i;
+                continue;
+            }
+            b'\n' => {
+                line += 1;
+                let next = &b[i + 1..];
+                let restart = depth > 0 && (next.starts_with(b"def ") || next.starts_with(b"class ") || next.starts_with(b"@"));
+                if depth == 0 || restart {
+                    cur.push_str(&src[seg..i]);
+                    flush(&mut cur, start);
+                    depth = 0;
+                    start = line;
+                    seg = i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    cur.push_str(&src[seg.min(n)..]);
+    flush(&mut cur, start);
+    out
+}
+
+// --- tokens and calls ------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Tok<'a> {
+    /// An identifier with its dotted tail (`triton.autotune`).
+    Name(&'a str),
+    Str,
+    Open(u8),
+    Close(u8),
+    Punct(&'a str),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Token<'a> {
+    pub kind: Tok<'a>,
+    pub start: usize,
+    pub end: usize,
+}
+
+pub(crate) fn tokens(t: &str) -> Vec<Token<'_>> {
+    let b = t.as_bytes();
+    let n = b.len();
+    let mut out: Vec<Token> = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let c = b[i];
+        let st = i;
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        if c.is_ascii_alphabetic() || c == b'_' {
+            while i < n
+                && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || (b[i] == b'.' && b.get(i + 1).is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')))
+            {
+                i += 1;
+            }
+            // A string prefix (`r"…"`, `f'…'`, `rb"…"`).
+            if i - st <= 2 && i < n && matches!(b[i], b'\'' | b'"') && t[st..i].chars().all(|c| "rRbBuUfF".contains(c)) {
+                i = skip_string(b, i);
+                out.push(Token { kind: Tok::Str, start: st, end: i });
+            } else {
+                out.push(Token { kind: Tok::Name(&t[st..i]), start: st, end: i });
+            }
+            continue;
+        }
+        let kind = match c {
+            b'\'' | b'"' => {
+                i = skip_string(b, i);
+                out.push(Token { kind: Tok::Str, start: st, end: i });
+                continue;
+            }
+            b'(' | b'[' | b'{' => Tok::Open(c),
+            b')' | b']' | b'}' => Tok::Close(c),
+            _ => {
+                // Two-character operators stay whole so `==` is never a keyword's `=`.
+                let two = t.get(i..i + 2).filter(|s| ["==", "!=", "<=", ">=", "**", "->", ":=", "//"].contains(s));
+                let p = match two {
+                    Some(s) => s,
+                    None => t.get(i..i + 1).unwrap_or(""),
+                };
+                if p.is_empty() {
+                    // Not a char boundary: a non-ASCII character, skipped whole.
+                    i += t[i..].chars().next().map(char::len_utf8).unwrap_or(1);
+                    continue;
+                }
+                i += p.len();
+                out.push(Token { kind: Tok::Punct(p), start: st, end: i });
+                continue;
+            }
+        };
+        i += 1;
+        out.push(Token { kind, start: st, end: i });
+    }
+    out
+}
+
+fn skip_string(b: &[u8], i: usize) -> usize {
+    let n = b.len();
+    let q = b[i];
+    let triple = i + 2 < n && b[i + 1] == q && b[i + 2] == q;
+    let ql = if triple { 3 } else { 1 };
+    let mut j = i + ql;
+    while j < n {
+        if b[j] == b'\\' {
+            j += 2;
+            continue;
+        }
+        if b[j] == q && (!triple || (j + 2 < n && b[j + 1] == q && b[j + 2] == q)) {
+            return j + ql;
+        }
+        j += 1;
+    }
+    n
+}
+
+/// A call: its callee and arguments (`(keyword, text)`), texts borrowed from the logical line.
+#[derive(Debug, Clone)]
+pub(crate) struct Call<'a> {
+    pub callee: String,
+    pub args: Vec<(Option<&'a str>, &'a str)>,
+}
+
+impl<'a> Call<'a> {
+    pub fn kwarg(&self, k: &str) -> Option<&'a str> {
+        self.args.iter().find(|(n, _)| *n == Some(k)).map(|(_, v)| *v)
+    }
+    pub fn positional(&self, i: usize) -> Option<&'a str> {
+        self.args.iter().filter(|(n, _)| n.is_none()).nth(i).map(|(_, v)| *v)
+    }
+}
+
+/// Every `name(…)` call in a logical line (`toks` empty: tokenise `text` here).
+pub(crate) fn calls<'a>(text: &'a str, toks: &[Token<'a>]) -> impl Iterator<Item = Call<'a>> {
+    let owned: Vec<Token<'a>> = if toks.is_empty() { tokens(text) } else { toks.to_vec() };
+    let found: Vec<Call<'a>> = (0..owned.len())
+        .filter_map(|i| match (owned[i].kind, owned.get(i + 1).map(|t| t.kind)) {
+            (Tok::Name(n), Some(Tok::Open(b'('))) if !matches!(n, "def" | "class" | "if" | "while" | "for" | "in" | "and" | "or" | "not" | "return") => {
+                Some(call_at_text(text, &owned, i, n))
+            }
+            _ => None,
+        })
+        .collect();
+    found.into_iter()
+}
+
+fn call_at_text<'a>(text: &'a str, toks: &[Token<'a>], i: usize, callee: &str) -> Call<'a> {
+    let open = toks[i + 1].end;
+    let mut depth = 0i32;
+    let mut close = text.len();
+    for t in &toks[i + 1..] {
+        match t.kind {
+            Tok::Open(_) => depth += 1,
+            Tok::Close(_) => {
+                depth -= 1;
+                if depth == 0 {
+                    close = t.start;
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let inner = &text[open..close];
+    let args = split_top(inner, b',')
+        .into_iter()
+        .filter(|a| !a.trim().is_empty())
+        .map(|a| {
+            let ts = tokens(a);
+            match (ts.first().map(|t| t.kind), ts.get(1).map(|t| t.kind)) {
+                (Some(Tok::Name(k)), Some(Tok::Punct("="))) if !k.contains('.') => (Some(&a[ts[0].start..ts[0].end]), a[ts[1].end..].trim()),
+                _ => (None, a.trim()),
+            }
+        })
+        .collect();
+    Call { callee: callee.to_string(), args }
+}
+
+/// Split at `sep` outside brackets and strings.
+fn split_top(s: &str, sep: u8) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut last = 0;
+    let mut depth = 0i32;
+    for t in tokens(s) {
+        match t.kind {
+            Tok::Open(_) => depth += 1,
+            Tok::Close(_) => depth -= 1,
+            Tok::Punct(p) if depth == 0 && p.as_bytes() == [sep] => {
+                out.push(&s[last..t.start]);
+                last = t.end;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[last..]);
+    out
+}
+
+fn split_once_top(s: &str, sep: u8) -> Option<(&str, &str)> {
+    let parts = split_top(s, sep);
+    (parts.len() >= 2).then(|| {
+        let k = parts[0];
+        (k, &s[k.len() + 1..])
+    })
+}
+
+enum Items<'a> {
+    List(Vec<&'a str>),
+    Comprehension { element: &'a str, loops: &'a str },
+}
+
+/// `[a, b]` / `(a, b)` items, or a comprehension's element and loops.
+fn list_items(e: &str) -> Option<Items<'_>> {
+    let e = e.trim();
+    let inner = e.strip_prefix('[').and_then(|s| s.strip_suffix(']')).or_else(|| e.strip_prefix('(').and_then(|s| s.strip_suffix(')')))?;
+    let mut depth = 0i32;
+    for t in tokens(inner) {
+        match t.kind {
+            Tok::Open(_) => depth += 1,
+            Tok::Close(_) => depth -= 1,
+            Tok::Name("for") if depth == 0 => return Some(Items::Comprehension { element: inner[..t.start].trim(), loops: inner[t.start..].trim() }),
+            _ => {}
+        }
+    }
+    Some(Items::List(split_top(inner, b',').into_iter().map(str::trim).filter(|s| !s.is_empty()).collect()))
+}
+
+/// The value of a plain string literal (`"a"`, `'a'`, `r"a"`); `None` for anything else.
+pub(crate) fn str_literal(e: &str) -> Option<String> {
+    let e = e.trim();
+    let ts = tokens(e);
+    if ts.len() != 1 || ts[0].kind != Tok::Str {
+        return None;
+    }
+    let body = e.trim_start_matches(|c: char| "rRbBuU".contains(c));
+    let q = body.chars().next()?;
+    if !matches!(q, '"' | '\'') {
+        return None; // f-strings are computed
+    }
+    let ql = if body.len() >= 6 && body[1..].starts_with(q) && body[2..].starts_with(q) { 3 } else { 1 };
+    body.get(ql..body.len().checked_sub(ql)?).map(str::to_string)
+}
+
+/// One line of text with its runs of whitespace squeezed to one space.
+fn squeeze(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Which installed package directory `python` finds for the import name `package`, without
+/// importing it (`importlib.util.find_spec` of a top-level name runs no package code).
+pub fn find_package(python: &str, package: &str, cwd: &Path) -> Result<PathBuf, String> {
+    if package.is_empty() || !package.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || package.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(format!("package `{package}`: not a top-level import name (a dotted name would import its parents)"));
+    }
+    const PROBE: &str = "import importlib.util, json, sys\ns = importlib.util.find_spec(sys.argv[1])\nprint(json.dumps(None if s is None else {'locations': list(s.submodule_search_locations or []), 'origin': s.origin}))";
+    let mut req = katlas_proc::RunRequest::new(vec![python.into(), "-c".into(), PROBE.into(), package.into()], cwd);
+    req.timeout = Some(std::time::Duration::from_secs(30));
+    let got = katlas_proc::run_captured(&req).map_err(|e| format!("python interpreter `{python}`: {e}"))?;
+    if let Some(e) = &got.exit.spawn_error {
+        return Err(format!("python interpreter `{python}` could not start: {e} (set [provenance] python in katlas.toml)"));
+    }
+    if let Some(f) = got.exit.failure() {
+        let err = String::from_utf8_lossy(&got.stderr);
+        return Err(format!("python interpreter `{python}` finding package `{package}`: {f}: {}", err.trim().lines().last().unwrap_or("")));
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&got.stdout).map_err(|e| format!("python interpreter `{python}`: unreadable answer for `{package}`: {e}"))?;
+    if v.is_null() {
+        return Err(format!("package `{package}` not found by python interpreter `{python}` (is it installed there, or on PYTHONPATH?)"));
+    }
+    let dir = v["locations"].as_array().and_then(|l| l.first()).and_then(|l| l.as_str()).map(PathBuf::from);
+    // A single-module package (`name.py`) is its own file's directory.
+    let dir = dir.or_else(|| v["origin"].as_str().map(Path::new).and_then(Path::parent).map(Path::to_path_buf));
+    dir.filter(|d| d.is_dir()).ok_or_else(|| format!("package `{package}`: python interpreter `{python}` names no directory for it ({v})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stacked_decorators_spanning_lines_and_a_comprehension() {
+        let src = r#"import triton
+from . import utils
+from ..common.chunk_o import chunk_fwd_o as f, other
+
+def helper(x):
+    """def fake_kernel(x): in a docstring is no definition"""
+    return x  # def commented_kernel(
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({'B': bs}, num_warps=num_warps)  # a comment (with a bracket
+        for bs in [512, 1024]
+        for num_warps in NUM_WARPS
+    ],
+    key=['D'],
+    **autotune_cache_kwargs,
+)
+@triton.jit(do_not_specialize=['T'])
+def swiglu_fwd_kernel(
+    x, y, D: tl.constexpr,
+):
+    pass
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128, 'SPLIT': 2}, num_warps=4, num_stages=3), triton.Config({"BLOCK": 64}, num_warps=8)], key=KEYS)
+@triton.heuristics({'HAS_BIAS': lambda args: args['b'] is not None})
+@triton.jit
+def k2(x):
+    pass
+
+@torch.jit.script
+def not_triton(x):
+    return x
+"#;
+        let f = scan(src, Some("fla.modules.activations"), false);
+        let names: Vec<&str> = f.defs.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["helper", "swiglu_fwd_kernel", "k2", "not_triton"]);
+        let s = f.def("swiglu_fwd_kernel").unwrap();
+        assert_eq!(s.line, 20);
+        let t = s.triton.as_ref().unwrap();
+        assert_eq!(t.first_line, 10);
+        assert_eq!(t.decorators, ["triton.autotune", "triton.jit"]);
+        let a = t.autotune.as_ref().unwrap();
+        assert_eq!(a.key, ["D"]);
+        assert_eq!(a.configs.len(), 1);
+        assert_eq!(a.configs[0].params["B"], "bs");
+        assert_eq!(a.configs[0].kwargs["num_warps"], "num_warps");
+        assert_eq!(a.computed.as_deref(), Some("for bs in [512, 1024] for num_warps in NUM_WARPS"));
+        let k2 = f.def("k2").unwrap().triton.as_ref().unwrap();
+        assert_eq!(k2.decorators, ["triton.autotune", "triton.heuristics", "triton.jit"]);
+        let a = k2.autotune.as_ref().unwrap();
+        assert_eq!(a.configs.len(), 2);
+        assert_eq!(a.configs[0].params["BLOCK"], "128");
+        assert_eq!(a.configs[0].params["SPLIT"], "2");
+        assert_eq!(a.configs[0].kwargs["num_stages"], "3");
+        assert_eq!(a.configs[1].kwargs["num_warps"], "8");
+        assert!(a.computed.is_none());
+        assert!(a.key.is_empty());
+        assert_eq!(a.key_computed.as_deref(), Some("KEYS"));
+        assert!(f.def("not_triton").unwrap().triton.is_none());
+        assert!(f.def("helper").unwrap().triton.is_none());
+        assert_eq!(
+            f.imports,
+            ["fla.common.chunk_o", "fla.common.chunk_o.chunk_fwd_o", "fla.common.chunk_o.other", "fla.modules", "fla.modules.utils", "triton"]
+        );
+    }
+
+    #[test]
+    fn custom_ops_and_extension_builds() {
+        let src = r#"
+import torch
+from torch.utils.cpp_extension import load_inline, load
+
+@torch.library.custom_op("mylib::rms_norm", mutates_args=())
+def rms_norm(x: torch.Tensor) -> torch.Tensor:
+    return torch.ops.mylib.rms_norm_impl(x)
+
+@torch.library.register_kernel("mylib::rms_norm", "cuda")
+def _(x):
+    pass
+
+lib = torch.library.Library("other", "DEF")
+lib.define("gelu(Tensor x) -> Tensor")
+lib.impl("gelu", gelu_cuda, "CUDA")
+
+cuda_src = """
+__global__ void scale_kernel(float* x) {}
+"""
+ext = load_inline(name="scale_ext", cpp_sources=cpp_src, cuda_sources=[cuda_src], functions=["scale"])
+ext2 = torch.utils.cpp_extension.load(name="fused", sources=["csrc/fused.cu", 'csrc/fused.cpp'])
+"#;
+        let f = scan(src, Some("pkg.ops"), false);
+        let ops: Vec<(&str, &str, u64, Option<&str>)> = f.ops.iter().map(|o| (o.name.as_str(), o.kind.as_str(), o.line, o.function.as_deref())).collect();
+        assert_eq!(
+            ops,
+            [
+                ("mylib::rms_norm", "custom_op", 5, Some("rms_norm")),
+                ("mylib::rms_norm_impl", "use", 7, None),
+                ("mylib::rms_norm", "register_kernel", 9, Some("_")),
+                ("other::gelu", "define", 14, None),
+                ("other::gelu", "impl", 15, None),
+            ]
+        );
+        assert_eq!(f.builds.len(), 2);
+        assert_eq!(f.builds[0].call, "load_inline");
+        assert_eq!(f.builds[0].name.as_deref(), Some("scale_ext"));
+        assert_eq!(f.builds[0].functions, ["scale"]);
+        assert_eq!(f.builds[0].inline, ["cpp_sources=cpp_src", "cuda_sources=[cuda_src]"]);
+        assert_eq!(f.builds[0].line, 20);
+        assert_eq!(f.builds[1].call, "cpp_extension.load");
+        assert_eq!(f.builds[1].sources, ["csrc/fused.cu", "csrc/fused.cpp"]);
+    }
+
+    #[test]
+    fn an_unclosed_bracket_does_not_swallow_the_file_and_odd_bytes_do_not_panic() {
+        let src = "x = foo(\n\n@triton.jit\ndef k(a):\n    pass\n";
+        let f = scan(src, None, false);
+        assert_eq!(f.defs.len(), 1);
+        assert_eq!(f.defs[0].line, 4);
+        assert_eq!(f.defs[0].triton.as_ref().unwrap().first_line, 3);
+        for s in ["'''", "\"", "@", "def", "def (", "from . import", "from ....x import y", "@triton.autotune(configs=[", "é@(ü", "\\", "'\\"] {
+            let _ = scan(s, Some("a"), false);
+        }
+    }
+
+    #[test]
+    fn module_names() {
+        let p = Path::new("/s/liger_kernel/ops/rms_norm.py");
+        assert_eq!(module_name(Path::new("/s/liger_kernel"), p, true).as_deref(), Some("liger_kernel.ops.rms_norm"));
+        assert_eq!(module_name(Path::new("/s"), Path::new("/s/pkg/__init__.py"), false).as_deref(), Some("pkg"));
+    }
+}
