@@ -247,7 +247,7 @@ pub(super) fn fit_kernel(
             kf.throughput.bw_gbps = Some(gbps);
             kf.throughput.bw_source = Some(src.clone());
             s.insert("bw_gbps".into(), Val::Num(gbps));
-            s.insert("bw_source".into(), Val::Str(src.into()));
+            s.insert("bw_source".into(), Val::Str(src));
             if let Some(p) = ctx.product {
                 let (peak, label) = p.best_bw_gbps();
                 let pct = 100.0 * gbps / peak;
