@@ -73,7 +73,7 @@ impl Source {
             Arch => "arch",
             Timeline => "timeline",
             Host => "timeline (host)",
-            Triton => "Triton (suggest)",
+            Triton => "Triton",
         }
     }
 }
@@ -103,6 +103,7 @@ pub const SIGNALS: &[SignalDef] = &[
     def("bw_peak_gbps", Number, Bytes, "the ceiling, GB/s"),
     def("bw_peak_label", Word, Bytes, "`measured` or `datasheet`"),
     def("bw_source", Word, Bytes, "where the bytes came from (`dram counters`, `bytes per call`, `from shapes`, `reported by workload`)"),
+    def("bytes_source", Word, Bytes, "what the bytes per call were estimated from (`launch operands`, `op operands`, shape formulas), when not counted"),
     def("headroom_pct", Number, Bytes, "share x (1 - bw_pct/100): phase time left if it reached the ceiling"),
     def("tflops", Number, Flops, "achieved TFLOP/s"),
     def("compute_pct", Number, Flops, "tflops as % of the product's peak rate (or ncu's sm__throughput)"),
@@ -187,6 +188,11 @@ pub const SIGNALS: &[SignalDef] = &[
     def("blocks_per_sm", Number, Launch, "resident blocks of this kernel per SM, from occupancy (suggest)"),
     def("grid_fill_pct", Number, Launch, "grid_blocks / (sms x blocks_per_sm), percent: how much of the machine's resident slots one launch fills (suggest)"),
     def("triton", Flag, Triton, "a Triton kernel: launch records or a cache entry were joined to it (false without them)"),
+    def("triton.num_warps", Number, Triton, "num_warps of the launch (fit, from `extra.triton`)"),
+    def("triton.num_stages", Number, Triton, "num_stages of the launch (fit)"),
+    def("triton.shared", Number, Triton, "dynamic shared memory per block, bytes (fit)"),
+    def("triton.constexprs", Word, Triton, "the launch's constexprs as fit shows them"),
+    def("triton.autotune_configs", Number, Triton, "configs the autotuner chose among (fit)"),
     def("num_warps", Number, Triton, "the launch's num_warps"),
     def("num_warps_alt", Number, Triton, "the num_warps a first step tries: half from 8 up, else double"),
     def("num_stages", Number, Triton, "the launch's num_stages (software-pipelining depth)"),
