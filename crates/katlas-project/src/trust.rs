@@ -152,7 +152,7 @@ pub fn toml_commands(text: &str) -> Vec<(String, String)> {
         let toml::Value::Table(t) = v else { return };
         for (k, v) in t {
             let place = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
-            if KEYS.contains(&k.as_str()) || place == "store.url" {
+            if KEYS.contains(&k.as_str()) || place == "store.url" || place == "provenance.python" {
                 match v {
                     toml::Value::String(s) => out.push((place, s.clone())),
                     toml::Value::Array(a) if a.iter().all(|x| x.is_str()) => {
@@ -185,6 +185,12 @@ pub fn toml_commands(text: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_provenance_interpreter_is_listed_as_a_command() {
+        let c = toml_commands("[provenance]\npackages = [\"fla\"]\npython = \".venv/bin/python\"\n");
+        assert_eq!(c, [("provenance.python".to_string(), ".venv/bin/python".to_string())]);
+    }
 
     #[test]
     fn trust_is_by_content() {

@@ -4,6 +4,7 @@
 //! begin_timer profile names).
 
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -123,4 +124,133 @@ fn a_bad_runtime_model_key_is_bad_input() {
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("reach.family_rule") && e.contains("first5"), "{e}");
+}
+
+// --- Python kernel projects: liger-kernel 0.8.5 and flash-linear-attention 0.5.2 -------------
+
+/// The unpacked wheels of scripts/fetch-py-packages (site-packages layout).
+fn py_site() -> PathBuf {
+    let cache = std::env::var_os("KATLAS_FIXTURES").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/fixtures"));
+    let site = cache.join("python/site");
+    assert!(site.join(".complete").is_file(), "{} is missing: run scripts/fetch-py-packages", site.display());
+    site.canonicalize().unwrap()
+}
+
+/// Every Triton kernel the four H200 workloads launched: name -> (file under site-packages,
+/// `def` line, first decorator line), as Python reported them at launch.
+fn launched_triton_kernels() -> BTreeMap<String, (String, u64, u64)> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/triton-h200/triton_kernels.json");
+    let v: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+    let mut out = BTreeMap::new();
+    for kernels in v.as_object().unwrap().values() {
+        for (name, k) in kernels.as_object().unwrap() {
+            out.insert(name.clone(), (k["file"].as_str().unwrap().to_string(), k["def_line"].as_u64().unwrap(), k["first_line"].as_u64().unwrap()));
+        }
+    }
+    out
+}
+
+/// `katlas provenance` of every launched name; asserts at least 95 % resolve to the file, the
+/// `def` line and the first decorator line the run reported, listing the misses.
+fn assert_resolves(out: &Output, strip: &str) -> Vec<Value> {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let want = launched_triton_kernels();
+    let mut misses = Vec::new();
+    for p in v.as_array().unwrap() {
+        let name = p["kernel"].as_str().unwrap();
+        let (file, def_line, first_line) = &want[name];
+        let top = &p["sources"][0];
+        let got = (
+            top["path"].as_str().map(|s| s.strip_prefix(strip).unwrap_or(s).to_string()),
+            top["definition_line"].as_u64(),
+            top["triton"]["first_line"].as_u64(),
+        );
+        if got != (Some(file.clone()), Some(*def_line), Some(*first_line)) {
+            misses.push(format!("{name}: want {file}:{def_line} (decorator {first_line}), got {got:?}"));
+        }
+    }
+    assert_eq!(v.as_array().unwrap().len(), want.len());
+    let found = want.len() - misses.len();
+    eprintln!("resolved {found}/{}; misses: {misses:#?}", want.len());
+    assert!(found * 100 >= want.len() * 95, "resolved {found}/{}: {misses:#?}", want.len());
+    v.as_array().unwrap().clone()
+}
+
+#[test]
+fn triton_kernels_resolve_in_a_project_holding_liger_and_fla_sources() {
+    let site = py_site();
+    let d = tempfile::tempdir().unwrap();
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &to.join(e.file_name()));
+            } else {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+    // No katlas.toml: the project's own top-level packages are its roots.
+    copy(&site.join("liger_kernel"), &d.path().join("liger_kernel"));
+    copy(&site.join("fla"), &d.path().join("fla"));
+    let names: Vec<String> = launched_triton_kernels().into_keys().collect();
+    let mut args = vec!["provenance", "--arch", "sm_90", "--format", "json"];
+    args.extend(names.iter().map(String::as_str));
+    let v = assert_resolves(&katlas(d.path(), &args), "");
+    let by = |n: &str| v.iter().find(|p| p["kernel"] == n).unwrap().clone();
+    // fla's Ascend backend defines the same name: it ranks below, and the note names both.
+    let l2 = by("l2norm_fwd_kernel");
+    assert_eq!(l2["sources"][1]["path"], "fla/modules/backends/triton_ascend/l2norm.py");
+    assert!(l2["sources"][1]["reasons"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().contains("a backend for ascend")), "{l2}");
+    assert!(l2["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("fla/modules/backends/triton_ascend/l2norm.py:64")), "{l2}");
+    // Its autotune: a comprehension, recorded as its template and loops, with the literal key.
+    let at = &l2["sources"][0]["triton"]["autotune"];
+    assert_eq!(at["key"], serde_json::json!(["D", "NB"]));
+    assert_eq!(at["computed"], "for num_warps in [1, 2, 4, 8, 16] for BT in BT_LIST");
+    assert_eq!(at["configs"][0]["kwargs"]["num_warps"], "num_warps");
+    // A literal config list is read whole.
+    let o = by("chunk_fwd_kernel_o");
+    let tk = &o["sources"][0]["triton"];
+    assert_eq!(tk["decorators"], serde_json::json!(["triton.heuristics", "fla_cache_autotune", "triton.jit"]));
+    assert!(tk["autotune"]["computed"].is_null(), "{tk}");
+    let cfgs = tk["autotune"]["configs"].as_array().unwrap();
+    assert_eq!(cfgs.len(), 3, "{tk}");
+    assert_eq!(cfgs[0]["params"], serde_json::json!({"BK": "128", "BV": "128"}));
+    assert_eq!(cfgs[0]["kwargs"], serde_json::json!({"num_warps": "8", "num_stages": "3"}));
+    // Two non-backend files define it: the one more modules import ranks first, the note says so.
+    assert_eq!(o["sources"][1]["path"], "fla/ops/gated_delta_product/chunk_deltaproduct_o.py");
+    assert!(o["notes"][0].as_str().unwrap().starts_with("2 files define Triton kernel `chunk_fwd_kernel_o`"), "{o}");
+    // The launch site `kernel[grid](…)` is the dispatch, not the `def`.
+    assert!(l2["dispatch"][0]["text"].as_str().unwrap().starts_with("l2norm_fwd_kernel[grid]("), "{l2}");
+    assert_eq!(l2["dispatch"][0]["path"], "fla/modules/l2norm.py");
+}
+
+#[test]
+fn triton_kernels_resolve_through_installed_packages() {
+    let site = py_site();
+    let d = tempfile::tempdir().unwrap();
+    let names: Vec<String> = launched_triton_kernels().into_keys().collect();
+    let run = |d: &Path, extra: &[&str], names: &[String]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_katlas"));
+        c.args(["provenance", "--arch", "sm_90", "--format", "json"]).args(extra).args(names).current_dir(d);
+        c.env("NO_COLOR", "1").env("KATLAS_YES", "1").env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config").env("PYTHONPATH", &site);
+        c.output().unwrap()
+    };
+    let strip = format!("{}/", site.display());
+    assert_resolves(&run(d.path(), &["--package", "liger_kernel", "--package", "fla"], &names), &strip);
+    // The same through [provenance] packages.
+    std::fs::write(d.path().join("katlas.toml"), "[provenance]\npackages = [\"liger_kernel\", \"fla\"]\n").unwrap();
+    assert_resolves(&run(d.path(), &[], &names), &strip);
+    // A package the interpreter does not find, or a missing interpreter, is bad input naming it.
+    let o = run(d.path(), &["--package", "no_such_kernels_pkg"], &names[..1]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("package `no_such_kernels_pkg` not found by python interpreter `python3`"), "{e}");
+    std::fs::write(d.path().join("katlas.toml"), "[provenance]\npackages = [\"fla\"]\npython = \"/nonexistent/bin/python9\"\n").unwrap();
+    let o = run(d.path(), &[], &names[..1]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("python interpreter `/nonexistent/bin/python9`"), "{e}");
 }
