@@ -87,6 +87,9 @@ pub struct EvalSpec {
     pub correctness: Vec<(String, Option<routes::RouteSpec>)>,
     pub meta: Meta,
     pub ledger_path: Option<PathBuf>,
+    /// The project's ledger when this eval does not append to it (`--no-ledger`): the measured
+    /// processes must not shrink it either.
+    pub protected_ledger: Option<PathBuf>,
     /// Project root, to store sample paths relative to it.
     pub project_root: PathBuf,
     /// Where the noise band came from (`--threshold`, an `eval --aa` calibration, katlas.toml,
@@ -243,7 +246,8 @@ fn indistinguishable(a: &SideInput, b: &SideInput, ia: &Identity, ib: &Identity)
 pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::protocol::Progress<'_>>) -> Result<EvalReport, ProtocolError> {
     // What the checked and measured processes could write and the eval depends on, as it was
     // before any of them ran.
-    let ledger_copy = spec.ledger_path.as_deref().map(tamper::LedgerCopy::take);
+    let ledger = spec.ledger_path.as_ref().or(spec.protected_ledger.as_ref());
+    let ledger_copy = ledger.map(|p| tamper::LedgerCopy::take(p));
     let baseline_tree = spec.sides[0].git_ref.as_ref().and(spec.sides[0].source_root.as_deref()).map(tamper::TreeState::take);
     let strip = &spec.settings.strip_env;
     let mut identities: Vec<Identity> = spec.sides.iter().map(|s| capture_identity(s, strip, cx)).collect();
@@ -324,7 +328,7 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
     // Writes by the measured processes to what they must not touch invalidate every comparison.
     let mut tampered = Vec::new();
     if let Some(c) = &ledger_copy {
-        tampered.extend(c.restore_if_shrunk().map_err(|source| ProtocolError::Io { path: spec.ledger_path.clone().unwrap_or_default(), source })?);
+        tampered.extend(c.restore_if_shrunk().map_err(|source| ProtocolError::Io { path: ledger.cloned().unwrap_or_default(), source })?);
     }
     if let Some(t) = &baseline_tree {
         let changed = t.changed_since();

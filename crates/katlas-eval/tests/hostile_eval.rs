@@ -84,6 +84,7 @@ fn spec(dir: &Path, name: &str, sides: Vec<SideInput>, plan: Plan, warmups: u32)
         correctness: Vec::new(),
         meta: Meta::default(),
         ledger_path: None,
+        protected_ledger: None,
         project_root: dir.to_path_buf(),
         threshold_source: None,
     }

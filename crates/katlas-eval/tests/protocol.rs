@@ -61,6 +61,7 @@ fn spec(dir: &Path, sides: Vec<SideInput>, plan: Plan) -> EvalSpec {
         correctness: Vec::new(),
         meta: Meta::default(),
         ledger_path: Some(dir.join("ledger.jsonl")),
+        protected_ledger: None,
         project_root: dir.to_path_buf(),
         threshold_source: None,
     }

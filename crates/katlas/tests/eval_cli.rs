@@ -586,6 +586,12 @@ fn fake_win_truncates_the_ledger_during_its_run() {
     let e = stdout_json(&katlas(d.path(), &["ledger", "ls", "--format", "json"]));
     let verdicts: Vec<&str> = e.as_array().unwrap().iter().map(|x| x["verdict"].as_str().unwrap()).collect();
     assert_eq!(verdicts, vec!["regressed", "invalid"], "the earlier verdict restored, this one appended");
+    // An eval that does not write the ledger (--no-ledger) protects it all the same.
+    let (v, r, _, d) = fake_win(true, &cand, earlier, false);
+    assert_eq!(v, "invalid", "{r:?}");
+    assert!(says(&r, "ledger.jsonl was truncated or rewritten"), "{r:?}");
+    let e = stdout_json(&katlas(d.path(), &["ledger", "ls", "--format", "json"]));
+    assert_eq!(e.as_array().unwrap().len(), 1, "restored: {e}");
 }
 
 /// A bench that runs its git-ignored build output by name (`./bench`): the program a real

@@ -3,7 +3,7 @@
 //! `katlas-eval-spin --factor F [--iters N] [--warm-file P --warm-gain G] [--bytes B]
 //!  [--kernel NAME] [--fail]` spins a checksum loop for `F × N` iterations and prints
 //! `elapsed_ms=…`, `cpu_ms=…` (the thread's CPU time: what the work cost, without the time
-//! spent waiting for a core on a shared machine), `iters_per_s=…`, `checksum=…`, `work=…`
+//! spent waiting for a core on a shared machine), `iters_per_s=…`, `sink=…` (the loop's sum, printed so the loop is not optimised away), `work=…`
 //! (iterations done; a noise-free cost) and optionally `bytes=…`, `kernel_seen=…`.
 //!
 //! `--jitter CV` varies the work of each run by a log-normal factor with that CV (seeded from
@@ -82,7 +82,9 @@ fn main() {
     if let Some(p) = &warm_file {
         let _ = std::fs::write(p, b"warm\n");
     }
-    println!("checksum={sum}");
+    // `sink`, not `checksum`: sides with different factors do different work by design, and
+    // an eval compares the `checksum` of its sides as their output.
+    println!("sink={sum}");
     // The work actually done: a noise-free cost for tests of protocol structure.
     println!("work={n}");
     println!("elapsed_ms={:.4}", secs * 1e3);

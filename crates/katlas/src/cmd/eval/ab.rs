@@ -53,6 +53,7 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
         correctness: Vec::new(),
         meta: Meta::default(),
         ledger_path: (!p.no_ledger).then(|| layout.ledger()),
+        protected_ledger: p.no_ledger.then(|| layout.ledger()),
         project_root: root,
         threshold_source: Some(band.source),
     };

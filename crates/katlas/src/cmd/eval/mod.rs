@@ -447,6 +447,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         correctness,
         meta,
         ledger_path: (!p.no_ledger).then(|| layout.ledger()),
+        protected_ledger: p.no_ledger.then(|| layout.ledger()),
         project_root: root,
         threshold_source: Some(band.source),
     };
