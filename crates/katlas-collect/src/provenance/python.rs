@@ -691,14 +691,19 @@ fn squeeze(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Which installed package directory `python` finds for the import name `package`, without
-/// importing it (`importlib.util.find_spec` of a top-level name runs no package code).
-pub fn find_package(python: &str, package: &str, cwd: &Path) -> Result<PathBuf, String> {
-    if package.is_empty() || !package.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || package.starts_with(|c: char| c.is_ascii_digit()) {
-        return Err(format!("package `{package}`: not a top-level import name (a dotted name would import its parents)"));
+/// Where `python` finds each installed package, by top-level import name, in one interpreter
+/// run: the package's directory (a single-module package: its file). Nothing is imported
+/// (`importlib.util.find_spec` of a top-level name runs no package code).
+pub fn find_packages(python: &str, packages: &[String], cwd: &Path) -> Result<Vec<PathBuf>, String> {
+    for p in packages {
+        if p.is_empty() || !p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || p.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(format!("package `{p}`: not a top-level import name (a dotted name would import its parents)"));
+        }
     }
-    const PROBE: &str = "import importlib.util, json, sys\ns = importlib.util.find_spec(sys.argv[1])\nprint(json.dumps(None if s is None else {'locations': list(s.submodule_search_locations or []), 'origin': s.origin}))";
-    let mut req = katlas_proc::RunRequest::new(vec![python.into(), "-c".into(), PROBE.into(), package.into()], cwd);
+    const PROBE: &str = "import importlib.util, json, sys\nfor n in sys.argv[1:]:\n    s = importlib.util.find_spec(n)\n    print(json.dumps(None if s is None else {'locations': list(s.submodule_search_locations or []), 'origin': s.origin}))";
+    let mut argv = vec![python.to_string(), "-c".into(), PROBE.into()];
+    argv.extend(packages.iter().cloned());
+    let mut req = katlas_proc::RunRequest::new(argv, cwd);
     req.timeout = Some(std::time::Duration::from_secs(30));
     let got = katlas_proc::run_captured(&req).map_err(|e| format!("python interpreter `{python}`: {e}"))?;
     if let Some(e) = &got.exit.spawn_error {
@@ -706,17 +711,23 @@ pub fn find_package(python: &str, package: &str, cwd: &Path) -> Result<PathBuf, 
     }
     if let Some(f) = got.exit.failure() {
         let err = String::from_utf8_lossy(&got.stderr);
-        return Err(format!("python interpreter `{python}` finding package `{package}`: {f}: {}", err.trim().lines().last().unwrap_or("")));
+        return Err(format!("python interpreter `{python}` finding packages {}: {f}: {}", packages.join(", "), err.trim().lines().last().unwrap_or("")));
     }
-    let v: serde_json::Value =
-        serde_json::from_slice(&got.stdout).map_err(|e| format!("python interpreter `{python}`: unreadable answer for `{package}`: {e}"))?;
-    if v.is_null() {
-        return Err(format!("package `{package}` not found by python interpreter `{python}` (is it installed there, or on PYTHONPATH?)"));
+    let answers: Vec<&[u8]> = got.stdout.split(|b| *b == b'\n').filter(|l| !l.is_empty()).collect();
+    if answers.len() != packages.len() {
+        return Err(format!("python interpreter `{python}`: {} answers for {} packages", answers.len(), packages.len()));
     }
-    let dir = v["locations"].as_array().and_then(|l| l.first()).and_then(|l| l.as_str()).map(PathBuf::from);
-    // A single-module package (`name.py`) is its own file's directory.
-    let dir = dir.or_else(|| v["origin"].as_str().map(Path::new).and_then(Path::parent).map(Path::to_path_buf));
-    dir.filter(|d| d.is_dir()).ok_or_else(|| format!("package `{package}`: python interpreter `{python}` names no directory for it ({v})"))
+    let mut out = Vec::new();
+    for (package, a) in packages.iter().zip(answers) {
+        let v: serde_json::Value = serde_json::from_slice(a).map_err(|e| format!("python interpreter `{python}`: unreadable answer for `{package}`: {e}"))?;
+        if v.is_null() {
+            return Err(format!("package `{package}` not found by python interpreter `{python}` (is it installed there, or on PYTHONPATH?)"));
+        }
+        let dir = v["locations"].as_array().and_then(|l| l.first()).and_then(|l| l.as_str()).map(PathBuf::from);
+        let path = dir.or_else(|| v["origin"].as_str().map(PathBuf::from)).filter(|d| d.exists());
+        out.push(path.ok_or_else(|| format!("package `{package}`: python interpreter `{python}` names no source for it ({v})"))?);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

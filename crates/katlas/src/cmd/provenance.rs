@@ -108,8 +108,7 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
         if let Some(p) = &pc.python {
             crate::trust::authorize(ctx, &[project.config_commands(vec![("[provenance] python".into(), p.clone())])])?;
         }
-        for name in &packages {
-            let dir = katlas_collect::provenance::python::find_package(&python, name, &project.root).map_err(CliError::bad_input)?;
+        for dir in katlas_collect::provenance::python::find_packages(&python, &packages, &project.root).map_err(CliError::bad_input)? {
             opts.kernel_roots.push(dir.clone());
             opts.dispatch_roots.push(dir);
         }
