@@ -289,6 +289,9 @@ fn plan(ls: &LoadedSpec, opts: &CollectOptions, combo: &BTreeMap<String, String>
                 }
             }
             parsers.extend(p.parsers.iter().map(|p| p.entry()));
+            if p.triton_launches {
+                instrumentation.push("KATLAS_TRITON_LAUNCHES".into());
+            }
         }
     }
     let cwd = match &s.cwd {
@@ -335,6 +338,40 @@ fn run_id(now: &str) -> String {
 }
 
 /// Parse the run's outputs with every configured parser; errors are kept, not fatal.
+/// katlas's Triton launch recorder, put first on a profiled Python workload's `PYTHONPATH`.
+const TRITON_HOOK: &str = include_str!("../../../data/python/sitecustomize.py");
+/// Where a profiled run's Triton launch records go (the torch-trace parser reads them from
+/// beside the trace, or from here).
+const TRITON_LAUNCHES: &str = "triton-launches.jsonl";
+
+/// Writes the recorder into the run directory and points the child at it. Both variables are
+/// instrumentation: eval never times a command with them.
+fn install_triton_hook(run_dir: &Path, env: &mut BTreeMap<String, String>) -> Result<(), CollectError> {
+    let dir = run_dir.join("katlas-python");
+    let file = dir.join("sitecustomize.py");
+    katlas_fs::write_atomic(&file, TRITON_HOOK.as_bytes()).map_err(|source| CollectError::Io { path: file.clone(), source })?;
+    let inherited = env.get("PYTHONPATH").cloned().or_else(|| std::env::var("PYTHONPATH").ok()).filter(|p| !p.is_empty());
+    let path = match inherited {
+        Some(rest) => format!("{}:{rest}", dir.display()),
+        None => dir.display().to_string(),
+    };
+    env.insert("PYTHONPATH".into(), path);
+    env.insert("KATLAS_TRITON_LAUNCHES".into(), run_dir.join(TRITON_LAUNCHES).display().to_string());
+    Ok(())
+}
+
+/// The Triton cache the workload compiled into: its `TRITON_CACHE_DIR`, else Triton's default.
+fn triton_cache_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    let dir = env
+        .get("TRITON_CACHE_DIR")
+        .cloned()
+        .or_else(|| std::env::var("TRITON_CACHE_DIR").ok())
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".triton/cache")))?;
+    dir.is_dir().then_some(dir)
+}
+
 fn parse_run(plan: &Plan, ls: &LoadedSpec, outcome: &RunOutcome, vars: &BTreeMap<String, String>) -> (ParseOutput, Vec<String>) {
     let mut merged = ParseOutput::new("collect", &outcome.stdout.display().to_string());
     merged.source = None;
@@ -344,6 +381,15 @@ fn parse_run(plan: &Plan, ls: &LoadedSpec, outcome: &RunOutcome, vars: &BTreeMap
         let mut popts = p.options();
         if popts.phase.is_none() {
             popts.phase = default_phase.clone();
+        }
+        if p.name == "torch-trace" {
+            let records = outcome.stdout.parent().map(|d| d.join(TRITON_LAUNCHES)).filter(|r| r.is_file());
+            if let Some(records) = records {
+                popts.triton_launches.get_or_insert_with(|| records.display().to_string());
+                if popts.triton_cache.is_none() {
+                    popts.triton_cache = triton_cache_dir(&plan.env).map(|d| d.display().to_string());
+                }
+            }
         }
         // A file, one stream, or (no stream named) stdout then stderr: the runner
         // keeps the two in separate files, so their relative order is not known.
@@ -533,6 +579,9 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
             bar.set_message(format!("{pass} {run_index} {}", combo.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")));
             let mut env = plan.env.clone();
             env.insert("KATLAS_RUN_DIR".into(), run_dir.display().to_string());
+            if opts.profile && pass != "capture" && s.profile.as_ref().is_some_and(|p| p.triton_launches) {
+                install_triton_hook(&run_dir, &mut env)?;
+            }
             if let Some(lib) = opts.capture_lib.as_ref().filter(|_| !split_capture || pass == "capture") {
                 env.insert("CUDA_INJECTION64_PATH".into(), lib.display().to_string());
                 env.insert("KATLAS_CAPTURE_DIR".into(), run_dir.join("modules").display().to_string());

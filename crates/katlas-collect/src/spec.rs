@@ -138,6 +138,10 @@ pub struct ProfileSpec {
     /// Replace the command while profiling (e.g. wrap it in `ncu`); `{command}` is the plain command.
     #[serde(default)]
     pub command: Option<CommandSpec>,
+    /// A Python workload: record its Triton launches (tensor arguments, constexprs, launch
+    /// facts) beside the run's trace through katlas's `sitecustomize.py` on `PYTHONPATH`.
+    #[serde(default)]
+    pub triton_launches: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]

@@ -72,3 +72,61 @@ fn provenance_ranks_chip_then_family_then_base() {
     let bad = katlas().current_dir(d.path()).args(["provenance", "x", "--arch", "gfx9999"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// A profiled Python workload runs with katlas's Triton launch recorder first on PYTHONPATH (the
+/// user's own sitecustomize.py still runs after it), and the launch records it leaves beside
+/// the trace give the trace's Triton kernels their bytes. Triton is not installed here, so the
+/// workload stands in for the recorder by copying the records a real H200 run wrote.
+#[test]
+fn profiled_python_workloads_record_triton_launches_beside_the_trace() {
+    let d = tempfile::tempdir().unwrap();
+    let fix = fixture("triton-h200/liger-decode");
+    let user_site = d.path().join("user-site");
+    std::fs::create_dir_all(&user_site).unwrap();
+    std::fs::write(user_site.join("sitecustomize.py"), "import os\nos.environ['USER_SITE_RAN'] = '1'\n").unwrap();
+    std::fs::write(
+        d.path().join("wl.py"),
+        format!(
+            "import os, shutil, sys, sitecustomize\n\
+             print('hook=' + sitecustomize.__file__)\n\
+             print('user_site_ran=' + os.environ.get('USER_SITE_RAN', '0'))\n\
+             print('decode_tok_s=40')\n\
+             shutil.copy({trace:?}, os.path.join(sys.argv[1], 'trace.json.gz'))\n\
+             shutil.copy({rec:?}, os.environ['KATLAS_TRITON_LAUNCHES'])\n",
+            trace = fix.join("trace.json.gz").display().to_string(),
+            rec = fix.join("launches.jsonl").display().to_string(),
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("katlas.toml"),
+        format!(
+            "[workload.py]\ncommand = ['python3', 'wl.py', '{{run_dir}}']\nphases = ['prefill', 'decode']\nparsers = ['kv']\nenv = {{ PYTHONPATH = '{}' }}\n\
+             [workload.py.profile]\ntriton_launches = true\nparsers = [{{ name = 'torch-trace', file = '{{run_dir}}/trace.json.gz', phases = ['prefill', 'decode'] }}]\n",
+            user_site.display()
+        ),
+    )
+    .unwrap();
+    let out = katlas().current_dir(d.path()).args(["collect", "py", "--profile", "--format", "json", "--output", "rows.jsonl"]).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let runs: Vec<_> = std::fs::read_dir(d.path().join(".katlas/runs")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let stdout = std::fs::read_to_string(runs[0].join("stdout")).unwrap();
+    let hook = runs[0].join("katlas-python/sitecustomize.py");
+    assert!(stdout.contains(&format!("hook={}", hook.display())), "{stdout}");
+    assert!(stdout.contains("user_site_ran=1"), "the user's own sitecustomize.py must still run: {stdout}");
+    assert!(runs[0].join("triton-launches.jsonl").is_file());
+    let rows = std::fs::read_to_string(d.path().join("rows.jsonl")).unwrap();
+    let mut seen = 0;
+    for line in rows.lines() {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(row["variant"]["instrumentation"].as_array().unwrap().iter().any(|n| n == "KATLAS_TRITON_LAUNCHES"), "{row}");
+        for k in row["kernels"].as_array().into_iter().flatten().filter(|k| k["name"] == "_rms_norm_forward_kernel") {
+            assert_eq!(k["extra"]["bytes_source"], "launch operands", "{k}");
+            assert!(k["bytes"].as_f64().unwrap() > 0.0, "{k}");
+            assert_eq!(k["extra"]["triton"]["num_warps"], 8, "{k}");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 2, "rms_norm of prefill and decode with launch bytes: {rows}");
+}

@@ -234,7 +234,7 @@ pub const PARSERS: &[(&str, &str, ParseFn)] = &[
     ("torch-trace", "torch.profiler Chrome trace JSON (optionally .gz), streamed", torch_trace::parse),
     (
         "triton-launches",
-        "katlas's Triton launch records (scripts/triton_hook): tensor arguments, constexprs, num_warps, num_stages, shared, autotune choices",
+        "katlas's Triton launch records (data/python): tensor arguments, constexprs, num_warps, num_stages, shared, autotune choices",
         triton_launches::parse,
     ),
     ("katlas-rows", "katlas.row.v1 JSON lines printed by the workload itself (the lab binary)", rows::parse),

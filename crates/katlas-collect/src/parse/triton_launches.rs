@@ -1,4 +1,4 @@
-//! katlas's Triton launch records (`scripts/triton_hook/sitecustomize.py`, written to the file
+//! katlas's Triton launch records (`data/python/sitecustomize.py`, written to the file
 //! `KATLAS_TRITON_LAUNCHES` names): per kernel and argument signature, the tensor arguments
 //! (shape, dtype, bytes of the view, whether it aliases an earlier argument), the scalar and
 //! constexpr arguments, num_warps, num_stages and shared memory of the compiled kernel, the
