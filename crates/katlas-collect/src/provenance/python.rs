@@ -125,12 +125,20 @@ pub fn scan(text: &str, module: Option<&str>, is_package: bool) -> PyFile {
     let mut decorators: Vec<(u64, String)> = Vec::new();
     // `Library("ns", "DEF")` objects: their `define`/`impl` calls name ops without a namespace.
     let mut library_ns: Option<String> = None;
-    for l in logical_lines(text) {
+    for mut l in logical_lines(text) {
+        let whole = l.text.len() <= MAX_LOGICAL;
+        if !whole {
+            let mut cut = 4096;
+            while !l.text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            l.text.truncate(cut);
+        }
         let toks = tokens(&l.text);
         if toks.is_empty() {
             continue;
         }
-        for call in calls(&l.text, &toks) {
+        for call in calls(&l.text, &toks, &interesting_call, if whole { 64 } else { 0 }) {
             let last = call.callee.rsplit('.').next().unwrap_or(&call.callee);
             if last == "Library" {
                 library_ns = call.positional(0).and_then(str_literal);
@@ -163,7 +171,7 @@ pub fn scan(text: &str, module: Option<&str>, is_package: bool) -> PyFile {
                     let triton = triton_kernel(&decorators);
                     for (dl, dt) in &decorators {
                         // A custom op declared by decorator names this function.
-                        let Some(op) = calls(dt, &[]).next().and_then(|c| op_from_call(&c, *dl, library_ns.as_deref())) else { continue };
+                        let Some(op) = calls(dt, &[], ANY, 1).next().and_then(|c| op_from_call(&c, *dl, library_ns.as_deref())) else { continue };
                         if let Some(o) = out.ops.iter_mut().find(|o| o.line == *dl && o.name == op.name && o.kind == op.kind) {
                             o.function = Some(name.to_string());
                         }
@@ -203,7 +211,7 @@ fn triton_kernel(decorators: &[(u64, String)]) -> Option<TritonKernel> {
         }
         any = true;
         if callee.rsplit('.').next().is_some_and(|l| l.contains("autotune")) && autotune.is_none() {
-            if let Some(call) = calls(text, &toks).next().filter(|c| c.callee == callee) {
+            if let Some(call) = calls(text, &toks, ANY, 1).next().filter(|c| c.callee == callee) {
                 autotune = Some(read_autotune(&call, *line));
             }
         }
@@ -243,7 +251,7 @@ fn read_autotune(call: &Call, line: u64) -> Autotune {
 /// `triton.Config({'BLOCK': 128}, num_warps=4)` read into its parts.
 fn triton_config(expr: &str) -> Option<TritonConfig> {
     let toks = tokens(expr);
-    let call = calls(expr, &toks).next()?;
+    let call = calls(expr, &toks, ANY, 1).next()?;
     if !call.callee.ends_with("Config") || toks.first()?.start != 0 {
         return None;
     }
@@ -576,18 +584,50 @@ impl<'a> Call<'a> {
 }
 
 /// Every `name(…)` call in a logical line (`toks` empty: tokenise `text` here).
-pub(crate) fn calls<'a>(text: &'a str, toks: &[Token<'a>]) -> impl Iterator<Item = Call<'a>> {
+/// Reading one call's arguments walks to its closing bracket, so a line of nested calls costs
+/// the square of its length: only calls whose callee `want`s are read, at most `max` of them.
+pub(crate) fn calls<'a>(text: &'a str, toks: &[Token<'a>], want: &dyn Fn(&str) -> bool, max: usize) -> impl Iterator<Item = Call<'a>> {
     let owned: Vec<Token<'a>> = if toks.is_empty() { tokens(text) } else { toks.to_vec() };
     let found: Vec<Call<'a>> = (0..owned.len())
         .filter_map(|i| match (owned[i].kind, owned.get(i + 1).map(|t| t.kind)) {
-            (Tok::Name(n), Some(Tok::Open(b'('))) if !matches!(n, "def" | "class" | "if" | "while" | "for" | "in" | "and" | "or" | "not" | "return") => {
+            (Tok::Name(n), Some(Tok::Open(b'(')))
+                if want(n) && !matches!(n, "def" | "class" | "if" | "while" | "for" | "in" | "and" | "or" | "not" | "return") =>
+            {
                 Some(call_at_text(text, &owned, i, n))
             }
             _ => None,
         })
+        .take(max)
         .collect();
     found.into_iter()
 }
+
+/// The calls `scan` reads: torch.library's, `Library`, and the extension builders.
+fn interesting_call(callee: &str) -> bool {
+    let last = callee.rsplit('.').next().unwrap_or(callee);
+    matches!(
+        last,
+        "Library"
+            | "custom_op"
+            | "triton_op"
+            | "define"
+            | "register_kernel"
+            | "register_fake"
+            | "register_autograd"
+            | "impl"
+            | "impl_abstract"
+            | "load_inline"
+            | "load"
+            | "CUDAExtension"
+            | "CppExtension"
+    )
+}
+
+const ANY: &dyn Fn(&str) -> bool = &|_| true;
+
+/// Logical lines longer than this are read only for what starts them (a `def`, a decorator,
+/// an import): real Python code has none, and tokenising one would cost memory by its length.
+const MAX_LOGICAL: usize = 256 << 10;
 
 fn call_at_text<'a>(text: &'a str, toks: &[Token<'a>], i: usize, callee: &str) -> Call<'a> {
     let open = toks[i + 1].end;
@@ -857,9 +897,27 @@ ext2 = torch.utils.cpp_extension.load(name="fused", sources=["csrc/fused.cu", 'c
         assert_eq!(f.defs.len(), 1);
         assert_eq!(f.defs[0].line, 4);
         assert_eq!(f.defs[0].triton.as_ref().unwrap().first_line, 3);
-        for s in ["'''", "\"", "@", "def", "def (", "from . import", "from ....x import y", "@triton.autotune(configs=[", "é@(ü", "\\", "'\\"] {
+        for s in ["'''", "\"", "@", "def", "def (", "from . import", "from ....x import y", "@triton.autotune(configs=[", "é@(ü", "\\", "'\\", "\"\\é\""] {
             let _ = scan(s, Some("a"), false);
         }
+        // Every cut of a real-looking file (strings, escapes, multi-byte text) scans.
+        let src = "@triton.autotune(configs=[triton.Config({'B': 1}, num_warps=4)], key=['n'])\n@triton.jit\ndef k(x):  # é\n    s = r'\\' + \"\\\"ü\"\n    '''doc \\''' \n    return torch.ops.a.b(load_inline(name='e', cuda_sources=s))\n";
+        for cut in (0..=src.len()).filter(|c| src.is_char_boundary(*c)) {
+            let _ = scan(&src[..cut], Some("m"), false);
+        }
+        assert_eq!(scan(src, None, false).defs[0].triton.as_ref().unwrap().autotune.as_ref().unwrap().key, ["n"]);
+    }
+
+    #[test]
+    fn nested_calls_and_one_huge_logical_line_stay_linear() {
+        // 1 MiB of `impl(` nesting and a 2 MiB bracket that never closes.
+        let nested = format!("x = {}1{}\n@triton.jit\ndef k():\n    pass\n", "impl(".repeat(200_000), ")".repeat(200_000));
+        let open = format!("y = [{}\n", "(a, ".repeat(500_000));
+        let t = std::time::Instant::now();
+        let f = scan(&nested, None, false);
+        assert_eq!(f.defs.len(), 1);
+        let _ = scan(&open, None, false);
+        assert!(t.elapsed().as_secs_f64() < 5.0, "{:?}", t.elapsed());
     }
 
     #[test]

@@ -72,9 +72,12 @@ pub(crate) fn cpp_ops(text: &str) -> Vec<CustomOp> {
     if !text.contains("TORCH_LIBRARY") {
         return Vec::new();
     }
-    let line_at = |pos: usize| text[..pos].bytes().filter(|b| *b == b'\n').count() as u64 + 1;
+    let newlines: Vec<usize> = memchr::memchr_iter(b'\n', text.as_bytes()).collect();
+    let line_at = |pos: usize| newlines.partition_point(|n| *n < pos) as u64 + 1;
     let mut out = Vec::new();
-    for m in MACRO.captures_iter(text) {
+    // Each block is walked to its closing brace: a bounded number of blocks keeps a file of
+    // unclosed macros linear.
+    for m in MACRO.captures_iter(text).take(64) {
         let (ns, var) = (&m[1], &m[3]);
         let open = m.get(0).map(|g| g.end()).unwrap_or(0);
         // The block: to the brace that closes it (strings in op schemas hold no braces).
