@@ -113,11 +113,22 @@ fn link_error(path: &Path, e: io::Error) -> io::Error {
 /// Replace `path` with `bytes` atomically (temp file, fsync, rename, fsync of the
 /// directory). On any error the previous content is left as it was.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] for content produced a piece at a time, so a large file is never held
+/// whole (a child's output rewritten with its credentials hidden). `path` may be read while
+/// `write` runs: it is replaced only once `write` has succeeded.
+pub fn write_atomic_with(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
     let dir = parent_of(path).unwrap_or(Path::new("."));
     create_dir_all(dir)?;
     check(path)?;
     let mut tmp = tempfile::Builder::new().prefix(".katlas-tmp-").tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+    {
+        let mut w = io::BufWriter::new(tmp.as_file_mut());
+        write(&mut w)?;
+        w.flush()?;
+    }
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     // The rename itself is durable only once the directory is synced.

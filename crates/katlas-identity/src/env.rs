@@ -22,21 +22,51 @@ pub fn redact_text<'a, I>(text: &str, env: I) -> String
 where
     I: IntoIterator<Item = (&'a String, &'a String)>,
 {
-    let mut out = text.to_string();
-    for (k, v) in env {
-        if is_secret_name(k) && v.len() >= 8 && out.contains(v.as_str()) {
-            out = out.replace(v.as_str(), REDACTED);
-        }
+    Redactor::new(env).text(text)
+}
+
+/// [`redact_text`] with the environment's secret values gathered once, for text redacted a
+/// line at a time (a child's output file).
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    values: Vec<String>,
+}
+
+impl Redactor {
+    pub fn new<'a, I>(env: I) -> Self
+    where
+        I: IntoIterator<Item = (&'a String, &'a String)>,
+    {
+        let mut values: Vec<String> = env.into_iter().filter(|(k, v)| is_secret_name(k) && v.len() >= 8).map(|(_, v)| v.clone()).collect();
+        // Longest first: a value that holds another is hidden whole.
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        values.dedup();
+        Redactor { values }
     }
-    let out = redact_secrets(&out);
-    let mut res = String::with_capacity(out.len());
-    for (i, line) in out.split('\n').enumerate() {
-        if i > 0 {
-            res.push('\n');
-        }
-        res.push_str(&redact_assignments(line));
+
+    /// The secrets of this process's environment and of `extra` (the env a child was given).
+    pub fn for_child(extra: &BTreeMap<String, String>) -> Self {
+        let process: BTreeMap<String, String> = std::env::vars().collect();
+        Redactor::new(process.iter().chain(extra.iter()))
     }
-    res
+
+    pub fn text(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for v in &self.values {
+            if out.contains(v.as_str()) {
+                out = out.replace(v.as_str(), REDACTED);
+            }
+        }
+        let out = redact_secrets(&out);
+        let mut res = String::with_capacity(out.len());
+        for (i, line) in out.split('\n').enumerate() {
+            if i > 0 {
+                res.push('\n');
+            }
+            res.push_str(&redact_assignments(line));
+        }
+        res
+    }
 }
 
 fn redact_assignments(line: &str) -> String {
@@ -103,7 +133,27 @@ pub fn check_env_prefix(prefix: &str) -> Result<(), String> {
     }
 }
 
-/// Variables matching any prefix, sorted by name: secret-looking names dropped, and a
+/// What [`route_env`] records by: `prefixes` (the defaults when `None`) and each of `names`
+/// as `NAME=`, which selects that variable alone (`[identity] env_names` are exact names:
+/// `OMP_NUM_THREADS` must not bring `OMP_NUM_THREADS_EXTRA`).
+pub fn env_selectors(prefixes: Option<&[String]>, names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = match prefixes {
+        Some(p) => p.to_vec(),
+        None => DEFAULT_ENV_PREFIXES.iter().map(|s| s.to_string()).collect(),
+    };
+    out.extend(names.iter().map(|n| format!("{n}=")));
+    out
+}
+
+/// Whether `selector` (a prefix, or `NAME=` for one exact name) selects the variable `name`.
+fn selects(selector: &str, name: &str) -> bool {
+    match selector.strip_suffix('=') {
+        Some(exact) => name == exact,
+        None => name.starts_with(selector),
+    }
+}
+
+/// Variables matching any prefix or exact name ([`env_selectors`]), sorted by name: secret-looking names dropped, and a
 /// credential inside any other value redacted (`KATLAS_STORE_URL` keeps its host, not its
 /// password). A prefix [`check_env_prefix`] refuses matches nothing (configuration refuses
 /// it with its place; this is the floor under every caller).
@@ -111,9 +161,9 @@ pub fn route_env<I>(prefixes: &[String], vars: I) -> BTreeMap<String, String>
 where
     I: IntoIterator<Item = (String, String)>,
 {
-    let prefixes: Vec<&String> = prefixes.iter().filter(|p| check_env_prefix(p).is_ok()).collect();
+    let prefixes: Vec<&String> = prefixes.iter().filter(|p| check_env_prefix(p.strip_suffix('=').unwrap_or(p)).is_ok()).collect();
     vars.into_iter()
-        .filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p.as_str())) && !is_secret_name(k))
+        .filter(|(k, _)| prefixes.iter().any(|p| selects(p, k)) && !is_secret_name(k))
         .map(|(k, v)| {
             let v = redact_secrets(&v).into_owned();
             (k, v)
@@ -193,6 +243,18 @@ mod tests {
         assert_eq!(redact_env(&spec)["HIPFIRE_DB"], "host=h password=<redacted>");
         let tail = redact_text("connecting to postgres://katlas:PW-9f3k@db/k\n", &BTreeMap::new());
         assert!(!tail.contains("PW-9f3k"), "{tail}");
+    }
+
+    #[test]
+    fn env_names_are_exact_names() {
+        let sel = env_selectors(None, &["OMP_NUM_THREADS".to_string(), "HOME".to_string()]);
+        assert!(sel.iter().any(|s| s == "HIPFIRE_"), "the defaults stay: {sel:?}");
+        let vars = [("OMP_NUM_THREADS", "8"), ("OMP_NUM_THREADS_EXTRA", "1"), ("OMP", "1"), ("HIPFIRE_GRAPH", "1"), ("HOME", "/home/alice")]
+            .map(|(k, v)| (k.to_string(), v.to_string()));
+        let env = route_env(&sel, vars);
+        assert_eq!(env.keys().collect::<Vec<_>>(), ["HIPFIRE_GRAPH", "OMP_NUM_THREADS"]);
+        let only = env_selectors(Some(&["CUBLAS".to_string()]), &["LD_PRELOAD".to_string()]);
+        assert_eq!(only, ["CUBLAS", "LD_PRELOAD="]);
     }
 
     #[test]

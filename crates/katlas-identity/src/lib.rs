@@ -4,10 +4,12 @@
 //! rocminfo, nvcc) is recorded as absent, never an error, because identity is
 //! stamped on every row and must not stop a collection.
 
+pub mod command;
 pub mod digest_cache;
 pub mod env;
 pub mod gpu;
 pub mod host;
+pub mod output_file;
 pub mod secrets;
 pub mod source;
 pub mod toolkit;
@@ -16,8 +18,10 @@ use katlas_model::{FileDigest, Identity};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub use command::{redact_argv, redact_command_line};
 pub use digest_cache::file_digest;
-pub use env::{check_env_prefix, redact_env, redact_text, route_env, DEFAULT_ENV_PREFIXES};
+pub use env::{check_env_prefix, env_selectors, redact_env, redact_text, route_env, Redactor, DEFAULT_ENV_PREFIXES};
+pub use output_file::{redact_file, redact_stream};
 pub use secrets::{holds_secret, is_secret_name, redact_secrets, REDACTED};
 pub use source::source_identity;
 
@@ -32,7 +36,8 @@ pub struct CaptureOptions {
     /// Model digests are opt-in: model files are many GB.
     pub hash_model: bool,
     pub prompt: Option<PathBuf>,
-    /// Route-affecting env prefixes; empty means [`DEFAULT_ENV_PREFIXES`].
+    /// Route-affecting env prefixes, and exact names as `NAME=` ([`env_selectors`]); empty
+    /// means [`DEFAULT_ENV_PREFIXES`].
     pub env_prefixes: Vec<String>,
     /// Explicit environment (the one a child will get); `None` = this process's.
     pub env: Option<BTreeMap<String, String>>,

@@ -71,6 +71,27 @@ pub fn redact_secrets(text: &str) -> Cow<'_, str> {
     out
 }
 
+fn key_markers() -> &'static (Regex, Regex) {
+    static M: OnceLock<(Regex, Regex)> = OnceLock::new();
+    M.get_or_init(|| {
+        let m = |p: &str| Regex::new(p).expect("key marker compiles");
+        (m(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"), m(r"-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"))
+    })
+}
+
+/// Whether `line` opens a private key block it does not close: [`redact_secrets`] hides the
+/// line from the block's start, and the lines after it are the key's until its end marker.
+pub(crate) fn opens_key_block(line: &str) -> bool {
+    let (begin, end) = key_markers();
+    let last_begin = begin.find_iter(line).last().map(|m| m.start());
+    last_begin.is_some_and(|b| end.find_iter(line).last().is_none_or(|e| e.start() < b))
+}
+
+/// Where the private key block a line continues ends in it (the byte after its end marker).
+pub(crate) fn key_block_end(line: &str) -> Option<usize> {
+    key_markers().1.find(line).map(|m| m.end())
+}
+
 /// Whether `text` holds a credential [`redact_secrets`] would hide. Text that was already
 /// redacted holds none: its redaction is itself.
 pub fn holds_secret(text: &str) -> bool {
