@@ -42,7 +42,8 @@ pub fn csv<W: Write>(conn: &Connection, t: &TableDef, out: W) -> Result<u64, Str
                 ValueRef::Null => String::new(),
                 ValueRef::Integer(v) => v.to_string(),
                 ValueRef::Real(v) => v.to_string(),
-                ValueRef::Text(s) | ValueRef::Blob(s) => String::from_utf8_lossy(s).into_owned(),
+                // A kernel or workload name is the repository's text: never a spreadsheet formula.
+                ValueRef::Text(s) | ValueRef::Blob(s) => katlas_model::text::csv_safe(&String::from_utf8_lossy(s)).into_owned(),
             });
         }
         w.write_record(&rec).map_err(|e| e.to_string())?;

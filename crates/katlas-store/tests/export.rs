@@ -94,3 +94,23 @@ fn csv_export_has_the_documented_header_and_every_metric() {
     }
     assert!(export::table("nope").is_err());
 }
+
+#[test]
+fn csv_export_text_cells_are_never_formulas() {
+    let (_d, l, mut rows) = project();
+    let mut row = rows.remove(0);
+    row.id = "formula-row".into();
+    row.workload = "=HYPERLINK(\"http://evil.example\",\"x\")".into();
+    row.phase = "@SUM(A1)".into();
+    append_jsonl(&l.corpus_file("box-b", "2026-05-15"), &[row], Fsync::Never).unwrap();
+    let (c, _) = index::open(&l).unwrap();
+    let mut buf = Vec::new();
+    export::csv(&c, &schema::ROWS, &mut buf).unwrap();
+    let mut r = csv::Reader::from_reader(buf.as_slice());
+    let cols: Vec<String> = r.headers().unwrap().iter().map(str::to_string).collect();
+    let at = |name: &str| cols.iter().position(|c| c == name).unwrap();
+    let rec = r.records().map(Result::unwrap).find(|x| &x[at("id")] == "formula-row").unwrap();
+    assert_eq!(&rec[at("workload")], "'=HYPERLINK(\"http://evil.example\",\"x\")");
+    assert_eq!(&rec[at("phase")], "'@SUM(A1)");
+    assert!(rec[at("run_index")].parse::<i64>().is_ok(), "numbers stay numbers");
+}
