@@ -167,8 +167,10 @@ fn vals_eq(a: &Val, b: &Val) -> bool {
     }
 }
 
+/// A signal name: letters, digits and `_`, in parts joined by single dots
+/// (`triton.num_warps`, the names a parser gives a framework's own signals).
 fn check_ident(name: &str, whole: &str) -> Result<(), String> {
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+    if name.split('.').any(|part| part.is_empty() || !part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')) {
         return Err(format!("`{whole}`: `{name}` is not a signal name"));
     }
     Ok(())
@@ -301,6 +303,15 @@ mod tests {
         assert_eq!(Cond::parse("caps contains 'mfma'").unwrap().eval(&s), Some(false));
         assert_eq!(Cond::parse("spills > 0").unwrap().eval(&s), None);
         assert!(Cond::parse("bw pct > 3").is_err());
+        let mut s = sig();
+        s.insert("triton.num_warps".into(), Val::Num(8.0));
+        s.insert("triton.persistent".into(), Val::Bool(false));
+        assert_eq!(Cond::parse("triton.num_warps >= 8").unwrap().eval(&s), Some(true));
+        assert_eq!(Cond::parse("!triton.persistent").unwrap().eval(&s), Some(true));
+        assert_eq!(Cond::parse("triton.num_warps == 4.5").unwrap().signal, "triton.num_warps");
+        for bad in [".a > 1", "a. > 1", "a..b > 1", "!.", "a.b c > 1"] {
+            assert!(Cond::parse(bad).is_err(), "{bad}");
+        }
         assert!(Cond::parse("bw_pct > lots").is_err());
     }
 
