@@ -22,8 +22,17 @@ const TAIL_BYTES: u64 = 4096;
 /// prints its environment must not leak it into the corpus.
 fn secret_free_tail(path: &Path, spec_env: &BTreeMap<String, String>) -> Option<String> {
     let t = runner::tail(path, TAIL_BYTES)?;
-    let process: BTreeMap<String, String> = std::env::vars().collect();
-    Some(katlas_identity::redact_text(&t, process.iter().chain(spec_env.iter())))
+    Some(katlas_identity::Redactor::for_child(spec_env).text(&t))
+}
+
+/// The run's own `stdout`/`stderr` rewritten with secrets hidden, once every parser and
+/// tail has read them: the run directory is a record too.
+fn redact_outputs(outcome: &RunOutcome, spec_env: &BTreeMap<String, String>) -> Result<(), CollectError> {
+    let r = katlas_identity::Redactor::for_child(spec_env);
+    for p in [&outcome.stdout, &outcome.stderr] {
+        katlas_identity::redact_file(p, &r).map_err(|e| CollectError::Io { path: p.clone(), source: e })?;
+    }
+    Ok(())
 }
 
 pub struct CollectOptions {
@@ -595,6 +604,7 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
                 kill_grace: opts.kill_grace,
             };
             let recorded_env = katlas_identity::redact_env(&plan.env);
+            let recorded_argv = katlas_identity::redact_argv(&argv);
             let meta_path = run_dir.join("meta.json");
             let write_meta = |status: &'static str, outcome: Option<&RunOutcome>, parse_errors: &[String]| {
                 let meta = RunMeta {
@@ -602,7 +612,7 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
                     run_id: &rid,
                     workload: &ls.name,
                     spec_source: &ls.source,
-                    argv: &argv,
+                    argv: &recorded_argv,
                     env: &recorded_env,
                     cwd: plan.cwd.display().to_string(),
                     params: &plan.vars,
@@ -626,6 +636,7 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
             if pass == "capture" {
                 // No rows: the run exists for the code objects it loaded.
                 write_meta("finished", Some(&outcome), &[])?;
+                redact_outputs(&outcome, &plan.env)?;
                 report.capture_runs.push(CaptureRun { run_id: rid.clone(), params: combo.clone(), failure: outcome.failure() });
                 captured = Some(rid.clone());
                 bar.inc(1);
@@ -641,13 +652,14 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
             let (parsed, parse_errors) = if outcome.success() { parse_run(&plan, ls, &outcome, &vars) } else { (ParseOutput::default(), Vec::new()) };
             write_meta("finished", Some(&outcome), &parse_errors)?;
             let mut rows = build_rows(ls, opts, &plan, &identity, &argv, &outcome, parsed, &parse_errors, pass, run_index, &started, &run_dir, &vars)?;
+            redact_outputs(&outcome, &plan.env)?;
             // What eval must time instead: the same command without the profiler's args
             // and wrapper (their env is in `variant.instrumentation`).
             if opts.profile {
                 let plain = argv_for(ls, &vars, false)?;
                 if plain != argv {
                     for r in &mut rows {
-                        r.variant.plain_command = plain.clone();
+                        r.variant.plain_command = katlas_identity::redact_argv(&plain);
                     }
                 }
             }
@@ -754,7 +766,7 @@ fn build_rows(
         row.pass = pass.to_string();
         row.quant = quant.clone();
         row.params = plan.vars.iter().filter(|(k, _)| !spec::BUILTIN_VARS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
-        row.command = argv.to_vec();
+        row.command = katlas_identity::redact_argv(argv);
         row.identity = identity.clone();
         row.arch = identity.arch().map(str::to_string).or_else(|| parsed.route.get("arch").and_then(Value::as_str).map(str::to_string));
         row.variant =
@@ -920,7 +932,7 @@ fn embedded_rows(
         }
         row.run_index = run_index;
         row.pass = pass.into();
-        row.command = argv.to_vec();
+        row.command = katlas_identity::redact_argv(argv);
         for (k, v) in plan.vars.iter().filter(|(k, _)| !spec::BUILTIN_VARS.contains(&k.as_str())) {
             row.params.entry(k.clone()).or_insert_with(|| v.clone());
         }

@@ -219,7 +219,11 @@ impl Runner<'_> {
         let s = self.settings;
         PlanRecord {
             eval_id: self.eval_id.clone(),
-            sides: self.sides.iter().map(|s| Side { env: katlas_identity::redact_env(&s.env), ..s.clone() }).collect(),
+            sides: self
+                .sides
+                .iter()
+                .map(|s| Side { env: katlas_identity::redact_env(&s.env), argv: katlas_identity::redact_argv(&s.argv), ..s.clone() })
+                .collect(),
             metric: s.metric.clone(),
             parser: s.parser.clone(),
             warmups: s.warmups,
@@ -462,8 +466,12 @@ impl Runner<'_> {
         match res {
             Err(e) => sample.error = Some(e),
             Ok(r) => {
-                let _ = katlas_fs::write_atomic(&out_dir.join(format!("{}.stdout", p.seq)), &r.stdout);
-                let _ = katlas_fs::write_atomic(&out_dir.join(format!("{}.stderr", p.seq)), &r.stderr);
+                // Kept for re-reading, secrets hidden like every record (the sample was parsed from memory).
+                let redactor = katlas_identity::Redactor::for_child(&side.env);
+                for (ext, bytes) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
+                    let _ =
+                        katlas_fs::write_atomic_with(&out_dir.join(format!("{}.{ext}", p.seq)), |w| katlas_identity::redact_stream(&bytes[..], w, &redactor));
+                }
                 sample.exit_code = r.code;
                 let text = format!("{}\n{}", String::from_utf8_lossy(&r.stdout), String::from_utf8_lossy(&r.stderr));
                 let source = format!("{}/out/{}.stdout", self.dir.display(), p.seq);

@@ -260,23 +260,86 @@ fn the_store_password_reaches_no_record_and_no_log() {
     // The documented setup: the store URL, password included, in the environment.
     let url = "postgres://katlas:PW-s3cret-42@db.example:5432/katlas";
     let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    // A token passed on the command line: hidden in what is recorded, not in what runs.
+    let arg_token = "s3cr3t-arg-7";
     let env = [("KATLAS_STORE_URL", url), ("HIPFIRE_MIRROR", &*format!("https://{token}@github.com/x"))];
-    std::fs::write(r.root.join("katlas.toml"), "[workload.w]\ncommand = 'echo \"store $KATLAS_STORE_URL\"; echo tok_s=1; exit 3'\n").unwrap();
+    std::fs::write(
+        r.root.join("katlas.toml"),
+        format!(
+            "[workload.w]\ncommand = 'true --token {arg_token}; echo \"store $KATLAS_STORE_URL\"; echo \"mirror $HIPFIRE_MIRROR\" >&2; echo tok_s=1; exit 3'\n"
+        ),
+    )
+    .unwrap();
     let o = r.katlas_env(&["--yes", "collect", "w"], &env);
     assert_ne!(o.status.code(), Some(0), "the workload fails, so its output is kept: {}", text(&o));
-    let o = r.katlas_env(&args(&["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=130"]), &env);
+    let side = |v: u32| format!("sh -c 'echo tok_s={v}; echo \"store $KATLAS_STORE_URL\"; echo \"mirror $HIPFIRE_MIRROR\" >&2'");
+    let o = r.katlas_env(&args(&["eval", "--baseline", &side(100), "--candidate", &side(130)]), &env);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    // The child's own output, captured raw for re-parsing, is its business; every record
-    // and message katlas writes is checked.
-    let raw = |p: &Path| p.parent().and_then(|d| d.parent()).is_some_and(|d| d.ends_with("runs")) && (p.ends_with("stdout") || p.ends_with("stderr"));
-    let files: Vec<_> = files_under(&r.root.join(".katlas")).into_iter().filter(|(p, _)| !raw(p)).collect();
+    // Every record and message katlas writes is checked, the children's own output included.
+    let files = files_under(&r.root.join(".katlas"));
     assert!(files.iter().any(|(p, _)| p.ends_with("ledger.jsonl")), "{files:?}");
+    let outputs: Vec<_> = files.iter().filter(|(p, _)| p.ends_with("stdout") || p.extension().is_some_and(|e| e == "stdout")).collect();
+    assert!(outputs.iter().any(|(p, _)| p.ends_with("stdout")) && outputs.iter().any(|(p, _)| p.to_string_lossy().contains("/out/")), "{files:?}");
+    for (p, t) in &outputs {
+        assert!(t.contains("store postgres://katlas:<redacted>@db.example"), "{} keeps the output, credential hidden:\n{t}", p.display());
+    }
+    let rows: Vec<_> = files.iter().filter(|(p, t)| p.extension().is_some_and(|e| e == "jsonl") && t.contains("--token <redacted>")).collect();
+    assert!(!rows.is_empty(), "the command is recorded, its token hidden: {files:?}");
     let rows: Vec<_> = files.iter().filter(|(_, t)| t.contains("db.example")).collect();
     assert!(!rows.is_empty(), "the URL, without its password, is still recorded: {files:?}");
     for (p, t) in &files {
-        assert!(!t.contains("PW-s3cret-42") && !t.contains(token), "{} holds a credential:\n{t}", p.display());
+        for secret in ["PW-s3cret-42", token, arg_token] {
+            assert!(!t.contains(secret), "{} holds a credential ({secret}):\n{t}", p.display());
+        }
     }
     assert!(!text(&o).contains("PW-s3cret-42"), "{}", text(&o));
+}
+
+#[test]
+fn the_provenance_interpreter_needs_trust() {
+    let r = repo();
+    let m = r.root.join("interpreter-ran");
+    let py = r.root.join("evil-python");
+    std::fs::write(&py, format!("#!/bin/sh\ntouch {}\n", m.display())).unwrap();
+    std::fs::set_permissions(&py, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(r.root.join("katlas.toml"), "[provenance]\npackages = [\"fla\"]\npython = \"./evil-python\"\n").unwrap();
+    let o = r.katlas(&["provenance", "some_kernel"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("[provenance] python: ./evil-python") && t.contains("not trusted"), "{t}");
+    assert!(!m.exists(), "the interpreter ran before katlas.toml was trusted");
+    let o = r.katlas(&["trust"]);
+    assert!(text(&o).contains("provenance.python: ./evil-python"), "{}", text(&o));
+    let digest_before = text(&o);
+    std::fs::write(r.root.join("katlas.toml"), "[provenance]\npackages = [\"fla\"]\npython = \"./other-python\"\n").unwrap();
+    assert_ne!(text(&r.katlas(&["trust"])), digest_before, "the interpreter is part of what is digested");
+    let o = r.katlas(&["trust", "katlas.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    std::fs::write(r.root.join("katlas.toml"), "[provenance]\npackages = [\"fla\"]\npython = \"./evil-python\"\n").unwrap();
+    let o = r.katlas(&["provenance", "some_kernel"]);
+    assert!(text(&o).contains("CHANGED since you trusted it"), "{}", text(&o));
+    assert!(!m.exists());
+}
+
+#[test]
+fn env_names_record_exactly_those_variables() {
+    let r = repo();
+    std::fs::write(r.root.join("katlas.toml"), "[identity]\nenv_names = [\"OMP_NUM_THREADS\"]\n").unwrap();
+    let env = [("OMP_NUM_THREADS", "8"), ("OMP_NUM_THREADS_EXTRA", "extra-1")];
+    let o = r.katlas_env(&["identity", "--format", "json"], &env);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let id: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(id["env"]["OMP_NUM_THREADS"], "8", "{id}");
+    assert!(id["env"].get("OMP_NUM_THREADS_EXTRA").is_none(), "a name is not a prefix: {id}");
+    // Eval's identity records the same.
+    let o = r.katlas_env(&args(&["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=130"]), &env);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let ledger = std::fs::read_to_string(r.root.join(".katlas/ledger.jsonl")).unwrap();
+    let entry: serde_json::Value = serde_json::from_str(ledger.lines().last().unwrap()).unwrap();
+    for s in [&entry["baseline"], &entry["candidate"]] {
+        assert_eq!(s["identity"]["env"]["OMP_NUM_THREADS"], "8", "{entry}");
+        assert!(s["identity"]["env"].get("OMP_NUM_THREADS_EXTRA").is_none(), "{entry}");
+    }
 }
 
 #[test]

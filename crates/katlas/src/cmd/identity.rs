@@ -1,6 +1,6 @@
 use crate::ctx::{CmdResult, Ctx};
 use crate::output::{fmt_opt, print_json, Format, FormatArg};
-use katlas_identity::{capture, CaptureOptions, DEFAULT_ENV_PREFIXES};
+use katlas_identity::{capture, CaptureOptions};
 use katlas_model::Identity;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,17 +22,20 @@ pub struct IdentityArgs {
     pub format: FormatArg,
 }
 
+/// What the project's `[identity]` records of the environment: its prefixes (the defaults
+/// when unset) and its `env_names`, each that exact name. For every capture (identity, eval).
+pub fn recorded_env(cfg: &katlas_project::IdentitySection) -> Vec<String> {
+    katlas_identity::env_selectors(cfg.env_prefixes.as_deref(), &cfg.env_names)
+}
+
 /// Capture options from the project's [identity] section plus explicit inputs.
 pub fn options_for(ctx: &Ctx) -> Result<CaptureOptions, crate::ctx::CliError> {
     let project = ctx.project()?;
     let cfg = &project.config.identity;
-    let mut env_prefixes: Vec<String> = cfg.env_prefixes.clone().unwrap_or_else(|| DEFAULT_ENV_PREFIXES.iter().map(|s| s.to_string()).collect());
-    // Exact names are prefixes that match themselves (and nothing shorter).
-    env_prefixes.extend(cfg.env_names.iter().cloned());
     Ok(CaptureOptions {
         project_root: Some(project.root.clone()),
         hash_model: cfg.hash_model,
-        env_prefixes,
+        env_prefixes: recorded_env(cfg),
         cache_dir: Some(katlas_corpus::Layout::for_project(&project.root).cache_dir()),
         ..Default::default()
     })

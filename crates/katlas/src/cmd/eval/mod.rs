@@ -260,7 +260,7 @@ fn noise_file(ctx: &Ctx) -> Result<PathBuf, CliError> {
 
 fn cx(ctx: &Ctx) -> Result<CaptureContext, CliError> {
     let project = ctx.project()?;
-    let env_prefixes = project.config.identity.env_prefixes.clone().unwrap_or_default();
+    let env_prefixes = crate::cmd::identity::recorded_env(&project.config.identity);
     Ok(CaptureContext { cache_dir: Some(ctx.layout()?.cache_dir()), env_prefixes, hash_model: project.config.identity.hash_model, ..Default::default() })
 }
 
