@@ -5,7 +5,7 @@ use crate::fit::{FitView, KernelFit};
 use crate::suggest::{eval_contract, KernelProvenance, Suggestion};
 use crate::Rules;
 use katlas_model::ledger::Goal;
-use katlas_model::task::{Bench, CorrectnessRoute, OpSpec, Task, TaskBaseline, TaskEvidence, TaskOrigin, TaskTarget, TASK_SCHEMA};
+use katlas_model::task::{Bench, CorrectnessRoute, OpSpec, Task, TaskBaseline, TaskEvidence, TaskOrigin, TaskPackage, TaskTarget, TASK_SCHEMA};
 use katlas_model::Row;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -195,6 +195,7 @@ pub fn from_suggestion(fit: &FitView, row: Option<&Row>, s: &Suggestion, rules: 
             c
         },
         next: String::new(),
+        package: None,
     };
     finish(t, extras)
 }
@@ -260,6 +261,7 @@ pub fn from_row(
         correctness: vec![],
         constraints: default_constraints(),
         next: String::new(),
+        package: None,
     };
     Ok(finish(t, extras))
 }
@@ -303,8 +305,33 @@ pub fn from_op(op: OpSpec, eval_command: Vec<String>, metric: String, extras: &T
         correctness: vec![],
         constraints: default_constraints(),
         next: String::new(),
+        package: None,
     };
     finish(t, extras)
+}
+
+/// Point `t` at a package copy inside the project: the kernel's file is the one allowed file
+/// (beside `--allow`), every side imports its own tree's copy through `pythonpath` (relative:
+/// each side runs in its own tree), and `tests` (the library's own tests) become routes.
+pub fn with_package(mut t: Task, package: TaskPackage, pythonpath: &str, tests: Vec<CorrectnessRoute>, extras: &TaskExtras) -> Task {
+    t.allowed_files = package.kernel_file.iter().cloned().collect();
+    for f in &extras.allow {
+        if !t.allowed_files.contains(f) {
+            t.allowed_files.push(f.clone());
+        }
+    }
+    let path = match t.bench.env.get("PYTHONPATH").filter(|p| !p.is_empty()) {
+        Some(old) if old.split(':').any(|e| e == pythonpath) => old.clone(),
+        Some(old) => format!("{pythonpath}:{old}"),
+        None => pythonpath.to_string(),
+    };
+    t.bench.env.insert("PYTHONPATH".into(), path);
+    // Bytecode written into the baseline's worktree would read as a write to the baseline
+    // (eval's tamper check), and a stale .pyc could shadow an edit.
+    t.bench.env.insert("PYTHONDONTWRITEBYTECODE".into(), "1".into());
+    t.correctness.extend(tests);
+    t.package = Some(package);
+    t
 }
 
 fn shell_word(s: &str) -> String {
@@ -451,6 +478,26 @@ pub fn task_markdown(t: &Task) -> String {
     }
     for f in &t.allowed_files {
         push(&mut o, format!("- `{f}`"));
+    }
+    if let Some(p) = &t.package {
+        push(&mut o, "\n## Package\n".into());
+        push(
+            &mut o,
+            format!(
+                "- `{}`{} from {}: {} `{}` (each side imports its own tree's copy through PYTHONPATH; eval gives each side its own Triton cache)",
+                p.import_name,
+                p.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default(),
+                p.source_dir,
+                if p.editable { "editable checkout" } else { "copy" },
+                p.copy
+            ),
+        );
+        if let Some(f) = &p.kernel_file {
+            push(
+                &mut o,
+                format!("- kernel `{}`: `{f}`{}", t.kernel.as_deref().unwrap_or("?"), p.kernel_line.map(|l| format!(" line {l}")).unwrap_or_default()),
+            );
+        }
     }
     push(&mut o, "\n## Build\n".into());
     match &t.build {

@@ -69,6 +69,16 @@ pub struct Meta {
     pub disposition: Option<Disposition>,
 }
 
+/// A task on a Triton kernel of a package copy: each side has its own `TRITON_CACHE_DIR`, and
+/// the candidate must have compiled `kernel` from its own source.
+#[derive(Debug, Clone)]
+pub struct TritonCheck {
+    pub kernel: String,
+}
+
+/// The env name Triton reads its cache directory from.
+pub const TRITON_CACHE_DIR: &str = "TRITON_CACHE_DIR";
+
 pub struct EvalSpec {
     pub eval_id: String,
     pub dir: PathBuf,
@@ -95,6 +105,8 @@ pub struct EvalSpec {
     /// Where the noise band came from (`--threshold`, an `eval --aa` calibration, katlas.toml,
     /// the default): every verdict judged against it says so.
     pub threshold_source: Option<String>,
+    /// Triton cache checks of a package task (sides carry their `TRITON_CACHE_DIR`).
+    pub triton: Option<TritonCheck>,
 }
 
 #[derive(Debug, Clone)]
@@ -252,10 +264,15 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
     let strip = &spec.settings.strip_env;
     let mut identities: Vec<Identity> = spec.sides.iter().map(|s| capture_identity(s, strip, cx)).collect();
     let n = spec.sides.len();
+    // Each side's own Triton cache is a difference by design, never an identity mismatch.
+    let mut knobs = spec.knobs.clone();
+    if spec.triton.is_some() {
+        knobs.insert(TRITON_CACHE_DIR.into());
+    }
     // Pre-run guards, per non-reference side.
     let mut pre: Vec<Vec<String>> = vec![Vec::new(); n];
     for k in 1..n {
-        for m in guard::identity_mismatches(&identities[0], &identities[k], &spec.knobs, strip, spec.cross_host) {
+        for m in guard::identity_mismatches(&identities[0], &identities[k], &knobs, strip, spec.cross_host) {
             pre[k].push(format!("identity: {m}"));
         }
         if let Some(s) = guard::stale_binary(&identities[0], &identities[k]) {
@@ -395,6 +412,10 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
                 effects.push(e.clone());
             }
             if let Some(r) = guard::stale_code_objects(&identities[0], &identities[k]) {
+                verdicts[k] = Verdict::Invalid;
+                reasons[k].insert(0, r);
+            }
+            if let Some(r) = spec.triton.as_ref().and_then(|t| stale_compile(spec, t, k)) {
                 verdicts[k] = Verdict::Invalid;
                 reasons[k].insert(0, r);
             }
@@ -578,6 +599,16 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
     }
     let resumed = outcome.as_ref().map(|o| o.resumed).unwrap_or(0);
     Ok(EvalReport { result, ledger: entries, outcome, resumed })
+}
+
+/// [`guard::triton_compile`] on the Triton caches of the baseline and side `k`.
+fn stale_compile(spec: &EvalSpec, t: &TritonCheck, k: usize) -> Option<String> {
+    let entries = |i: usize| spec.sides[i].side.env.get(TRITON_CACHE_DIR).map(|d| guard::triton_entries(Path::new(d), &t.kernel)).unwrap_or_default();
+    let changed: Vec<String> = match &spec.allowed_files {
+        Some((allowed, changed)) => changed.iter().filter(|f| allowed.iter().any(|p| guard::glob_match(p, f))).cloned().collect(),
+        None => Vec::new(),
+    };
+    guard::triton_compile(&t.kernel, &entries(0), &entries(k), &changed)
 }
 
 /// The worst verdict of several comparisons (for `katlas ab` summaries).

@@ -105,6 +105,30 @@ pub fn stale_code_objects(a: &Identity, b: &Identity) -> Option<String> {
     })
 }
 
+/// The hash directories of `kernel`'s entries in a Triton cache (`<cache>/<hash>/<kernel>.json`:
+/// Triton names each compile by a hash of the kernel's source and options).
+pub fn triton_entries(cache: &Path, kernel: &str) -> BTreeSet<String> {
+    let file = format!("{kernel}.json");
+    std::fs::read_dir(cache)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().join(&file).is_file())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .collect()
+}
+
+/// The candidate never compiled `kernel` (it imported something other than its copy), or
+/// compiled exactly the baseline's entries although an allowed file changed (a stale compile:
+/// it ran the baseline's source).
+pub fn triton_compile(kernel: &str, base: &BTreeSet<String>, cand: &BTreeSet<String>, changed_allowed: &[String]) -> Option<String> {
+    if cand.is_empty() {
+        return Some(format!("the candidate never compiled {kernel} from its copy: PYTHONPATH? (no {kernel}.json in its Triton cache)"));
+    }
+    (!changed_allowed.is_empty() && base == cand)
+        .then(|| format!("stale compile: {kernel}'s Triton cache entries are the baseline's although {} changed", changed_allowed.join(", ")))
+}
+
 /// Changed files outside the allowed patterns. Patterns: exact paths,
 /// `dir/` (everything under it), `*` (within one path segment), `**` (any
 /// depth), `?` (one character).

@@ -4,7 +4,7 @@
 //! runs lives here, so `katlas eval` and `katlas ab` only parse flags, ask for trust and
 //! draw.
 
-use crate::eval::{label, EvalReport, Meta, SideInput};
+use crate::eval::{label, EvalReport, Meta, SideInput, TritonCheck, TRITON_CACHE_DIR};
 use crate::noise::{self, Calibration};
 use crate::protocol::Side;
 use crate::routes::RouteSpec;
@@ -88,6 +88,20 @@ pub struct TaskSides {
     pub correctness: Vec<(String, Option<RouteSpec>)>,
     /// The identity the task's baseline evidence was recorded under.
     pub reference_identity: Option<Identity>,
+    /// A package task's Triton kernel: give each side its own cache ([`triton_caches`]) and check it.
+    pub triton: Option<TritonCheck>,
+}
+
+/// `<eval dir>/triton-cache/<side label>` as each side's `TRITON_CACHE_DIR`: kept across a
+/// side's samples (compiles are warm after the first) and never shared between sides, so the
+/// candidate's entries show what it compiled from its own copy.
+pub fn triton_caches(sides: &mut [SideInput], eval_dir: &Path) -> Result<(), PlanError> {
+    for s in sides {
+        let d = eval_dir.join("triton-cache").join(&s.side.label);
+        katlas_fs::create_dir_all(&d).map_err(|e| bad(format!("{}: {e}", d.display())))?;
+        s.side.env.insert(TRITON_CACHE_DIR.into(), d.display().to_string());
+    }
+    Ok(())
 }
 
 impl Sides<'_> {
@@ -207,8 +221,16 @@ impl Sides<'_> {
         let argv = task.bench.command.clone();
         let mut base = self.side("A", &format!("baseline {}", &wt.commit[..12]), argv.clone(), &wt.path, Some(base_ref), Some(wt.path.clone()));
         let mut cand = self.side("B", "candidate (working tree)", argv, self.root, None, Some(self.root.to_path_buf()));
-        base.side.env = task.bench.env.clone();
-        cand.side.env = task.bench.env.clone();
+        let mut env = task.bench.env.clone();
+        // A package task's PYTHONPATH names the copy relative to each side's tree; what this
+        // shell has on PYTHONPATH (torch, triton from a path install) still follows it.
+        if let (Some(_), Some(p), Ok(outer)) = (&task.package, env.get_mut("PYTHONPATH"), std::env::var("PYTHONPATH")) {
+            if !outer.is_empty() {
+                *p = format!("{p}:{outer}");
+            }
+        }
+        base.side.env = env.clone();
+        cand.side.env = env;
         let allowed = if task.allowed_files.is_empty() {
             None
         } else {
@@ -217,7 +239,8 @@ impl Sides<'_> {
         let correctness =
             task.correctness.iter().map(|c| (c.claim.clone(), Some(RouteSpec { commands: vec![c.command.clone()], ..Default::default() }))).collect();
         let reference_identity = (task.baseline.identity != Identity::default()).then(|| task.baseline.identity.clone());
-        Ok(Some(TaskSides { sides: vec![base, cand], allowed, correctness, reference_identity }))
+        let triton = task.package.as_ref().and(task.kernel.clone()).map(|kernel| TritonCheck { kernel });
+        Ok(Some(TaskSides { sides: vec![base, cand], allowed, correctness, reference_identity, triton }))
     }
 }
 

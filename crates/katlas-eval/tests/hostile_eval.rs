@@ -87,6 +87,7 @@ fn spec(dir: &Path, name: &str, sides: Vec<SideInput>, plan: Plan, warmups: u32)
         protected_ledger: None,
         project_root: dir.to_path_buf(),
         threshold_source: None,
+        triton: None,
     }
 }
 

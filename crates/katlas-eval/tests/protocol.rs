@@ -64,6 +64,7 @@ fn spec(dir: &Path, sides: Vec<SideInput>, plan: Plan) -> EvalSpec {
         protected_ledger: None,
         project_root: dir.to_path_buf(),
         threshold_source: None,
+        triton: None,
     }
 }
 

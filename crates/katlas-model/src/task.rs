@@ -53,6 +53,34 @@ pub struct Task {
     pub constraints: Vec<String>,
     /// The exact command to run next.
     pub next: String,
+    /// A third-party Python package the task tunes through a copy inside the project
+    /// (`katlas task --package`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<TaskPackage>,
+}
+
+/// A third-party Python package tuned through a copy committed inside the project: each eval
+/// side imports its own tree's copy (`bench.env` PYTHONPATH is relative to the side's tree).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskPackage {
+    /// Top-level import name (`liger_kernel`).
+    pub import_name: String,
+    /// Where the package was found (the installed directory, or the editable checkout).
+    pub source_dir: String,
+    /// Version from the package's dist-info, when it says.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The copy the sides import, project-relative (`third_party/python/liger_kernel`).
+    pub copy: String,
+    /// True when the copy is the user's existing checkout (`--editable`), not a copy katlas made.
+    #[serde(default)]
+    pub editable: bool,
+    /// The file of the task kernel's `@triton.jit` function inside the copy, project-relative.
+    #[serde(default)]
+    pub kernel_file: Option<String>,
+    #[serde(default)]
+    pub kernel_line: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -210,6 +238,7 @@ mod tests {
             correctness: vec![CorrectnessRoute { claim: "task".into(), command: "true".into() }],
             constraints: vec![],
             next: "katlas eval t1".into(),
+            package: None,
         }
     }
 

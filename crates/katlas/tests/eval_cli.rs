@@ -666,3 +666,155 @@ fn a_bench_naming_its_ignored_build_output_is_judged() {
     assert_eq!(r["verdict"], "invalid", "{r}");
     assert!(r["reasons"][0].as_str().unwrap().contains("git-ignored input `data.txt`"), "{r}");
 }
+
+/// `katlas ARGS` with `site` on PYTHONPATH: the "installed" packages of a package task.
+fn katlas_py(dir: &Path, site: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(KATLAS)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("KATLAS_YES", "1")
+        .env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config")
+        .env("PYTHONPATH", site)
+        .env_remove("KATLAS_ARCH")
+        .output()
+        .expect("katlas runs")
+}
+
+fn write(p: &Path, text: &str) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// An installed third-party package (`fakelib`, a Triton kernel `_rms_kernel` in ops/rms.py),
+/// a stand-in `triton` (no GPU in CI) and a minimal `pytest` runner, laid out like site-packages.
+fn fake_site(site: &Path) {
+    write(&site.join("fakelib/__init__.py"), "");
+    write(&site.join("fakelib/ops/__init__.py"), "");
+    write(
+        &site.join("fakelib/ops/rms.py"),
+        "import triton\n\nSPEED = 100\n\n\n@triton.jit\ndef _rms_kernel(x):\n    pass\n\n\ndef rms(x):\n    return x * 1.0\n",
+    );
+    write(&site.join("fakelib/__pycache__/stale.cpython-311.pyc"), "bytecode");
+    write(&site.join("fakelib-1.2.3.dist-info/METADATA"), "Metadata-Version: 2.1\nName: fakelib\nVersion: 1.2.3\n\nbody\n");
+    write(&site.join("fakelib-1.2.3.dist-info/top_level.txt"), "fakelib\n");
+    write(&site.join("triton/__init__.py"), "def jit(f):\n    return f\n");
+    write(&site.join("pytest/__init__.py"), "");
+    write(
+        &site.join("pytest/__main__.py"),
+        "import glob, os, runpy, sys\nargs, paths, i = sys.argv[1:], [], 0\nwhile i < len(args):\n    if args[i] in ('-p', '-k'):\n        i += 2\n        continue\n    if not args[i].startswith('-'):\n        paths.append(args[i])\n    i += 1\nfor p in paths:\n    for f in (sorted(glob.glob(os.path.join(p, 'test_*.py'))) if os.path.isdir(p) else [p]):\n        ns = runpy.run_path(f)\n        for k, v in sorted(ns.items()):\n            if k.startswith('test_') and callable(v):\n                v()\nprint('passed')\n",
+    );
+}
+
+/// `katlas task --package` copies an installed package into the project, refuses it until it is
+/// committed, allows the kernel's file; eval runs each side against its own copy with its own
+/// Triton cache, runs the library's tests on the candidate's copy, and calls a compile that
+/// did not change with the source `invalid`.
+#[test]
+fn task_on_a_third_party_package_copy() {
+    let site_dir = tempfile::tempdir().unwrap();
+    let site = site_dir.path();
+    fake_site(site);
+    let d = project();
+    let p = d.path();
+    // The bench does what Triton does: the cache entry's hash is a digest of the kernel's source.
+    // A copy that says USE_INSTALLED makes it import the installed package instead.
+    write(
+        &p.join("bench.py"),
+        "import hashlib, importlib, importlib.util, os, sys\n\
+         spec = importlib.util.find_spec('fakelib.ops.rms')\n\
+         if 'USE_INSTALLED' in open(spec.origin).read():\n    sys.path = [e for e in sys.path if not e.endswith('third_party/python')]\n    [sys.modules.pop(k) for k in list(sys.modules) if k.startswith('fakelib')]\n\
+         m = importlib.import_module('fakelib.ops.rms')\n\
+         h = hashlib.sha256(open(m.__file__, 'rb').read()).hexdigest()[:16]\n\
+         d = os.path.join(os.environ['TRITON_CACHE_DIR'], h)\n\
+         os.makedirs(d, exist_ok=True)\n\
+         open(os.path.join(d, '_rms_kernel.json'), 'w').write('{}')\n\
+         print('kernel_us=%s' % (1000.0 / m.SPEED))\n",
+    );
+    write(
+        &p.join("libtests/test_rms.py"),
+        "import os\nimport fakelib.ops.rms as m\n\n\ndef test_rms():\n    open('route-ran.txt', 'w').write(os.path.abspath(m.__file__))\n    assert m.rms(2.0) == 2.0\n",
+    );
+    std::fs::write(p.join(".gitignore"), ".katlas/\nroute-ran.txt\n").unwrap();
+    git(p, &["init", "-q"]);
+    git(p, &["add", "."]);
+    git(p, &["commit", "-qm", "base"]);
+    let task_args = [
+        "task",
+        "--from-op",
+        "--name",
+        "rms",
+        "--op",
+        "fakelib.rms",
+        "--shape",
+        "4,8",
+        "--eval-command",
+        "python3 bench.py",
+        "--metric",
+        "kernel_us",
+        "--goal",
+        "minimize",
+        "--parser",
+        "kv",
+        "--kernel",
+        "_rms_kernel",
+        "--package",
+        "fakelib",
+        "--tests",
+        "libtests",
+        "--format",
+        "json",
+    ];
+    // The copy is new: refused with the commands that commit it.
+    let o = katlas_py(p, site, &task_args);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("git add third_party/python/fakelib && git commit -m"), "{err}");
+    assert!(err.contains("fakelib 1.2.3") && err.contains(&site.join("fakelib").display().to_string()), "{err}");
+    assert!(err.contains("same `katlas task` command again"), "{err}");
+    assert!(!p.join(".katlas/tasks").exists() || std::fs::read_dir(p.join(".katlas/tasks")).unwrap().next().is_none(), "no packet yet");
+    let copy = p.join("third_party/python/fakelib");
+    assert!(copy.join("ops/rms.py").is_file());
+    assert!(!copy.join("__pycache__").exists(), "bytecode is not copied");
+    git(p, &["add", "third_party/python/fakelib"]);
+    git(p, &["commit", "-qm", "vendor fakelib"]);
+    let o = katlas_py(p, site, &task_args);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let t = stdout_json(&o);
+    assert_eq!(t["allowed_files"], serde_json::json!(["third_party/python/fakelib/ops/rms.py"]));
+    assert_eq!(t["package"]["version"], "1.2.3");
+    assert_eq!(t["package"]["kernel_line"], 7);
+    assert_eq!(t["bench"]["env"]["PYTHONPATH"], "third_party/python");
+    assert_eq!(t["correctness"][0]["claim"], "library-tests");
+    let id = t["id"].as_str().unwrap().to_string();
+    let rms = copy.join("ops/rms.py");
+    let base_src = std::fs::read_to_string(&rms).unwrap();
+    let eval = |src: &str| {
+        std::fs::write(&rms, src).unwrap();
+        let _ = std::fs::remove_file(p.join("route-ran.txt"));
+        let o = katlas_py(p, site, &["eval", &id, "-n", "3", "--telemetry", "false", "--format", "json"]);
+        (stdout_json(&o), code(&o))
+    };
+    // A real edit: faster, its own compile, the library's tests run against the candidate's copy.
+    let (r, c) = eval(&base_src.replace("SPEED = 100", "SPEED = 200"));
+    assert_eq!((r["verdict"].as_str(), c), (Some("improved"), 0), "{r}");
+    assert_eq!(r["correctness"][0]["outcome"], "PASS", "{r}");
+    let ran = std::fs::read_to_string(p.join("route-ran.txt")).unwrap();
+    assert_eq!(Path::new(&ran), std::fs::canonicalize(&rms).unwrap(), "the library's tests imported the candidate's copy");
+    let cache = p.join(format!(".katlas/tasks/{id}/evals/1/triton-cache"));
+    assert!(cache.join("A").is_dir() && cache.join("B").is_dir(), "one Triton cache per side");
+    // The copy changed, but the bench imported the installed package: the baseline's compile.
+    let (r, c) = eval(&base_src.replace("SPEED = 100", "SPEED = 200\n# USE_INSTALLED"));
+    assert_eq!((r["verdict"].as_str(), c), (Some("invalid"), 1), "{r}");
+    assert!(
+        r["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("stale compile: _rms_kernel's Triton cache entries are the baseline's although third_party/python/fakelib/ops/rms.py changed"),
+        "{r}"
+    );
+    // Faster and wrong: the library's tests fail.
+    let (r, c) = eval(&base_src.replace("SPEED = 100", "SPEED = 200").replace("x * 1.0", "x * 2.0"));
+    assert_eq!((r["verdict"].as_str(), c), (Some("incorrect"), 1), "{r}");
+    assert_eq!(r["correctness"][0]["outcome"], "FAIL", "{r}");
+}

@@ -23,5 +23,6 @@ pub mod schema;
 pub mod store;
 pub mod suggest;
 pub mod task;
+mod task_package;
 pub mod trend;
 pub mod trust;

@@ -2,12 +2,13 @@
 
 use super::fit::{load, EvidenceArgs};
 use super::suggest::{build, last_path, source_roots};
+use super::task_package;
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, say_err, Format};
 use katlas_advise::queue::{provenance, LastQueue};
-use katlas_advise::task::{from_op, from_row, from_suggestion, task_markdown, write_task, TaskExtras};
+use katlas_advise::task::{from_op, from_row, from_suggestion, task_markdown, with_package, write_task, TaskExtras};
 use katlas_model::ledger::Goal;
-use katlas_model::task::{CorrectnessRoute, OpSpec};
+use katlas_model::task::{CorrectnessRoute, OpSpec, Task};
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -68,6 +69,21 @@ pub struct TaskArgs {
     /// Output parser eval reads the metric with (`kv`, `hipfire-bench` …).
     #[arg(long)]
     pub parser: Option<String>,
+    /// A third-party Python package (top-level import name) the task tunes through a copy
+    /// inside the project (`[task] vendor`, default third_party/python/NAME); the task's kernel
+    /// is a `@triton.jit` function in it.
+    #[arg(long, value_name = "NAME")]
+    pub package: Option<String>,
+    /// Use this existing checkout inside the project (the directory holding the package) instead of a copy.
+    #[arg(long, value_name = "DIR", requires = "package")]
+    pub editable: Option<PathBuf>,
+    /// The library's own tests (a file or directory) as a correctness route run with pytest
+    /// against each side's copy; repeatable.
+    #[arg(long = "tests", value_name = "PATH", requires = "package")]
+    pub tests: Vec<String>,
+    /// Extra pytest arguments for --tests (`-k rms`).
+    #[arg(long, value_name = "ARGS", requires = "tests", allow_hyphen_values = true)]
+    pub tests_args: Option<String>,
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     pub format: Format,
 }
@@ -84,6 +100,9 @@ struct TaskSection {
     allow: Vec<String>,
     #[serde(default)]
     parser: Option<String>,
+    /// Where `--package` copies go, project-relative.
+    #[serde(default)]
+    vendor: Option<String>,
 }
 
 fn sh(cmd: &str) -> Vec<String> {
@@ -121,6 +140,45 @@ fn read_last(ctx: &Ctx) -> Result<LastQueue, CliError> {
     LastQueue::from_json(&text).map_err(|e| CliError::bad_input(format!("{}: {e}", p.display())))
 }
 
+/// The interpreter of `[provenance] python` (default `python3`): a relative path is the
+/// project's, a bare name is looked up on PATH; one named by katlas.toml needs trust.
+fn python(ctx: &Ctx) -> Result<String, CliError> {
+    let project = ctx.project()?;
+    let pc = &project.config.provenance;
+    if let Some(p) = &pc.python {
+        crate::trust::authorize(ctx, &[project.config_commands(vec![("[provenance] python".into(), p.clone())])])?;
+    }
+    Ok(match pc.python.as_deref() {
+        Some(p) if p.contains('/') && std::path::Path::new(p).is_relative() => project.root.join(p).display().to_string(),
+        Some(p) => p.to_string(),
+        None => "python3".into(),
+    })
+}
+
+fn with_package_copy(args: &TaskArgs, ctx: &Ctx, name: &str, task: Task, extra: &TaskExtras) -> Result<Task, CliError> {
+    let project = ctx.project()?;
+    let section: TaskSection = project.section(&["task"]).map_err(CliError::bad_input)?.unwrap_or_default();
+    let kernel = task.kernel.clone().ok_or_else(|| CliError::bad_input("--package needs the task's kernel (the @triton.jit function): give --kernel NAME"))?;
+    let python = python(ctx)?;
+    let vendor = section.vendor.as_deref().unwrap_or("third_party/python");
+    let req = task_package::Request { root: &project.root, name, editable: args.editable.as_deref(), vendor, python: &python, kernel: &kernel };
+    let prepared = task_package::prepare(&req)?;
+    let mut tests = Vec::new();
+    for t in &args.tests {
+        let p = std::path::Path::new(t);
+        if !(if p.is_absolute() { p.to_path_buf() } else { project.root.join(p) }).exists() {
+            return Err(CliError::bad_input(format!("--tests {t}: no such file or directory (absolute, or relative to the project root)")));
+        }
+        let argv: Vec<String> = [python.as_str(), "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", t].iter().map(|s| s.to_string()).collect();
+        let mut command = katlas_advise::task::shell_line(&argv);
+        if let Some(a) = &args.tests_args {
+            command = format!("{command} {a}");
+        }
+        tests.push(CorrectnessRoute { claim: "library-tests".into(), command });
+    }
+    Ok(with_package(task, prepared.package, &prepared.pythonpath, tests, extra))
+}
+
 pub fn run(args: &TaskArgs, ctx: &Ctx) -> CmdResult {
     let extra = extras(args, ctx)?;
     let tasks_dir = ctx.layout()?.tasks_dir();
@@ -137,7 +195,9 @@ pub fn run(args: &TaskArgs, ctx: &Ctx) -> CmdResult {
         let op = OpSpec { name: need(&args.name, "--name")?, op: need(&args.op, "--op")?, shapes: args.shapes.clone(), dtype: args.dtype.clone() };
         let cmd = need(&args.eval_command, "--eval-command")?;
         let metric = args.metric.clone().unwrap_or_else(|| "time_us".into());
-        from_op(op, sh(&cmd), metric, &extra)
+        let mut t = from_op(op, sh(&cmd), metric, &extra);
+        t.kernel = args.kernel.clone();
+        t
     } else if args.rank.is_some() || args.id.is_some() {
         let last =
             if args.evidence.row.is_some() || args.evidence.isa.is_some() { build(&args.evidence, args.ledger.as_ref(), None, ctx)? } else { read_last(ctx)? };
@@ -149,6 +209,10 @@ pub fn run(args: &TaskArgs, ctx: &Ctx) -> CmdResult {
         let row = l.row.as_ref().ok_or_else(|| CliError::bad_input("give a ROW, --rank/--id, or --from-op"))?;
         let prov = provenance(&l.fit, Some(row), &l.db, source_roots(ctx).as_ref());
         from_row(&l.fit, row, args.kernel.as_deref(), &l.rules, &prov, &extra).map_err(CliError::bad_input)?
+    };
+    let task = match &args.package {
+        Some(name) => with_package_copy(args, ctx, name, task, &extra)?,
+        None => task,
     };
     let dir = write_task(&tasks_dir, &task).map_err(CliError::bad_input)?;
     say_err!("katlas: wrote {}/task.json and TASK.md", dir.display());

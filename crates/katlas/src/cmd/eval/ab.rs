@@ -56,6 +56,7 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
         protected_ledger: p.no_ledger.then(|| layout.ledger()),
         project_root: root,
         threshold_source: Some(band.source),
+        triton: None,
     };
     let report = run_with_progress(&spec, ctx, &metric, g)?;
     if a.format.format == Format::Json {

@@ -341,7 +341,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         disposition,
         ..Default::default()
     };
-    let sides: Vec<SideInput>;
+    let mut sides: Vec<SideInput>;
     let mut knobs = BTreeSet::new();
     let mut allowed = None;
     let mut correctness: Vec<(String, Option<RouteSpec>)> = Vec::new();
@@ -369,6 +369,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     }
     crate::trust::authorize(ctx, &sources)?;
     let mut reference_identity = None;
+    let mut triton = None;
     let wt_dir = layout.root.join("worktrees");
     prune_worktrees(&root, &wt_dir, ecfg.keep_worktrees);
     let planner = plan::Sides { root: &root, cwd: &ctx.cwd, worktrees: &wt_dir, binary: p.binary.clone() };
@@ -393,6 +394,10 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
             return needs_baseline(a, ctx, &meta, &metric, g, &eval_dir, &eval_id, "the task names no baseline git ref");
         };
         sides = ts.sides;
+        if ts.triton.is_some() {
+            plan::triton_caches(&mut sides, &eval_dir)?;
+        }
+        triton = ts.triton;
         allowed = ts.allowed;
         correctness = ts.correctness;
         reference_identity = ts.reference_identity;
@@ -450,6 +455,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         protected_ledger: p.no_ledger.then(|| layout.ledger()),
         project_root: root,
         threshold_source: Some(band.source),
+        triton,
     };
     let report = run_with_progress(&spec, ctx, &metric, g)?;
     print_report(&report, a.format.format, ctx.color, min_effect);
