@@ -14,7 +14,7 @@ const SECRET_PARTS: &[&str] = &["password", "passwd", "passphrase", "secret", "c
 /// Whether `name` (a flag without its dashes, or a variable name) names a credential.
 fn secret_flag_name(name: &str) -> bool {
     let low = name.to_ascii_lowercase();
-    !low.is_empty() && (SECRET_PARTS.iter().any(|p| low.contains(p)) || low.split(|c: char| c == '-' || c == '_').any(|w| SECRET_WORDS.contains(&w)))
+    !low.is_empty() && (SECRET_PARTS.iter().any(|p| low.contains(p)) || low.split(['-', '_']).any(|w| SECRET_WORDS.contains(&w)))
 }
 
 /// The name a word gives its value: `--token` (value in the next word) or the part before
