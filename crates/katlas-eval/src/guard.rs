@@ -483,4 +483,28 @@ mod tests {
         assert_eq!(seconds_of("elapsed_ms", 2.0), Some(0.002));
         assert_eq!(seconds_of("gen_tok_s", 2.0), None);
     }
+
+    #[test]
+    fn triton_cache_entries_never_compiled_and_stale() {
+        let d = tempfile::tempdir().unwrap();
+        let side = |name: &str, hashes: &[&str]| {
+            let dir = d.path().join(name);
+            for h in hashes {
+                std::fs::create_dir_all(dir.join(h)).unwrap();
+                std::fs::write(dir.join(h).join("_k.json"), "{}").unwrap();
+            }
+            // Another kernel's entry is not this kernel's compile.
+            std::fs::create_dir_all(dir.join("other")).unwrap();
+            std::fs::write(dir.join("other/_j.json"), "{}").unwrap();
+            triton_entries(&dir, "_k")
+        };
+        let (base, same, new, none) = (side("A", &["h1"]), side("B", &["h1"]), side("C", &["h2"]), side("D", &[]));
+        let changed = vec!["pkg/k.py".to_string()];
+        assert!(triton_compile("_k", &base, &none, &changed).unwrap().contains("never compiled _k from its copy: PYTHONPATH?"));
+        assert!(triton_compile("_k", &base, &same, &changed)
+            .unwrap()
+            .contains("stale compile: _k's Triton cache entries are the baseline's although pkg/k.py changed"));
+        assert_eq!(triton_compile("_k", &base, &new, &changed), None);
+        assert_eq!(triton_compile("_k", &base, &same, &[]), None, "no allowed file changed: the same compile is expected");
+    }
 }

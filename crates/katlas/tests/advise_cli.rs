@@ -405,3 +405,37 @@ fn task_by_suggestion_id_and_errors() {
     let o = katlas(p, &["task", "rows.jsonl", "--phase", "decode_ar", "--kernel", "nope"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `katlas task --package liger_kernel` on the real liger-kernel sources: the copy goes to
+/// third_party/python, and once committed the allowed file is the jit function's file.
+#[test]
+fn task_package_copy_of_liger_kernel_allows_the_jit_file() {
+    let site = repo().join(".cache/fixtures/python/site");
+    assert!(site.join("liger_kernel").is_dir(), "{} is required: run scripts/fetch-py-packages", site.join("liger_kernel").display());
+    let d = project();
+    let p = d.path();
+    let run = || {
+        let o = Command::new(env!("CARGO_BIN_EXE_katlas"))
+            .args(["task", "--from-op", "--name", "rms", "--op", "liger_kernel.rms_norm", "--shape", "4096,4096", "--eval-command", "python3 bench.py"])
+            .args(["--kernel", "_rms_norm_forward_kernel", "--package", "liger_kernel", "--format", "json"])
+            .current_dir(p)
+            .env("NO_COLOR", "1")
+            .env("KATLAS_CONFIG_DIR", p.join(".katlas/test-user-config"))
+            .env("PYTHONPATH", &site)
+            .env_remove("KATLAS_ARCH")
+            .output()
+            .expect("katlas runs");
+        o
+    };
+    let o = run();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("git add third_party/python/liger_kernel && git commit") && err.contains("liger_kernel 0.8.5"), "{err}");
+    let git = |args: &[&str]| assert!(Command::new("git").args(args).current_dir(p).status().unwrap().success());
+    git(&["add", "third_party/python/liger_kernel"]);
+    git(&["commit", "-qm", "vendor liger_kernel"]);
+    let t = json(&run());
+    assert_eq!(t["allowed_files"], serde_json::json!(["third_party/python/liger_kernel/ops/rms_norm.py"]));
+    assert_eq!(t["package"]["kernel_file"], "third_party/python/liger_kernel/ops/rms_norm.py");
+    assert_eq!(t["package"]["kernel_line"], 68);
+}
