@@ -508,7 +508,7 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
             EvalSide {
                 label: s.side.name.clone(),
                 git_ref: s.git_ref.clone(),
-                command: s.side.argv.clone(),
+                command: katlas_identity::redact_argv(&s.side.argv),
                 knobs: s.knobs.clone(),
                 identity: identities[k].clone(),
                 summary: sum,

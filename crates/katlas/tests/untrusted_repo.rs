@@ -272,7 +272,7 @@ fn the_store_password_reaches_no_record_and_no_log() {
     .unwrap();
     let o = r.katlas_env(&["--yes", "collect", "w"], &env);
     assert_ne!(o.status.code(), Some(0), "the workload fails, so its output is kept: {}", text(&o));
-    let side = |v: u32| format!("sh -c 'echo tok_s={v}; echo \"store $KATLAS_STORE_URL\"; echo \"mirror $HIPFIRE_MIRROR\" >&2'");
+    let side = |v: u32| format!("sh -c 'true --token {arg_token}; echo tok_s={v}; echo \"store $KATLAS_STORE_URL\"; echo \"mirror $HIPFIRE_MIRROR\" >&2'");
     let o = r.katlas_env(&args(&["eval", "--baseline", &side(100), "--candidate", &side(130)]), &env);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     // Every record and message katlas writes is checked, the children's own output included.
