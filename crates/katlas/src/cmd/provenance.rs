@@ -98,16 +98,7 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
     let mut packages = pc.packages.clone();
     packages.extend(args.packages.iter().filter(|p| !pc.packages.contains(p)).cloned());
     if !packages.is_empty() {
-        // The interpreter is a command katlas runs: one named by katlas.toml needs trust.
-        // A relative path (`.venv/bin/python`) is the project's; a bare name is looked up on PATH.
-        let python = match pc.python.as_deref() {
-            Some(p) if p.contains('/') && std::path::Path::new(p).is_relative() => project.root.join(p).display().to_string(),
-            Some(p) => p.to_string(),
-            None => "python3".into(),
-        };
-        if let Some(p) = &pc.python {
-            crate::trust::authorize(ctx, &[project.config_commands(vec![("[provenance] python".into(), p.clone())])])?;
-        }
+        let python = python(ctx)?;
         for dir in katlas_collect::provenance::python::find_packages(&python, &packages, &project.root).map_err(CliError::bad_input)? {
             opts.kernel_roots.push(dir.clone());
             opts.dispatch_roots.push(dir);
@@ -176,4 +167,20 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The interpreter of `[provenance] python` (default `python3`), which finds installed packages.
+/// It is a command katlas runs: one named by katlas.toml needs trust. A relative path
+/// (`.venv/bin/python`) is the project's; a bare name is looked up on PATH.
+pub(crate) fn python(ctx: &Ctx) -> Result<String, CliError> {
+    let project = ctx.project()?;
+    let pc = &project.config.provenance;
+    if let Some(p) = &pc.python {
+        crate::trust::authorize(ctx, &[project.config_commands(vec![("[provenance] python".into(), p.clone())])])?;
+    }
+    Ok(match pc.python.as_deref() {
+        Some(p) if p.contains('/') && std::path::Path::new(p).is_relative() => project.root.join(p).display().to_string(),
+        Some(p) => p.to_string(),
+        None => "python3".into(),
+    })
 }

@@ -140,26 +140,11 @@ fn read_last(ctx: &Ctx) -> Result<LastQueue, CliError> {
     LastQueue::from_json(&text).map_err(|e| CliError::bad_input(format!("{}: {e}", p.display())))
 }
 
-/// The interpreter of `[provenance] python` (default `python3`): a relative path is the
-/// project's, a bare name is looked up on PATH; one named by katlas.toml needs trust.
-fn python(ctx: &Ctx) -> Result<String, CliError> {
-    let project = ctx.project()?;
-    let pc = &project.config.provenance;
-    if let Some(p) = &pc.python {
-        crate::trust::authorize(ctx, &[project.config_commands(vec![("[provenance] python".into(), p.clone())])])?;
-    }
-    Ok(match pc.python.as_deref() {
-        Some(p) if p.contains('/') && std::path::Path::new(p).is_relative() => project.root.join(p).display().to_string(),
-        Some(p) => p.to_string(),
-        None => "python3".into(),
-    })
-}
-
 fn with_package_copy(args: &TaskArgs, ctx: &Ctx, name: &str, task: Task, extra: &TaskExtras) -> Result<Task, CliError> {
     let project = ctx.project()?;
     let section: TaskSection = project.section(&["task"]).map_err(CliError::bad_input)?.unwrap_or_default();
     let kernel = task.kernel.clone().ok_or_else(|| CliError::bad_input("--package needs the task's kernel (the @triton.jit function): give --kernel NAME"))?;
-    let python = python(ctx)?;
+    let python = super::provenance::python(ctx)?;
     let vendor = section.vendor.as_deref().unwrap_or("third_party/python");
     let req = task_package::Request { root: &project.root, name, editable: args.editable.as_deref(), vendor, python: &python, kernel: &kernel };
     let prepared = task_package::prepare(&req)?;
