@@ -67,7 +67,17 @@ pub fn redact_command_line(line: &str) -> String {
         rest = &rest[end..];
         let quoted = word.trim_matches(|c| c == '\'' || c == '"');
         if std::mem::take(&mut hide_next) && is_value(quoted) {
+            // The shell's own punctuation after the value (`V;`, `V)`) is not part of it.
+            let value = word.trim_end_matches([';', '&', '|', ')']);
             out.push_str(REDACTED);
+            out.push_str(&word[value.len()..]);
+            continue;
+        }
+        // A quoted word is a script of its own (`sh -c 'tool --token V'`): its flags count too.
+        if let Some(q @ ('\'' | '"')) = word.chars().next().filter(|_| word.len() >= 2 && word.ends_with(word.chars().next().unwrap_or(' '))) {
+            out.push(q);
+            out.push_str(&redact_command_line(&word[1..word.len() - 1]));
+            out.push(q);
             continue;
         }
         match redact_assignment(word) {
@@ -126,6 +136,13 @@ mod tests {
         );
         let sh = v(&["sh", "-c", "HF_TOKEN=abcdefgh ./run --password 'p w' --auth=x1 --max-tokens 128 --tokenizer t.json -n 3"]);
         assert_eq!(redact_argv(&sh)[2], "HF_TOKEN=<redacted> ./run --password <redacted> --auth=<redacted> --max-tokens 128 --tokenizer t.json -n 3");
+    }
+
+    #[test]
+    fn a_flag_inside_a_quoted_script_is_hidden_too() {
+        let argv = v(&["sh", "-c", "sh -c 'true --token s3cr3t-arg-7; echo tok_s=1' && ./b \"--api-key k-2\""]);
+        let out = redact_argv(&argv);
+        assert_eq!(out[2], "sh -c 'true --token <redacted>; echo tok_s=1' && ./b \"--api-key <redacted>\"", "{out:?}");
     }
 
     #[test]
