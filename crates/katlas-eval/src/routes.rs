@@ -59,7 +59,7 @@ pub fn run_check(claim: &str, command: &str, cwd: &Path, env: &BTreeMap<String, 
                 (RouteOutcome::Pass, Some("FAIL")) => RouteOutcome::Fail,
                 (o, _) => o,
             };
-            let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
+            let last = telling_line(&text);
             let detail = match r.code {
                 Some(c) => format!("exit {c}{}", if last.is_empty() { String::new() } else { format!(": {last}") }),
                 None => "killed by a signal".into(),
@@ -68,6 +68,20 @@ pub fn run_check(claim: &str, command: &str, cwd: &Path, env: &BTreeMap<String, 
         }
     };
     CorrectnessCheck { claim: claim.into(), check: command.into(), outcome, detail }
+}
+
+/// The line of a check's output that says why it ended: the last one naming an error, a
+/// failure or no tests (a test runner's summary, an exception), else the last non-empty one. A
+/// runner's closing warning on stderr must not hide `ImportError` or `no tests ran` on stdout.
+fn telling_line(text: &str) -> String {
+    const WORDS: [&str; 6] = ["error", "failed", "failure", "no tests ran", "traceback", "exception"];
+    let lines = || text.lines().rev().map(str::trim).filter(|l| !l.is_empty());
+    let line = lines().find(|l| {
+        let l = l.to_ascii_lowercase();
+        WORDS.iter().any(|w| l.contains(w))
+    });
+    let line = line.or_else(|| lines().next()).unwrap_or("");
+    katlas_identity::redact_secrets(line).chars().take(300).collect()
 }
 
 /// Run every command of a claim's route. An unknown claim (`None`) or a route
@@ -115,6 +129,18 @@ mod tests {
         assert_eq!(o, vec![RouteOutcome::Pass, RouteOutcome::Skip, RouteOutcome::Fail, RouteOutcome::Blocked, RouteOutcome::Blocked]);
         assert!(!all_pass(&c));
         assert!(all_pass(&run_route("x", Some(&spec(&["true"])), d.path(), &env)));
+    }
+
+    #[test]
+    fn a_failure_is_named_by_the_line_that_says_why() {
+        let d = tempfile::tempdir().unwrap();
+        let script =
+            "echo 'E   ImportError: cannot import name fused_gdn_gate'; echo '1 error in 2.1s'; echo 'warner(PytestBenchmarkWarning(text))' >&2; exit 2";
+        let c = run_route("x", Some(&spec(&[script])), d.path(), &BTreeMap::new());
+        let detail = c[0].detail.clone().unwrap();
+        assert!(detail.starts_with("exit 2: 1 error in 2.1s"), "{detail}");
+        let c = run_route("x", Some(&spec(&["echo 'no tests ran in 0.5s'; echo 'a warning' >&2; exit 5"])), d.path(), &BTreeMap::new());
+        assert_eq!(c[0].detail.as_deref(), Some("exit 5: no tests ran in 0.5s"));
     }
 
     #[test]
