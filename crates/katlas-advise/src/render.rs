@@ -556,7 +556,8 @@ fn fit_brief(v: &FitView, md: bool) -> String {
         None => d.kv("likely limit", "unknown: no limit rule could decide (see missing evidence)"),
     }
     product_readings(&mut d, v, brief_finding);
-    for f in v.phase.findings.iter().filter(|f| f.kind != FindingKind::Limit) {
+    // The phase's caveats are among `v.caveats`, printed below with the kernels'.
+    for f in v.phase.findings.iter().filter(|f| !matches!(f.kind, FindingKind::Limit | FindingKind::Caveat)) {
         d.item(format!("{}: {}", f.kind, brief_finding(f)));
     }
     // The top live kernels' own limits, once each (the headline is not repeated).

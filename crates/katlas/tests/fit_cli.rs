@@ -224,3 +224,25 @@ fn fit_baseline_refuses_rows_of_another_shape() {
     let gemv = same["kernels"].as_array().unwrap().iter().find(|k| k["name"] == "gemv_hfq4g256_residual").unwrap();
     assert_eq!(gemv["total_us"], serde_json::json!([498100.0, 498100.0]));
 }
+
+/// A real row `katlas collect liger-rmsnorm --profile` wrote on the H200 (liger-kernel's Triton
+/// RMSNorm, 32768 x 4096 bf16): fit reads the kernel at the bandwidth ceiling from its launch
+/// operands alone, with its Triton launch facts, and says each caveat once.
+#[test]
+fn a_triton_kernel_at_the_ceiling_is_read_from_its_launch_operands_and_caveats_are_said_once() {
+    let d = tempfile::tempdir().unwrap();
+    let row = fixture("triton-h200/liger-rmsnorm-op-row.jsonl");
+    let args = ["fit", row.to_str().unwrap(), "--phase", "prefill", "--product", "NVIDIA H200"];
+    let v = json(&katlas(d.path(), &[&args[..], &["--format", "json"]].concat()));
+    let k = fit_kernel(&v, "_rms_norm_forward_kernel");
+    let pct = k["throughput"]["bw_pct_of_peak"].as_f64().unwrap();
+    assert!((95.0..105.0).contains(&pct), "{k}");
+    assert_eq!(k["throughput"]["bytes_source"], "launch operands", "{k}");
+    assert_eq!(k["triton"]["num_warps"], 8, "{k}");
+    let text = ok(&katlas(d.path(), &args));
+    let caveats: Vec<&str> = text.lines().filter(|l| l.contains("caveat:")).collect();
+    assert!(!caveats.is_empty(), "{text}");
+    for c in &caveats {
+        assert_eq!(caveats.iter().filter(|x| *x == c).count(), 1, "said twice: {c}\n{text}");
+    }
+}
