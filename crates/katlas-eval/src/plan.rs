@@ -311,7 +311,7 @@ pub struct EvalDir {
 
 /// Why `dir` may not be resumed, as the line that says so.
 fn not_resumable(dir: &Path) -> Option<String> {
-    crate::provenance::foreign(dir).map(|why| format!("not resuming {}: {why}; measuring afresh in a new eval directory", dir.display()))
+    crate::own_samples::foreign(dir).map(|why| format!("not resuming {}: {why}; measuring afresh in a new eval directory", dir.display()))
 }
 
 /// `parent/<id>` for a finished-or-new eval of fingerprint `id`: an unfinished one of the

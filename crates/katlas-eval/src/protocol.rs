@@ -8,7 +8,7 @@
 //! samples by `seq` and re-derives the adaptive stopping decisions from them,
 //! so a resumed eval stops exactly where an uninterrupted one would have.
 
-use crate::provenance;
+use crate::own_samples;
 use crate::sandbox::Sandbox;
 use crate::telemetry;
 use crate::verdict::{is_final, judge_at, JudgeConfig, Judgement, Plan};
@@ -283,11 +283,11 @@ impl Runner<'_> {
         let path = self.samples_path();
         let mut stored: HashMap<u64, EvalSample> = HashMap::new();
         let mut resume_errors = Vec::new();
-        let mut own = provenance::Own::load(&self.dir)?;
+        let mut own = own_samples::Own::load(&self.dir)?;
         if path.exists() {
             // Another host's samples (a team store's pull) are never resumed as local
             // measurement, nor is a file holding them appended to.
-            if let Some(why) = provenance::foreign(&self.dir) {
+            if let Some(why) = own_samples::foreign(&self.dir) {
                 return Err(ProtocolError::Foreign { path, why });
             }
             let report = read_jsonl::<EvalSample>(&path, Some(EVAL_SAMPLE_SCHEMA))?;
