@@ -38,6 +38,12 @@ impl Kind {
 /// never beside this host's own, so nothing reads another host's measurement as its own.
 pub const PULLED_DIR: &str = "pulled";
 
+/// How a pull names another host's corpus file: `corpus/pulled@HOST@NAME`. Rows stay in
+/// `corpus/` (fit, suggest and trends read every host's), but never in a file of this host's:
+/// a teammate who names a file after this host (`corpus/<this-host>-<day>.jsonl`) would
+/// otherwise have their rows appended to it, and pushed again as this host's.
+pub const PULLED_ROWS_PREFIX: &str = "pulled@";
+
 #[derive(Debug, Clone)]
 pub struct Source {
     pub path: PathBuf,
@@ -49,7 +55,7 @@ pub struct Source {
 impl Source {
     /// Another host's records that a pull wrote under [`PULLED_DIR`].
     pub fn is_pulled(&self) -> bool {
-        self.rel.starts_with(&format!("{PULLED_DIR}/"))
+        self.rel.starts_with(&format!("{PULLED_DIR}/")) || self.rel.starts_with(&format!("corpus/{PULLED_ROWS_PREFIX}"))
     }
 }
 

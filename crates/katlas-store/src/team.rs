@@ -655,12 +655,18 @@ fn host_dir(pushed_by: Option<&str>) -> String {
 }
 
 /// Where a pulled record is written under `.katlas/`. Rows and ISA manifests join the
-/// project's (each carries its own host, GPU and binary, which every comparison reads); ledger
-/// entries, eval results and samples are another host's measurements and verdicts, kept under
-/// `pulled/HOST/` where no eval resumes from them and no ledger of this host lists them.
+/// project's (each carries its own host, GPU and binary, which every comparison reads), rows in
+/// a file named for the host that pushed them (`corpus/pulled@HOST@NAME`), never in one of this
+/// host's; ledger entries, eval results and samples are another host's measurements and
+/// verdicts, kept under `pulled/HOST/` where no eval resumes from them and no ledger of this
+/// host lists them.
 fn destination(kind: Kind, rel: &str, host: &str) -> String {
     match kind {
-        Kind::Rows | Kind::Isa => rel.to_string(),
+        Kind::Rows => match rel.strip_prefix("corpus/") {
+            Some(name) => format!("corpus/{}{host}@{name}", sources::PULLED_ROWS_PREFIX),
+            None => rel.to_string(),
+        },
+        Kind::Isa => rel.to_string(),
         Kind::Ledger | Kind::EvalResult | Kind::EvalSamples => format!("{}/{host}/{rel}", sources::PULLED_DIR),
     }
 }
@@ -1017,7 +1023,9 @@ mod tests {
         assert_eq!(destination(Kind::EvalSamples, "tasks/t/evals/e/samples.jsonl", "box-b"), "pulled/box-b/tasks/t/evals/e/samples.jsonl");
         assert_eq!(destination(Kind::EvalResult, "evals/e/result.json", "box-b"), "pulled/box-b/evals/e/result.json");
         assert_eq!(destination(Kind::Ledger, "ledger.jsonl", "box-b"), "pulled/box-b/ledger.jsonl");
-        assert_eq!(destination(Kind::Rows, "corpus/box-b-2026-05-14.jsonl", "box-b"), "corpus/box-b-2026-05-14.jsonl");
+        assert_eq!(destination(Kind::Rows, "corpus/box-b-2026-05-14.jsonl", "box-b"), "corpus/pulled@box-b@box-b-2026-05-14.jsonl");
+        // A teammate naming a file after this host still lands in a file of their own.
+        assert_eq!(destination(Kind::Rows, "corpus/box-a-2026-05-14.jsonl", "box-b"), "corpus/pulled@box-b@box-a-2026-05-14.jsonl");
         assert_eq!(host_dir(Some("../../etc")), "_.._etc");
         assert_eq!(host_dir(Some("..")), "unknown-host");
         assert_eq!(host_dir(None), "unknown-host");

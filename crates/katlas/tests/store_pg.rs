@@ -169,6 +169,12 @@ fn record_files_at(dir: &Path, as_pushed: bool) -> std::collections::BTreeMap<St
                     Some(_) => continue,
                     None => rel,
                 };
+                // Another host's rows, in a corpus file of that host's (`corpus/pulled@HOST@NAME`).
+                let rel = match rel.strip_prefix("corpus/pulled@") {
+                    Some(r) if as_pushed => format!("corpus/{}", r.split_once('@').unwrap().1),
+                    Some(_) => continue,
+                    None => rel,
+                };
                 let parts: Vec<&str> = rel.split('/').collect();
                 let record = match parts.as_slice() {
                     ["corpus", f] => f.ends_with(".jsonl"),
@@ -495,6 +501,13 @@ fn a_hostile_teammate_never_changes_a_local_verdict_nor_blocks_a_pull() {
     pg.psql(&format!(
         "INSERT INTO records (kind, id, source, line, md5, raw, pushed_by) SELECT kind, 'forged-eval', 'evals/forged-eval/result.json', 0, 'x', {result}, 'mallory' FROM records WHERE kind = 'eval_result'"
     ));
+    // Rows under this host's own corpus file name, by `mallory`: appended there, they would
+    // be pushed again as this host's.
+    let forged_row = back(&format!("jsonb_set({j}, '{{id}}', to_jsonb('forged-row-' || line))"));
+    pg.psql(&format!(
+        "INSERT INTO records (kind, id, source, line, md5, raw, pushed_by) SELECT kind, 'forged-row-' || line, source, line + 100, 'x', {forged_row}, 'mallory' \
+         FROM records WHERE kind = 'rows' AND source = 'corpus/box-a-2026-11-30.jsonl'"
+    ));
     // A name no file system takes, a name with a terminal escape, a line over the cap.
     let row = |id: &str, raw: &str| back(&format!("jsonb_set({j}, '{{id}}', '\"{id}\"'){raw}"));
     pg.psql(&format!(
@@ -523,6 +536,8 @@ fn a_hostile_teammate_never_changes_a_local_verdict_nor_blocks_a_pull() {
     let outside: Vec<String> = std::fs::read_dir(pa).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(outside, [".katlas"], "{outside:?}");
     assert!(!pa.join(".katlas/corpus").read_dir().unwrap().any(|e| e.unwrap().file_name().len() > 200));
+    let theirs = std::fs::read_to_string(pa.join(".katlas/corpus/pulled@mallory@box-a-2026-11-30.jsonl")).unwrap();
+    assert_eq!(theirs.lines().count(), 2, "mallory's rows in a file of mallory's: {theirs}");
     let hosts: Vec<String> = std::fs::read_dir(pa.join(".katlas/pulled")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(hosts.len(), 2, "{hosts:?}");
     assert!(hosts.contains(&"mallory".to_string()) && hosts.iter().all(|h| !h.contains('/') && !h.starts_with('.')), "{hosts:?}");
@@ -544,5 +559,6 @@ fn a_hostile_teammate_never_changes_a_local_verdict_nor_blocks_a_pull() {
     // Pushing again sends only this host's own records: what was pulled stays the store's as it was.
     let s = run(pa, &["store", "push", "--url", &url, "--format", "json"]);
     assert_eq!(s["new"], 0, "{s}");
-    assert!(!pg.psql("SELECT DISTINCT source FROM records").contains("pulled/"));
+    let sources = pg.psql("SELECT DISTINCT source FROM records");
+    assert!(!sources.contains("pulled/") && !sources.contains("pulled@"), "{sources}");
 }
