@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 #[path = "support/cli.rs"]
 mod cli;
-use cli::{fixture, json, ok, repo};
+use cli::{fixture, json, ok, py_site, repo};
 
 /// Without `KATLAS_YES` and with a user config in the project: `katlas task` trusts the task it
 /// writes, and the task's eval command must then run as written.
@@ -410,8 +410,7 @@ fn task_by_suggestion_id_and_errors() {
 /// third_party/python, and once committed the allowed file is the jit function's file.
 #[test]
 fn task_package_copy_of_liger_kernel_allows_the_jit_file() {
-    let site = repo().join(".cache/fixtures/python/site");
-    assert!(site.join("liger_kernel").is_dir(), "{} is required: run scripts/fetch-py-packages", site.join("liger_kernel").display());
+    let site = py_site();
     let d = project();
     let p = d.path();
     let run = || {
@@ -438,4 +437,22 @@ fn task_package_copy_of_liger_kernel_allows_the_jit_file() {
     assert_eq!(t["allowed_files"], serde_json::json!(["third_party/python/liger_kernel/ops/rms_norm.py"]));
     assert_eq!(t["package"]["kernel_file"], "third_party/python/liger_kernel/ops/rms_norm.py");
     assert_eq!(t["package"]["kernel_line"], 68);
+
+    // A repository that ships its vendor directory as a link out of the project gets no copy there.
+    let d = project();
+    let p = d.path();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), p.join("third_party")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_katlas"))
+        .args(["task", "--from-op", "--name", "rms", "--op", "liger_kernel.rms_norm", "--shape", "4096,4096", "--eval-command", "python3 bench.py"])
+        .args(["--kernel", "_rms_norm_forward_kernel", "--package", "liger_kernel"])
+        .current_dir(p)
+        .env("KATLAS_CONFIG_DIR", p.join(".katlas/test-user-config"))
+        .env("PYTHONPATH", &site)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is a symbolic link"), "{err}");
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "nothing copied through the link");
 }

@@ -10,7 +10,7 @@ use std::process::Output;
 
 #[path = "support/cli.rs"]
 mod cli;
-use cli::katlas;
+use cli::{katlas, py_site};
 
 fn tree() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hipfire-tree").canonicalize().unwrap()
@@ -127,14 +127,6 @@ fn a_bad_runtime_model_key_is_bad_input() {
 }
 
 // --- Python kernel projects: liger-kernel 0.8.5 and flash-linear-attention 0.5.2 -------------
-
-/// The unpacked wheels of scripts/fetch-py-packages (site-packages layout).
-fn py_site() -> PathBuf {
-    let cache = std::env::var_os("KATLAS_FIXTURES").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/fixtures"));
-    let site = cache.join("python/site");
-    assert!(site.join(".complete").is_file(), "{} is missing: run scripts/fetch-py-packages", site.display());
-    site.canonicalize().unwrap()
-}
 
 /// Every Triton kernel the four H200 workloads launched: name -> (file under site-packages,
 /// `def` line, first decorator line), as Python reported them at launch.

@@ -85,6 +85,7 @@ pub fn prepare(r: &Request) -> Result<Prepared, CliError> {
             }
             let parent = root.join(vendor);
             let copy = parent.join(r.name);
+            no_link_below(&root, &copy)?;
             if !copy.exists() {
                 copy_package(&src, &copy)?;
             }
@@ -107,6 +108,27 @@ pub fn prepare(r: &Request) -> Result<Prepared, CliError> {
         },
         pythonpath: rel(&root, &parent),
     })
+}
+
+/// Refuses `path` when a component of it below the project root exists as a symbolic link: a
+/// repository could ship `third_party` as a link to `~/.ssh`, and the copy would land there.
+fn no_link_below(root: &Path, path: &Path) -> Result<(), CliError> {
+    let rest = path.strip_prefix(root).unwrap_or(path);
+    let mut cur = root.to_path_buf();
+    for c in rest.components() {
+        cur.push(c);
+        match std::fs::symlink_metadata(&cur) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(CliError::bad_input(format!(
+                    "{}: is a symbolic link; katlas copies a package only into real directories of the project (remove the link or set [task] vendor)",
+                    cur.display()
+                )))
+            }
+            Ok(_) => {}
+            Err(_) => return Ok(()),
+        }
+    }
+    Ok(())
 }
 
 /// Copy `src` to `dest` without `__pycache__` or `*.pyc` (bytecode of the installed files, which

@@ -64,3 +64,13 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
+
+/// The unpacked wheels of scripts/fetch-py-packages (liger-kernel, fla-core and
+/// flash-linear-attention, site-packages layout), under `KATLAS_FIXTURES` like every fetched
+/// fixture, which must be there.
+pub fn py_site() -> PathBuf {
+    let cache = std::env::var_os("KATLAS_FIXTURES").map(PathBuf::from).unwrap_or_else(|| repo().join(".cache/fixtures"));
+    let site = cache.join("python/site");
+    assert!(site.join(".complete").is_file(), "{} is missing: run scripts/fetch-py-packages", site.display());
+    site.canonicalize().unwrap()
+}
