@@ -34,13 +34,13 @@ fn patterns() -> &'static [(Regex, String)] {
             // A private key block, to its end (or the end of the text when cut short).
             (r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)", r.to_string()),
             // URL userinfo: `scheme://user:password@host` keeps scheme, user and host.
-            (r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*):[^\s@]*@", format!("${{1}}:{r}@")),
+            (r#"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*):[^\s@"',]*@"#, format!("${{1}}:{r}@")),
             // libpq conninfo and URL query parameters: `password=…`, quoted or not.
-            (r"(?i)\b(password|passwd|passphrase)(\s*=\s*)('(?:[^'\\]|\\.)*'?|\S+)", format!("${{1}}${{2}}{r}")),
+            (r#"(?i)\b(password|passwd|passphrase)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s"',;&]+)"#, format!("${{1}}${{2}}{r}")),
             // HTTP authorization: `Bearer …`, `Authorization: Basic …`.
             // (The header first, with its scheme; then a bare `Bearer` token of 8 or more
             // characters, so "the bearer of" stays.)
-            (r"(?i)\b(authorization\s*[:=]\s*)((?:basic|digest|token|bearer)\s+)?[A-Za-z0-9\-._~+/]+=*", format!("${{1}}${{2}}{r}")),
+            (r"(?i)\b(authorization\s*[:=]\s*)((?:basic|digest|token|bearer)\s+)?(?:<redacted>|[A-Za-z0-9\-._~+/]+=*)", format!("${{1}}${{2}}{r}")),
             (r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*", format!("${{1}} {r}")),
             // Provider tokens by their documented prefixes: AWS access key ids, GitHub,
             // GitLab, Hugging Face, Slack, OpenAI/Anthropic-style API keys.
@@ -101,6 +101,22 @@ pub fn holds_secret(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redaction_is_idempotent_and_stays_inside_json_strings() {
+        let lines = [
+            r#"{"cmd":"curl -H 'Authorization: Bearer abcdefgh12345678' https://u:pw@h/x","env":{"PGPASSWORD":"x"},"conn":"host=db password=s3cret dbname=k"}"#,
+            r#"{"url":"http://localhost:8080/x","who":"alice@box","note":"password=<redacted>","h":"Authorization: Bearer <redacted>"}"#,
+        ];
+        for l in lines {
+            let once = redact_secrets(l).into_owned();
+            assert_eq!(redact_secrets(&once), once, "redacting twice changes it: {once}");
+            assert!(!holds_secret(&once), "{once}");
+            assert!(serde_json::from_str::<serde_json::Value>(&once).is_ok(), "still JSON: {once}");
+        }
+        assert!(!holds_secret(lines[1]), "an already-redacted line and a plain URL next to an e-mail hold none");
+        assert!(holds_secret(lines[0]));
+    }
 
     #[test]
     fn redacted_text_holds_no_secret() {

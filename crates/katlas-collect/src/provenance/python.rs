@@ -740,7 +740,9 @@ pub fn find_packages(python: &str, packages: &[String], cwd: &Path) -> Result<Ve
             return Err(format!("package `{p}`: not a top-level import name (a dotted name would import its parents)"));
         }
     }
-    const PROBE: &str = "import importlib.util, json, sys\nfor n in sys.argv[1:]:\n    s = importlib.util.find_spec(n)\n    print(json.dumps(None if s is None else {'locations': list(s.submodule_search_locations or []), 'origin': s.origin}))";
+    // `-c` puts the working directory (the repository) first on sys.path, and `json` is not
+    // loaded at startup: a repository's `json.py` would run before trust. It is dropped first.
+    const PROBE: &str = "import sys\nsys.path[:] = [p for p in sys.path if p]\nimport importlib.util, json\nfor n in sys.argv[1:]:\n    s = importlib.util.find_spec(n)\n    print(json.dumps(None if s is None else {'locations': list(s.submodule_search_locations or []), 'origin': s.origin}))";
     let mut argv = vec![python.to_string(), "-c".into(), PROBE.into()];
     argv.extend(packages.iter().cloned());
     let mut req = katlas_proc::RunRequest::new(argv, cwd);
