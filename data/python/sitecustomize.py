@@ -5,17 +5,25 @@ tensor arguments (shape, dtype, bytes of the view), the scalar and constexpr arg
 sizes an autotuner chose among them), num_warps, num_stages and shared memory of the compiled
 kernel, and the launch count. At exit it writes one JSON line per signature. Launches made while
 torch.profiler records are also numbered per kernel name (`profiled`: [first, count] runs), so
-the n-th launch of a kernel joins the n-th kernel event of that name in the trace. This is what a torch
-trace cannot say about a kernel launched from an autograd.Function: which tensors it was handed.
+the n-th launch of a kernel joins the n-th kernel event of that name in the trace.
 Kernels replayed from a CUDA graph never pass through Python and are not seen.
 
-A sitecustomize.py found later on sys.path (the environment's own) is still run.
+Nothing is imported at start-up: Triton is patched when the workload itself first imports
+`triton.runtime.jit` (and its autotuner), so a process that never uses Triton pays nothing and a
+workload that sets Triton or torch variables before importing them keeps them. A
+sitecustomize.py found later on sys.path (the environment's own) is still run.
 """
 import atexit
+import importlib.abc
 import importlib.util
 import json
+import math
 import os
 import sys
+
+# Signatures kept per kernel name: a scalar that changes every launch (a seed, a position) would
+# otherwise add one record per launch. Launches past the cap are counted in one record.
+MAX_SIGNATURES = 256
 
 
 def _chain_next_sitecustomize():
@@ -35,148 +43,191 @@ def _chain_next_sitecustomize():
             return
 
 
-def _install(path):
-    try:
-        from triton.runtime.jit import JITFunction
-    except Exception as e:
-        print(f"katlas triton hook: triton not importable ({e}); no launches recorded", file=sys.stderr)
-        return
-    seen = {}
-    tuners = []
-    state = {"benchmarking": 0}
-    try:
-        from triton.runtime.autotuner import Autotuner
+def _scalar(v):
+    # JSON has no NaN or infinity: the line would be refused whole.
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    return v
 
-        orig_init, orig_bench = Autotuner.__init__, getattr(Autotuner, "_bench", None)
+
+class _Recorder:
+    def __init__(self, path):
+        self.path = path
+        self.seen = {}
+        self.per_kernel = {}
+        self.ordinal = {}
+        self.tuners = []
+        self.benchmarking = 0
+
+    @staticmethod
+    def profiling():
+        torch = sys.modules.get("torch")
+        try:
+            return bool(torch is not None and torch._C._autograd._profiler_enabled())
+        except Exception:
+            return False
+
+    def patch_jit(self, module):
+        rec = self
+        orig_run = module.JITFunction.run
+
+        def run(self, *args, **kwargs):
+            kernel = orig_run(self, *args, **kwargs)
+            # A warmup compiles without launching; the autotuner's timing launches are its own.
+            if kwargs.get("warmup") or rec.benchmarking:
+                return kernel
+            try:
+                rec.record(self, kernel, args, kwargs)
+            except Exception as e:  # recording must never break the workload
+                print(f"katlas triton hook: {e}", file=sys.stderr)
+            return kernel
+
+        module.JITFunction.run = run
+
+    def patch_autotuner(self, module):
+        rec = self
+        cls = module.Autotuner
+        orig_init, orig_bench = cls.__init__, getattr(cls, "_bench", None)
 
         def init(self, *a, **k):
             orig_init(self, *a, **k)
-            tuners.append(self)
+            rec.tuners.append(self)
 
-        Autotuner.__init__ = init
+        cls.__init__ = init
         if orig_bench is not None:
-            # The autotuner's timing launches are not the workload's: they are left out.
+
             def bench(self, *a, **k):
-                state["benchmarking"] += 1
+                rec.benchmarking += 1
                 try:
                     return orig_bench(self, *a, **k)
                 finally:
-                    state["benchmarking"] -= 1
+                    rec.benchmarking -= 1
 
-            Autotuner._bench = bench
-    except Exception as e:
-        print(f"katlas triton hook: autotuner not wrapped ({e})", file=sys.stderr)
+            cls._bench = bench
 
-    def describe(v):
-        if hasattr(v, "data_ptr") and hasattr(v, "element_size") and hasattr(v, "shape"):
-            try:
-                nbytes = v.numel() * v.element_size()
-            except Exception:
-                nbytes = None
-            return "t", (tuple(int(s) for s in v.shape), str(v.dtype).replace("torch.", ""), nbytes, v.data_ptr())
-        if isinstance(v, (bool, int, float, str)) or v is None:
-            return "s", v
-        return "o", type(v).__name__
-
-    orig_run = JITFunction.run
-    try:
-        from torch._C._autograd import _profiler_enabled as profiling
-    except Exception:
-        def profiling():
-            return False
-    ordinal = {}
-
-    def run(self, *args, **kwargs):
-        kernel = orig_run(self, *args, **kwargs)
-        if state["benchmarking"]:
-            return kernel
-        try:
-            names = list(getattr(self, "arg_names", []))
-            tensors, scalars, ptrs = [], {}, set()
-            for i, v in enumerate(args):
-                kind, d = describe(v)
-                name = names[i] if i < len(names) else f"arg{i}"
-                if kind == "t":
-                    shape, dtype, nbytes, ptr = d
-                    tensors.append((name, shape, dtype, nbytes, ptr in ptrs))
-                    ptrs.add(ptr)
-                elif kind == "s":
-                    scalars[name] = d
-            for k, v in kwargs.items():
-                if k in ("grid", "warmup"):
-                    continue
-                kind, d = describe(v)
-                if kind == "t":
-                    shape, dtype, nbytes, ptr = d
-                    tensors.append((k, shape, dtype, nbytes, ptr in ptrs))
-                    ptrs.add(ptr)
-                elif kind == "s":
-                    scalars[k] = d
-            md = getattr(kernel, "metadata", None)
-            name = getattr(kernel, "name", None) or getattr(md, "name", None) or self.__name__
-            facts = {}
-            for f in ("num_warps", "num_stages", "num_ctas", "shared", "maxnreg"):
-                val = getattr(md, f, None)
-                if isinstance(val, (int, float)):
-                    facts[f] = val
-            key = (name, tuple(t[:4] for t in tensors), json.dumps(scalars, sort_keys=True, default=str), json.dumps(facts, sort_keys=True))
-            rec = seen.get(key)
+    def record(self, fn, kernel, args, kwargs):
+        names = getattr(fn, "arg_names", ())
+        tensors, scalars, ptrs = [], [], set()
+        items = [(names[i] if i < len(names) else f"arg{i}", v) for i, v in enumerate(args)]
+        items += [(k, v) for k, v in kwargs.items() if k not in ("grid", "warmup")]
+        for name, v in items:
+            if hasattr(v, "data_ptr") and hasattr(v, "element_size") and hasattr(v, "shape"):
+                ptr = v.data_ptr()
+                tensors.append((name, tuple(int(s) for s in v.shape), str(v.dtype).replace("torch.", ""), v.numel() * v.element_size(), ptr in ptrs))
+                ptrs.add(ptr)
+            elif isinstance(v, (bool, int, float, str)) or v is None:
+                scalars.append((name, _scalar(v)))
+        md = getattr(kernel, "metadata", None)
+        name = getattr(kernel, "name", None) or getattr(md, "name", None) or fn.__name__
+        facts = tuple((f, getattr(md, f)) for f in ("num_warps", "num_stages", "num_ctas", "shared", "maxnreg") if isinstance(getattr(md, f, None), (int, float)))
+        key = (name, tuple(tensors), tuple(scalars), facts)
+        rec = self.seen.get(key)
+        if rec is None:
+            count = self.per_kernel.get(name, 0)
+            self.per_kernel[name] = count + 1
+            if count >= MAX_SIGNATURES:
+                key = (name, "more signatures")
+                rec = self.seen.get(key)
             if rec is None:
-                src = getattr(self, "fn", None)
-                code = getattr(src, "__code__", None)
-                seen[key] = rec = {
+                code = getattr(getattr(fn, "fn", None), "__code__", None)
+                rec = self.seen[key] = {
                     "kernel": name,
-                    "function": getattr(self, "__name__", None),
+                    "function": getattr(fn, "__name__", None),
                     "file": getattr(code, "co_filename", None),
                     "line": getattr(code, "co_firstlineno", None),
+                    "pid": os.getpid(),
                     "launches": 0,
-                    "tensors": [{"arg": a, "shape": list(s), "dtype": d, "bytes": b, "alias": al} for a, s, d, b, al in tensors],
-                    "scalars": scalars,
-                    **facts,
+                    **dict(facts),
                 }
-            rec["launches"] += 1
-            if profiling():
-                n = ordinal.get(name, 0)
-                ordinal[name] = n + 1
-                runs = rec.setdefault("profiled", [])
-                if runs and runs[-1][0] + runs[-1][1] == n:
-                    runs[-1][1] += 1
+                if key[1] == "more signatures":
+                    rec["note"] = f"launches past {MAX_SIGNATURES} signatures of this kernel, arguments not kept"
                 else:
-                    runs.append([n, 1])
-        except Exception as e:  # recording must never break the workload
-            print(f"katlas triton hook: {e}", file=sys.stderr)
-        return kernel
+                    rec["tensors"] = [{"arg": a, "shape": list(s), "dtype": d, "bytes": b, "alias": al} for a, s, d, b, al in tensors]
+                    rec["scalars"] = dict(scalars)
+        rec["launches"] += 1
+        if self.profiling():
+            n = self.ordinal.get(name, 0)
+            self.ordinal[name] = n + 1
+            runs = rec.setdefault("profiled", [])
+            if runs and runs[-1][0] + runs[-1][1] == n:
+                runs[-1][1] += 1
+            else:
+                runs.append([n, 1])
 
-    JITFunction.run = run
+    def lines(self):
+        for rec in self.seen.values():
+            yield {"katlas_triton_launch": 1, **rec}
+        for t in self.tuners:
+            fn = getattr(t, "fn", None)
+            while fn is not None and not hasattr(fn, "__code__") and hasattr(fn, "fn"):
+                fn = fn.fn
+            code = getattr(fn, "__code__", None)
+            for key, cfg in list(getattr(t, "cache", {}).items()):
+                yield {
+                    "katlas_triton_autotune": 1,
+                    "function": getattr(code, "co_name", None),
+                    "file": getattr(code, "co_filename", None),
+                    "line": getattr(code, "co_firstlineno", None),
+                    "key_names": list(getattr(t, "keys", []) or []),
+                    "key": [_scalar(k) if isinstance(k, (int, float, str, bool)) else str(k) for k in (key if isinstance(key, tuple) else (key,))],
+                    "configs": len(getattr(t, "configs", []) or []),
+                    "best": {"kwargs": getattr(cfg, "kwargs", {}), "num_warps": getattr(cfg, "num_warps", None), "num_stages": getattr(cfg, "num_stages", None)},
+                }
 
-    def flush():
+    def flush(self):
+        text = "".join(json.dumps(line, default=str) + "\n" for line in self.lines())
+        if not text:
+            return
         try:
-            with open(path, "a") as f:
-                for rec in seen.values():
-                    f.write(json.dumps({"katlas_triton_launch": 1, **rec}) + "\n")
-                for t in tuners:
-                    fn = getattr(t, "fn", None)
-                    while fn is not None and not hasattr(fn, "__code__") and hasattr(fn, "fn"):
-                        fn = fn.fn
-                    code = getattr(fn, "__code__", None)
-                    for key, cfg in list(getattr(t, "cache", {}).items()):
-                        f.write(json.dumps({
-                            "katlas_triton_autotune": 1,
-                            "function": getattr(code, "co_name", None),
-                            "file": getattr(code, "co_filename", None),
-                            "line": getattr(code, "co_firstlineno", None),
-                            "key_names": list(getattr(t, "keys", []) or []),
-                            "key": [k if isinstance(k, (int, float, str, bool)) else str(k) for k in (key if isinstance(key, tuple) else (key,))],
-                            "configs": len(getattr(t, "configs", []) or []),
-                            "best": {"kwargs": getattr(cfg, "kwargs", {}), "num_warps": getattr(cfg, "num_warps", None), "num_stages": getattr(cfg, "num_stages", None)},
-                        }, default=str) + "\n")
+            # One append of the whole text: several processes of one run share the file, and a
+            # link in its place is not followed.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            try:
+                data = text.encode()
+                while data:
+                    data = data[os.write(fd, data):]
+            finally:
+                os.close(fd)
         except OSError as e:
-            print(f"katlas triton hook: {path}: {e}", file=sys.stderr)
+            print(f"katlas triton hook: {self.path}: {e}", file=sys.stderr)
 
-    atexit.register(flush)
+
+class _PatchOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Lets `triton.runtime.jit` and `triton.runtime.autotuner` load as usual, then patches them."""
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.targets = {"triton.runtime.jit": recorder.patch_jit, "triton.runtime.autotuner": recorder.patch_autotuner}
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in self.targets:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                self.inner = getattr(self, "inner", {})
+                self.inner[fullname] = spec.loader
+                spec.loader = self
+                return spec
+        return None
+
+    def create_module(self, spec):
+        return self.inner[spec.name].create_module(spec)
+
+    def exec_module(self, module):
+        self.inner[module.__name__].exec_module(module)
+        patch = self.targets.pop(module.__name__)
+        try:
+            patch(module)
+        except Exception as e:
+            print(f"katlas triton hook: {module.__name__} not patched ({e})", file=sys.stderr)
 
 
 _out = os.environ.get("KATLAS_TRITON_LAUNCHES")
 if _out:
-    _install(_out)
+    _recorder = _Recorder(_out)
+    sys.meta_path.insert(0, _PatchOnImport(_recorder))
+    atexit.register(_recorder.flush)
 _chain_next_sitecustomize()

@@ -71,6 +71,10 @@ impl LaunchRecord {
     /// Operand bytes: each distinct tensor argument once (reads and writes alike), a lower
     /// bound of what the kernel moves; `None` when a tensor's size is unknown.
     pub fn operand_bytes(&self) -> Option<u64> {
+        // The recorder's overflow record (past its signature cap) keeps no arguments.
+        if self.tensors.is_empty() {
+            return None;
+        }
         self.tensors.iter().filter(|t| !t.alias).map(|t| t.bytes).sum()
     }
 
