@@ -327,7 +327,13 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
     let mut correctness: Vec<Vec<CorrectnessCheck>> = vec![Vec::new(); n];
     if pre.iter().all(|p| p.is_empty()) {
         for k in 1..n {
-            let env = side_env(&spec.sides[k].side, strip);
+            let mut env = side_env(&spec.sides[k].side, strip);
+            // The library's tests compile other shapes into a cache of their own: in the side's,
+            // their entries would pass for the measured kernel's and hide a stale compile.
+            if let Some(d) = env.get(TRITON_CACHE_DIR).map(|d| format!("{d}-checks")) {
+                katlas_fs::create_dir_all(Path::new(&d)).ok();
+                env.insert(TRITON_CACHE_DIR.into(), d);
+            }
             for (claim, route) in &spec.correctness {
                 correctness[k].extend(routes::run_route(claim, route.as_ref(), &spec.sides[k].side.cwd, &env));
             }

@@ -78,6 +78,8 @@ impl Sandbox {
                 continue;
             }
             let cmd = std::fs::read(e.path().join("cmdline")).map(|b| String::from_utf8_lossy(&b).replace('\0', " ").trim().to_string()).unwrap_or_default();
+            // It is named in the sample's error, which reaches records.
+            let cmd = katlas_identity::redact_command_line(&cmd);
             out.push((pid, cmd));
         }
         out
