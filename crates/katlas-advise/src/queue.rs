@@ -10,9 +10,9 @@ use crate::history::Ledger;
 use crate::rules::Rules;
 use crate::suggest::{provenance_from_row, suggest, KernelProvenance, SuggestOptions, Suggestion, SuggestionQueue};
 use katlas_arch::ArchDb;
+use katlas_collect::provenance::{ProvenanceIndex, ProvenanceOptions};
 use katlas_model::Row;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 pub const LAST_SCHEMA: &str = "katlas.suggest.last.v1";
 
@@ -53,35 +53,27 @@ impl LastQueue {
     }
 }
 
-/// Where a project keeps its kernel sources and dispatch sites (`[project] kernel_roots` /
-/// `dispatch_roots`, relative to `root`; empty: collect's defaults).
-pub struct SourceRoots<'a> {
-    pub root: &'a Path,
-    pub kernel_roots: &'a [String],
-    pub dispatch_roots: &'a [String],
-}
-
-/// Dispatch provenance of the fit's live hot kernels from the project's sources (collect's
-/// ranking): the files a suggestion may change. Kernels with nothing found are left out.
-pub fn locate_sources(fit: &FitView, db: &ArchDb, roots: &SourceRoots) -> Vec<KernelProvenance> {
-    let mut opts = katlas_collect::provenance::ProvenanceOptions::new(roots.root);
-    if !roots.kernel_roots.is_empty() {
-        opts.kernel_roots = roots.kernel_roots.iter().map(PathBuf::from).collect();
-    }
-    if !roots.dispatch_roots.is_empty() {
-        opts.dispatch_roots = roots.dispatch_roots.iter().map(PathBuf::from).collect();
-    }
+/// Dispatch provenance of the fit's live hot kernels from the project's sources: collect's
+/// ranking under `opts` (the project's roots and runtime model; the arch is the fit's), one
+/// index for all kernels. These are the files a suggestion may change, so a file the runtime
+/// model rules out (negative score: nothing embeds it, or a selector loads another) is left out,
+/// as are kernels with nothing found.
+pub fn locate_sources(fit: &FitView, db: &ArchDb, opts: &ProvenanceOptions) -> Vec<KernelProvenance> {
+    let mut opts = opts.clone();
     if let Some(a) = &fit.header.arch {
         opts = opts.with_arch(db, a);
     }
-    fit.kernels
-        .iter()
-        .filter(|k| !k.stopped())
-        .map(|k| {
-            let p = katlas_collect::provenance::locate(&k.name, &opts);
+    let live: Vec<&str> = fit.kernels.iter().filter(|k| !k.stopped()).map(|k| k.name.as_str()).collect();
+    if live.is_empty() {
+        return Vec::new();
+    }
+    let index = ProvenanceIndex::build(&opts);
+    live.into_iter()
+        .map(|name| {
+            let p = index.locate(name);
             KernelProvenance {
-                kernel: k.name.clone(),
-                sources: p.sources.iter().map(|c| c.path.clone()).collect(),
+                kernel: name.to_string(),
+                sources: p.sources.iter().filter(|c| c.score >= 0.0).map(|c| c.path.clone()).collect(),
                 dispatch_refs: p.dispatch.iter().map(|d| format!("{}:{}", d.path, d.line)).collect(),
                 env_controls: p.env_knobs.clone(),
             }
@@ -92,10 +84,10 @@ pub fn locate_sources(fit: &FitView, db: &ArchDb, roots: &SourceRoots) -> Vec<Ke
 
 /// Every provenance the fit's kernels have: the row's dispatch manifest first, then the
 /// project's sources when there is a project.
-pub fn provenance(fit: &FitView, row: Option<&Row>, db: &ArchDb, roots: Option<&SourceRoots>) -> Vec<KernelProvenance> {
+pub fn provenance(fit: &FitView, row: Option<&Row>, db: &ArchDb, sources: Option<&ProvenanceOptions>) -> Vec<KernelProvenance> {
     let mut out = row.map(provenance_from_row).unwrap_or_default();
-    if let Some(r) = roots {
-        out.extend(locate_sources(fit, db, r));
+    if let Some(o) = sources {
+        out.extend(locate_sources(fit, db, o));
     }
     out
 }
@@ -107,15 +99,16 @@ pub struct QueueInput<'a> {
     pub db: &'a ArchDb,
     pub rules: &'a Rules,
     pub ledger: Option<&'a Ledger>,
-    pub roots: Option<&'a SourceRoots<'a>>,
+    /// The project's provenance options (roots and runtime model); none outside a project.
+    pub sources: Option<&'a ProvenanceOptions>,
     /// Most suggestions (default: `levers.toml settings.max_suggestions`).
     pub max: Option<usize>,
 }
 
 /// The ranked queue for a fit, remembering the ledger, with the provenance it joined.
 pub fn build_queue(input: QueueInput) -> LastQueue {
-    let QueueInput { fit, row, db, rules, ledger, roots, max } = input;
-    let provenance = provenance(&fit, row.as_ref(), db, roots);
+    let QueueInput { fit, row, db, rules, ledger, sources, max } = input;
+    let provenance = provenance(&fit, row.as_ref(), db, sources);
     let queue = suggest(&fit, row.as_ref(), db, rules, &SuggestOptions { ledger, provenance: &provenance, max });
     LastQueue { schema: LAST_SCHEMA.into(), queue, fit, row, provenance }
 }

@@ -4,9 +4,10 @@
 
 mod common;
 
-use katlas_advise::queue::{build_queue, LastQueue, QueueInput, SourceRoots, LAST_SCHEMA};
+use katlas_advise::queue::{build_queue, LastQueue, QueueInput, LAST_SCHEMA};
 use katlas_advise::{build_fit, FitInput, Rules};
 use katlas_arch::ArchDb;
+use katlas_collect::provenance::ProvenanceOptions;
 
 const GEMV: &str = "gemv_hfq4g256_residual";
 
@@ -26,19 +27,20 @@ fn project() -> tempfile::TempDir {
     d
 }
 
-fn queue(roots: Option<&SourceRoots>) -> LastQueue {
+fn queue(sources: Option<&ProvenanceOptions>) -> LastQueue {
     let row = common::decode_row();
     let rules = Rules::builtin().unwrap();
     let db = ArchDb::builtin();
     let fit = build_fit(&FitInput { row: Some(&row), isa: None, product: None, arch: None, db, rules: &rules, row_source: None }).unwrap();
-    build_queue(QueueInput { fit, row: Some(row), db, rules: &rules, ledger: None, roots, max: None })
+    build_queue(QueueInput { fit, row: Some(row), db, rules: &rules, ledger: None, sources, max: None })
 }
 
 #[test]
 fn project_sources_are_the_allowed_files() {
     let d = project();
-    let (kernels, dispatch) = (["kernels/src".to_string()], ["src".to_string()]);
-    let last = queue(Some(&SourceRoots { root: d.path(), kernel_roots: &kernels, dispatch_roots: &dispatch }));
+    let mut opts = ProvenanceOptions::new(d.path());
+    (opts.kernel_roots, opts.dispatch_roots) = (vec!["kernels/src".into()], vec!["src".into()]);
+    let last = queue(Some(&opts));
     assert_eq!(last.schema, LAST_SCHEMA);
     let s = last.queue.suggestions.iter().find(|s| s.kernel.as_deref() == Some(GEMV) && s.lever == "env_sweep").expect("env sweep on the GEMV");
     assert_eq!(s.allowed_files_source, "dispatch provenance");

@@ -224,16 +224,11 @@ impl Settings {
         let rel = |v: &[String]| v.iter().map(|s| root.join(s)).collect::<Vec<_>>();
         let kernel_roots = match &build.kernel_roots {
             Some(r) => rel(r),
-            None if !project.config.project.kernel_roots.is_empty() => rel(&project.config.project.kernel_roots),
-            None if project.config.project.preset.as_deref() == Some("hipfire") => {
-                vec![root.join("kernels/src")]
-            }
-            None => vec![],
+            None => rel(&project.config.project.effective_kernel_roots()),
         };
         let dispatch_roots = match &reach.dispatch_roots {
             Some(r) => rel(r),
-            None if project.config.project.dispatch_roots.is_empty() && hipfire => rel(&HIPFIRE_DISPATCH_ROOTS.map(String::from)),
-            None => rel(&project.config.project.dispatch_roots),
+            None => rel(&project.config.project.effective_dispatch_roots()),
         };
         let tag_mode = match build.tags.as_deref() {
             None | Some("replace") => TagMode::Replace,
@@ -332,9 +327,6 @@ pub fn validate_matrix(db: &ArchDb, names: &[String], from: &str) -> Result<Vec<
 
 /// Where a hipfire tree keeps its compile script; the preset reads its default arch list.
 pub const HIPFIRE_SCRIPT: &str = "scripts/compile-kernels.sh";
-
-/// The hipfire preset's host code: every crate (dispatch.rs, kernels.rs, the examples).
-pub const HIPFIRE_DISPATCH_ROOTS: [&str; 1] = ["crates"];
 
 /// The hipfire preset's per-atom rules, as compile-kernels.sh applies them to the kernel name
 /// before variant resolution (so a tagged file follows its base name's rule).

@@ -69,6 +69,36 @@ pub struct ProjectSection {
     pub dispatch_roots: Vec<String>,
 }
 
+/// The hipfire preset's kernel sources: `kernels/src/*.hip` with chip and family tags.
+pub const HIPFIRE_KERNEL_ROOTS: [&str; 1] = ["kernels/src"];
+/// The hipfire preset's host code: every crate (dispatch.rs, kernels.rs, profile.rs, the examples).
+pub const HIPFIRE_DISPATCH_ROOTS: [&str; 1] = ["crates"];
+
+impl ProjectSection {
+    pub fn is_hipfire(&self) -> bool {
+        self.preset.as_deref() == Some("hipfire")
+    }
+
+    /// `kernel_roots`, else the preset's (hipfire: `kernels/src`); empty when neither says.
+    /// Every command that reads kernel sources starts here, so the preset alone is enough.
+    pub fn effective_kernel_roots(&self) -> Vec<String> {
+        match (self.kernel_roots.is_empty(), self.is_hipfire()) {
+            (false, _) => self.kernel_roots.clone(),
+            (true, true) => HIPFIRE_KERNEL_ROOTS.map(String::from).to_vec(),
+            (true, false) => Vec::new(),
+        }
+    }
+
+    /// `dispatch_roots`, else the preset's (hipfire: `crates`); empty when neither says.
+    pub fn effective_dispatch_roots(&self) -> Vec<String> {
+        match (self.dispatch_roots.is_empty(), self.is_hipfire()) {
+            (false, _) => self.dispatch_roots.clone(),
+            (true, true) => HIPFIRE_DISPATCH_ROOTS.map(String::from).to_vec(),
+            (true, false) => Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IdentitySection {
@@ -357,6 +387,17 @@ mod tests {
         assert_eq!(e.line, Some(6), "{e}");
         assert!(p.section::<Wl>(&["workload", "other"]).unwrap().is_none());
         assert_eq!(p.section_names("workload"), ["bench"]);
+    }
+
+    #[test]
+    fn the_hipfire_preset_implies_its_roots_and_set_roots_win() {
+        let c = parse_config(Path::new("katlas.toml"), "[project]\npreset = \"hipfire\"\n").unwrap();
+        assert_eq!(c.project.effective_kernel_roots(), ["kernels/src"]);
+        assert_eq!(c.project.effective_dispatch_roots(), ["crates"]);
+        let c = parse_config(Path::new("katlas.toml"), "[project]\npreset = \"hipfire\"\ndispatch_roots = [\"host\"]\n").unwrap();
+        assert_eq!((c.project.effective_kernel_roots(), c.project.effective_dispatch_roots()), (vec!["kernels/src".to_string()], vec!["host".to_string()]));
+        let c = parse_config(Path::new("katlas.toml"), "[project]\npreset = \"plain\"\n").unwrap();
+        assert!(c.project.effective_kernel_roots().is_empty() && c.project.effective_dispatch_roots().is_empty());
     }
 
     #[test]

@@ -18,6 +18,11 @@ fn tree() -> PathBuf {
 
 /// kernels/, crates/ and scripts/ of the tree in a temp project with the hipfire preset.
 fn project() -> tempfile::TempDir {
+    project_with("[project]\npreset = \"hipfire\"\nkernel_roots = [\"kernels/src\"]\ndispatch_roots = [\"crates\"]\n")
+}
+
+/// The same tree with `config` as its katlas.toml.
+fn project_with(config: &str) -> tempfile::TempDir {
     fn copy(from: &Path, to: &Path) {
         std::fs::create_dir_all(to).unwrap();
         for e in std::fs::read_dir(from).unwrap() {
@@ -33,7 +38,7 @@ fn project() -> tempfile::TempDir {
     for sub in ["kernels", "crates", "scripts"] {
         copy(&tree().join(sub), &d.path().join(sub));
     }
-    std::fs::write(d.path().join("katlas.toml"), "[project]\npreset = \"hipfire\"\nkernel_roots = [\"kernels/src\"]\ndispatch_roots = [\"crates\"]\n").unwrap();
+    std::fs::write(d.path().join("katlas.toml"), config).unwrap();
     d
 }
 
@@ -66,6 +71,45 @@ fn preset_family_rule_reaches_gfx1151_and_both_commands_flag_the_hazard() {
             .any(|l| l.trim_start().starts_with("gfx1151 gemv_hfp4g32_dot2: the runtime takes kernels/src/gemv_hfp4g32_dot2.gfx11.hip (not in the matrix")),
         "{t}"
     );
+}
+
+/// `preset = "hipfire"` alone names hipfire's roots for every command: provenance cites the
+/// loads under crates/ and agrees with reach that gemv_hfq4g256.gfx1201.hip never loads (the
+/// runtime's `gemv_hfq4g256_for_arch` takes the base file on gfx1201), `--all-profiled` finds the
+/// profiler's names, and suggest's allowed files are what the runtime loads.
+#[test]
+fn the_preset_alone_gives_every_command_its_roots() {
+    let d = project_with("[project]\npreset = \"hipfire\"\n");
+    let v: Value = serde_json::from_slice(&katlas(d.path(), &["provenance", "gemv_hfq4g256", "--arch", "gfx1201", "--format", "json"]).stdout).unwrap();
+    let p = &v[0];
+    assert_eq!(p["sources"][0]["path"], "kernels/src/gemv_hfq4g256.hip", "{p}");
+    assert!(p["sources"][0]["embedded_at"][0].as_str().unwrap().starts_with("crates/rdna-compute/src/kernels.rs:"), "{p}");
+    let chip = p["sources"].as_array().unwrap().iter().find(|s| s["path"] == "kernels/src/gemv_hfq4g256.gfx1201.hip").expect("the chip file is listed");
+    assert!(chip["score"].as_f64().unwrap() < 0.0 && chip["reasons"].to_string().contains("the runtime never loads it"), "{chip}");
+    assert!(!p["dispatch"].as_array().unwrap().is_empty() && p["dispatch"].as_array().unwrap().iter().all(|r| r["kind"] == "load"), "{p}");
+    // reach, on the same preset, says the same file is never embedded.
+    let r: Value = serde_json::from_slice(&katlas(d.path(), &["reach", "--arch", "gfx1201", "--format", "json"]).stdout).unwrap();
+    let u = r["unreached"].as_array().unwrap().iter().find(|u| u["file"] == "kernels/src/gemv_hfq4g256.gfx1201.hip").expect("reach: unreached");
+    assert!(u["reason"].as_str().unwrap().contains("the runtime takes kernels/src/gemv_hfq4g256.hip"), "{u}");
+    assert_eq!(r["dispatch_roots"], serde_json::json!(["crates"]));
+
+    let o = katlas(d.path(), &["provenance", "--all-profiled", "--arch", "gfx1100", "--format", "json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    assert_eq!(v.as_array().unwrap().len(), 158);
+    assert!(v.as_array().unwrap().iter().filter(|p| !p["dispatch"].as_array().unwrap().is_empty()).count() > 120);
+
+    // suggest: a gfx1201 decode row whose hot GEMV is gemv_hfq4g256.
+    let row = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hipfire/atlas_rows_v0.jsonl")).unwrap();
+    let row = row.lines().next().unwrap().replace("\"gemv_hfq4g256_residual\"", "\"gemv_hfq4g256\"");
+    std::fs::write(d.path().join("rows.jsonl"), row + "\n").unwrap();
+    let o = katlas(d.path(), &["suggest", "rows.jsonl", "--format", "json"]);
+    let q: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let s = q["suggestions"].as_array().unwrap().iter().find(|s| s["kernel"] == "gemv_hfq4g256").expect("a suggestion on the GEMV");
+    assert_eq!(s["allowed_files_source"], "dispatch provenance", "{s}");
+    let files: Vec<&str> = s["allowed_files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    assert_eq!(files.first(), Some(&"kernels/src/gemv_hfq4g256.hip"), "{files:?}");
+    assert!(!files.iter().any(|f| f.contains(".gfx1201.")), "a file the runtime never loads is not to be changed: {files:?}");
+    assert!(files.contains(&"crates/rdna-compute/src/dispatch.rs"), "{files:?}");
 }
 
 #[test]

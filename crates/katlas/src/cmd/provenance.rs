@@ -28,12 +28,12 @@ pub struct ProvenanceArgs {
     /// Target arch atom for chip/family tags (default: the row's arch).
     #[arg(long)]
     pub arch: Option<String>,
-    /// Kernel source roots (default: katlas.toml [project] kernel_roots, else kernels/, src/ and
-    /// the project's top-level Python packages).
+    /// Kernel source roots (default: katlas.toml [project] kernel_roots, else the preset's
+    /// (hipfire: kernels/src), else kernels/, src/ and the project's top-level Python packages).
     #[arg(long = "kernel-root", value_name = "DIR")]
     pub kernel_roots: Vec<PathBuf>,
-    /// Dispatch (host code) roots (default: [project] dispatch_roots, else src/ and the
-    /// project's top-level Python packages).
+    /// Dispatch (host code) roots (default: [project] dispatch_roots, else the preset's
+    /// (hipfire: crates), else src/ and the project's top-level Python packages).
     #[arg(long = "dispatch-root", value_name = "DIR")]
     pub dispatch_roots: Vec<PathBuf>,
     /// An installed Python package, by import name (`liger_kernel`), whose sources join both
@@ -67,32 +67,15 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
     if kernels.is_empty() && !args.all_profiled {
         return Err(CliError::bad_input("give kernel names, --row ID or --all-profiled"));
     }
-    let mut opts = ProvenanceOptions::new(&project.root);
-    // The runtime model: [reach] keys, else the preset's.
-    let rc = katlas_build::config::reach_config(project).map_err(|e| CliError::bad_input(e.to_string()))?;
-    if let Some(r) = &rc.family_rule {
-        opts.family_rule = FamilyRule::parse(r).map_err(CliError::bad_input)?;
-    }
-    opts.load_patterns = parse_patterns(rc.load_patterns.as_deref().unwrap_or_default()).map_err(CliError::bad_input)?;
-    opts.profile_patterns = parse_patterns(rc.profile_patterns.as_deref().unwrap_or_default()).map_err(CliError::bad_input)?;
-    for sel in rc.selectors.iter().flatten() {
-        // katlas-build compiles the same `loads.rs`: the two Selector types have one shape.
-        let v = serde_json::to_value(sel).map_err(CliError::bad_input)?;
-        opts.selectors.push(serde_json::from_value::<Selector>(v).map_err(CliError::bad_input)?);
-    }
+    let mut opts = project_options(project)?;
     if args.all_profiled && opts.profile_patterns.is_empty() {
         return Err(CliError::bad_input("--all-profiled: no profile patterns ([reach] profile_patterns, or preset = \"hipfire\")"));
     }
-    let cfg = &project.config.project;
     if !args.kernel_roots.is_empty() {
         opts.kernel_roots = args.kernel_roots.iter().map(|p| ctx.resolve(p)).collect();
-    } else if !cfg.kernel_roots.is_empty() {
-        opts.kernel_roots = cfg.kernel_roots.iter().map(PathBuf::from).collect();
     }
     if !args.dispatch_roots.is_empty() {
         opts.dispatch_roots = args.dispatch_roots.iter().map(|p| ctx.resolve(p)).collect();
-    } else if !cfg.dispatch_roots.is_empty() {
-        opts.dispatch_roots = cfg.dispatch_roots.iter().map(PathBuf::from).collect();
     }
     let pc = &project.config.provenance;
     let mut packages = pc.packages.clone();
@@ -113,7 +96,16 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
     }
     let index = ProvenanceIndex::build(&opts);
     if args.all_profiled {
-        for k in index.profiled_names() {
+        let names = index.profiled_names();
+        if names.is_empty() {
+            let patterns: Vec<&str> = opts.profile_patterns.iter().map(|p| p.text.as_str()).collect();
+            return Err(CliError::bad_input(format!(
+                "--all-profiled: no profile pattern ({}) matches under the dispatch roots {:?}",
+                patterns.join(", "),
+                opts.dispatch_roots
+            )));
+        }
+        for k in names {
             if !kernels.contains(&k) {
                 kernels.push(k);
             }
@@ -167,6 +159,34 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The project's provenance options, arch not yet set: its roots (`[project]`, else the preset's,
+/// else provenance's defaults) and its runtime model (`[reach]`, else the preset's). `katlas
+/// provenance`, `suggest` and `task` all start here, so they answer as `katlas reach` does.
+pub(crate) fn project_options(project: &katlas_project::Project) -> Result<ProvenanceOptions, CliError> {
+    let mut opts = ProvenanceOptions::new(&project.root);
+    let rc = katlas_build::config::reach_config(project).map_err(|e| CliError::bad_input(e.to_string()))?;
+    if let Some(r) = &rc.family_rule {
+        opts.family_rule = FamilyRule::parse(r).map_err(CliError::bad_input)?;
+    }
+    opts.load_patterns = parse_patterns(rc.load_patterns.as_deref().unwrap_or_default()).map_err(CliError::bad_input)?;
+    opts.profile_patterns = parse_patterns(rc.profile_patterns.as_deref().unwrap_or_default()).map_err(CliError::bad_input)?;
+    for sel in rc.selectors.iter().flatten() {
+        // katlas-build compiles the same `loads.rs`: the two Selector types have one shape.
+        let v = serde_json::to_value(sel).map_err(CliError::bad_input)?;
+        opts.selectors.push(serde_json::from_value::<Selector>(v).map_err(CliError::bad_input)?);
+    }
+    let cfg = &project.config.project;
+    let kernel_roots = cfg.effective_kernel_roots();
+    if !kernel_roots.is_empty() {
+        opts.kernel_roots = kernel_roots.iter().map(PathBuf::from).collect();
+    }
+    let dispatch_roots = cfg.effective_dispatch_roots();
+    if !dispatch_roots.is_empty() {
+        opts.dispatch_roots = dispatch_roots.iter().map(PathBuf::from).collect();
+    }
+    Ok(opts)
 }
 
 /// The interpreter of `[provenance] python` (default `python3`), which finds installed packages.

@@ -4,8 +4,9 @@ use super::fit::{load, EvidenceArgs};
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, Format};
 use katlas_advise::history::Ledger;
-use katlas_advise::queue::{build_queue, LastQueue, QueueInput, SourceRoots};
+use katlas_advise::queue::{build_queue, LastQueue, QueueInput};
 use katlas_advise::{levers, render};
+use katlas_collect::provenance::ProvenanceOptions;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -30,10 +31,13 @@ pub fn last_path(ctx: &Ctx) -> Result<PathBuf, CliError> {
     Ok(ctx.layout()?.suggest_last())
 }
 
-/// The project's source roots, for the allowed files (none outside a project).
-pub fn source_roots(ctx: &Ctx) -> Option<SourceRoots<'_>> {
-    let p = ctx.project().ok()?;
-    Some(SourceRoots { root: &p.root, kernel_roots: &p.config.project.kernel_roots, dispatch_roots: &p.config.project.dispatch_roots })
+/// The project's provenance options (its roots and runtime model, as `katlas provenance` reads
+/// them), for the allowed files; none outside a project.
+pub fn source_options(ctx: &Ctx) -> Result<Option<ProvenanceOptions>, CliError> {
+    match ctx.project() {
+        Ok(p) => super::provenance::project_options(p).map(Some),
+        Err(_) => Ok(None),
+    }
 }
 
 /// Build the queue for the evidence in `args` (also used by `katlas task`).
@@ -52,8 +56,8 @@ pub fn build(evidence: &EvidenceArgs, ledger: Option<&PathBuf>, max: Option<usiz
             eprintln!("katlas: warning: ledger line skipped: {e}");
         }
     }
-    let roots = source_roots(ctx);
-    Ok(build_queue(QueueInput { fit: l.fit, row: l.row, db: &l.db, rules: &l.rules, ledger: led.as_ref(), roots: roots.as_ref(), max }))
+    let sources = source_options(ctx)?;
+    Ok(build_queue(QueueInput { fit: l.fit, row: l.row, db: &l.db, rules: &l.rules, ledger: led.as_ref(), sources: sources.as_ref(), max }))
 }
 
 pub fn run(args: &SuggestArgs, ctx: &Ctx) -> CmdResult {

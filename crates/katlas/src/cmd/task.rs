@@ -1,7 +1,7 @@
 //! `katlas task`: a task packet (`task.json` + `TASK.md`) for one experiment.
 
 use super::fit::{load, EvidenceArgs};
-use super::suggest::{build, last_path, source_roots};
+use super::suggest::{build, last_path, source_options};
 use super::task_package;
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, say_err, Format};
@@ -192,7 +192,7 @@ pub fn run(args: &TaskArgs, ctx: &Ctx) -> CmdResult {
     } else {
         let l = load(&args.evidence, ctx)?;
         let row = l.row.as_ref().ok_or_else(|| CliError::bad_input("give a ROW, --rank/--id, or --from-op"))?;
-        let prov = provenance(&l.fit, Some(row), &l.db, source_roots(ctx).as_ref());
+        let prov = provenance(&l.fit, Some(row), &l.db, source_options(ctx)?.as_ref());
         from_row(&l.fit, row, args.kernel.as_deref(), &l.rules, &prov, &extra).map_err(CliError::bad_input)?
     };
     let task = match &args.package {
