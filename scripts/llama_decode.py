@@ -44,6 +44,8 @@ def main():
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--torch-trace")
+    p.add_argument("--proton", help="profile with Triton's Proton instead: output path without extension")
+    p.add_argument("--proton-data", default="tree", help="Proton's data format: tree (hatchet JSON) or trace (Chrome trace)")
     p.add_argument("--cuda-profiler-range", action="store_true")
     p.add_argument("--profile-range", choices=["decode", "all"], default="decode")
     p.add_argument("--liger", action="store_true")
@@ -81,7 +83,20 @@ def main():
         with torch.device("cuda"):
             model = LlamaForCausalLM(cfg).to(dtype).eval()
     ids = torch.randint(0, a.vocab, (a.batch, a.prompt), device="cuda")
-    rf = torch.profiler.record_function
+    proton = None
+    if a.proton:
+        import inspect
+        import triton.profiler as proton
+
+    def rf(name):
+        # A phase is a torch.profiler range and, under Proton, a Proton scope of the same name.
+        stack = contextlib.ExitStack()
+        stack.enter_context(torch.profiler.record_function(name))
+        if proton is not None and measuring[0]:
+            stack.enter_context(proton.scope(name))
+        return stack
+
+    measuring = [False]
 
     def generate(measure):
         t = {}
@@ -112,13 +127,23 @@ def main():
 
     with torch.inference_mode():
         generate(False)  # warmup: cuBLAS handles, allocator, lazy init
-        if a.torch_trace:
+        measuring[0] = True
+        if proton is not None:
+            kw = {"name": a.proton, "backend": "cupti", "hook": "triton"}
+            if "data" in inspect.signature(proton.start).parameters:
+                kw["data"] = a.proton_data
+            proton.start(**kw)
+            t = generate(True)
+            proton.finalize()
+            prof = None
+        elif a.torch_trace:
             acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
             prof = torch.profiler.profile(activities=acts, record_shapes=True)
         else:
             prof = contextlib.nullcontext()
-        with prof:
-            t = generate(True)
+        if prof is not None:
+            with prof:
+                t = generate(True)
     if a.torch_trace:
         raw = a.torch_trace[:-3] if a.torch_trace.endswith(".gz") else a.torch_trace
         prof.export_chrome_trace(raw)
@@ -135,7 +160,7 @@ def main():
     rec(device=torch.cuda.get_device_name(), torch=torch.__version__, transformers=transformers.__version__,
         params_m=params / 1e6, hidden=a.hidden, layers=a.layers, dtype=a.dtype, model=a.model,
         liger=a.liger, batch=a.batch, **versions,
-        profiled=bool(a.torch_trace) or a.cuda_profiler_range)
+        profiled=bool(a.torch_trace or a.proton) or a.cuda_profiler_range)
 
 
 if __name__ == "__main__":
