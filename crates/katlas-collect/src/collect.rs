@@ -410,6 +410,8 @@ fn parse_run(plan: &Plan, ls: &LoadedSpec, outcome: &RunOutcome, vars: &BTreeMap
                     continue;
                 }
             },
+            // rocpd databases are files the profiler wrote, found under the run's directory.
+            None if p.name == "rocpd" => vec![outcome.stdout.parent().map(Path::to_path_buf).unwrap_or_default()],
             None => match p.stream.as_deref() {
                 Some("stdout") => vec![outcome.stdout.clone()],
                 Some("stderr") => vec![outcome.stderr.clone()],

@@ -277,3 +277,28 @@ args = ["--trace", "{run_dir}/trace.json"]
     collect(&ls, &o).unwrap();
     assert!(rows(&out)[0].variant.plain_command.is_empty());
 }
+
+#[test]
+fn rocpd_parser_reads_the_databases_the_run_wrote_under_its_directory() {
+    // The command stands in for `rocprofv3 --output-format rocpd -d {run_dir}/rocpd -- app`: it
+    // writes a database (format-only, from the real MI300A CSV run) where rocprofv3 would.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let spec = format!(
+        r#"
+command = ["python3", "{}", "{}", "{{run_dir}}/rocpd/host/4242_results.db"]
+parsers = ["rocpd"]
+phases = ["solve"]
+"#,
+        root.join("scripts/rocpd-from-csv.py").display(),
+        root.join("fixtures/rocprofv3-mi300a").display()
+    );
+    let (_d, o, ls) = setup(&spec);
+    std::fs::create_dir_all(o.project_root.join(".katlas")).unwrap();
+    let rep = collect(&ls, &o).unwrap();
+    assert_eq!((rep.rows_ok, rep.rows_error), (1, 0), "{rep:?}");
+    let r = &rows(o.output.as_ref().unwrap())[0];
+    assert_eq!(r.phase, "solve");
+    assert_eq!(r.kernels.iter().map(|k| k.calls).sum::<u64>(), 9);
+    assert_eq!(r.arch.as_deref(), Some("gfx942"));
+    assert_eq!(r.metric("launches"), Some(9.0));
+}

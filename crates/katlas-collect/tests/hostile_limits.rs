@@ -95,6 +95,8 @@ fn endless_zero_stream_stops_at_the_line_cap() {
         let e = on_stream(p, std::io::repeat(0), limits).unwrap_err().to_string();
         let want = match p {
             "torch-trace" => "expected `{`, found byte 0x00",
+            // SQLite reads a database in place: a stream is refused before a byte is read.
+            "rocpd" => "rocpd reads SQLite databases in place",
             "rocprofv3-kernel-trace" | "rocprofv3-counters" | "rocprof-v1" | "ncu-csv" => {
                 "starting on line 1 is longer than the 262144-byte limit (KATLAS_MAX_LINE_BYTES)"
             }
@@ -109,7 +111,7 @@ fn endless_stream_of_short_lines_stops_at_the_input_cap() {
     // Half a million empty lines: small enough for the slowest parser in a debug build.
     let limits = Limits { max_line: 1 << 20, max_input: 512 << 10 };
     for p in names() {
-        if p == "torch-trace" {
+        if p == "torch-trace" || p == "rocpd" {
             continue;
         }
         let lines = std::io::repeat(b'\n');
@@ -155,6 +157,11 @@ fn gzip_bomb_stops_at_the_decompressed_input_cap() {
     let limits = Limits { max_line: 64 << 20, max_input: 2 << 20 };
     for p in names() {
         let e = on_file(p, zeros.clone(), limits).unwrap_err().to_string();
+        if p == "rocpd" {
+            // Never decompressed: SQLite needs the file itself.
+            assert!(e.ends_with("zeros.gz: gzip-compressed: decompress it first (SQLite reads a database in place)"), "{e}");
+            continue;
+        }
         if p == "torch-trace" {
             assert!(e.contains("expected `{`, found byte 0x00"), "{p}: {e}");
         } else {
@@ -250,4 +257,258 @@ fn mutated_inputs_never_panic_or_hang() {
             let _ = on_stream(p, std::io::Cursor::new(v), Limits { max_line: 4096, max_input: 1 << 20 });
         }
     }
+}
+
+// --- rocpd databases (SQLite files, read in place) --------------------------------------------
+//
+// The databases come from `scripts/rocpd-from-csv.py` and the real MI300A CSV run in fixtures/
+// (format-only: no rocpd database of a real run can be fetched at test time), then are damaged.
+
+fn rocpd_db(dir: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = dir.join("omp_results.db");
+    let o = std::process::Command::new("python3")
+        .arg(root.join("scripts/rocpd-from-csv.py"))
+        .arg(root.join("fixtures/rocprofv3-mi300a"))
+        .arg(&out)
+        .output()
+        .expect("python3 runs rocpd-from-csv.py");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+/// The table-name suffix `rocpd-from-csv.py` gives process 4242.
+const SFX: &str = "_00000000_0000_7000_8000_000000001092";
+
+fn edit(db: &Path, sql: &str) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    c.execute_batch(sql).unwrap();
+}
+
+fn rocpd(path: PathBuf) -> Result<ParseOutput, ParseError> {
+    on_file("rocpd", path, Limits::default())
+}
+
+#[test]
+fn rocpd_non_databases_are_refused_naming_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let good = rocpd_db(d.path());
+    let bytes = std::fs::read(&good).unwrap();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("garbage.db", b"not a database at all, just text\n".repeat(100), "not an SQLite database (no `SQLite format 3` header)"),
+        ("empty.db", Vec::new(), "not an SQLite database"),
+        ("cut.db", bytes[..bytes.len() / 3].to_vec(), "SQLite: database disk image is malformed"),
+        ("header-only.db", bytes[..100].to_vec(), ""),
+    ];
+    for (name, data, want) in cases {
+        let p = d.path().join(name);
+        std::fs::write(&p, &data).unwrap();
+        let e = rocpd(p.clone()).unwrap_err().to_string();
+        assert!(e.starts_with(&p.display().to_string()) && e.contains(want), "{name}: {e}");
+    }
+    // A link is not followed; a stream cannot be read in place.
+    let link = d.path().join("link.db");
+    std::os::unix::fs::symlink(&good, &link).unwrap();
+    let e = rocpd(link.clone()).unwrap_err().to_string();
+    assert!(e.contains("a symbolic link"), "{e}");
+    let e = on_stream("rocpd", std::io::Cursor::new(bytes.clone()), Limits::default()).unwrap_err().to_string();
+    assert_eq!(e, "<stdin>: rocpd reads SQLite databases in place: give the .db file (or a directory of them), not a stream");
+    // In a directory, files that are no rocpd database are skipped with a warning; the good one is read.
+    let dir = d.path().join("run");
+    std::fs::create_dir_all(dir.join("host")).unwrap();
+    std::fs::copy(&good, dir.join("host/4242_results.db")).unwrap();
+    std::fs::write(dir.join("notes.db"), b"text").unwrap();
+    std::os::unix::fs::symlink(&good, dir.join("host/alias.db")).unwrap();
+    let o = rocpd(dir.clone()).unwrap();
+    assert_eq!(o.phases[0].launches, Some(9));
+    assert!(o.warnings.iter().any(|w| w.contains("notes.db: not an SQLite database") && w.ends_with("skipped")), "{:?}", o.warnings);
+    assert!(o.warnings.iter().any(|w| w.contains("alias.db: not a regular file")), "{:?}", o.warnings);
+    std::fs::remove_file(dir.join("host/4242_results.db")).unwrap();
+    let e = rocpd(dir).unwrap_err().to_string();
+    assert!(e.contains("no rocpd database"), "{e}");
+}
+
+#[test]
+fn rocpd_missing_tables_and_columns_name_file_table_and_column() {
+    let d = tempfile::tempdir().unwrap();
+    let db = rocpd_db(d.path());
+    let shown = db.display().to_string();
+    edit(&db, &format!("DROP VIEW rocpd_info_kernel_symbol; DROP TABLE rocpd_info_kernel_symbol{SFX};"));
+    let e = rocpd(db.clone()).unwrap_err().to_string();
+    assert_eq!(e, format!("{shown}: key `rocpd_info_kernel_symbol{SFX}`: table missing: the kernel names of rocpd_kernel_dispatch{SFX} cannot be read"));
+    let db = rocpd_db(d.path());
+    edit(&db, &format!("ALTER TABLE rocpd_kernel_dispatch{SFX} DROP COLUMN \"end\";"));
+    let e = rocpd(db.clone()).unwrap_err().to_string();
+    assert_eq!(e, format!("{shown}: key `rocpd_kernel_dispatch{SFX}.end`: column missing"));
+    let db = rocpd_db(d.path());
+    edit(&db, &format!("DROP VIEW rocpd_kernel_dispatch; DROP TABLE rocpd_kernel_dispatch{SFX};"));
+    let e = rocpd(db.clone()).unwrap_err().to_string();
+    assert_eq!(e, format!("{shown}: no rocpd_kernel_dispatch table: not a rocpd database"));
+    // A column computed by SQL the file brings is not read.
+    let db = rocpd_db(d.path());
+    edit(&db, &format!("ALTER TABLE rocpd_info_agent{SFX} ADD COLUMN slow TEXT GENERATED ALWAYS AS (printf('%.*c', 1000000, 'x')) VIRTUAL;"));
+    let e = rocpd(db.clone()).unwrap_err().to_string();
+    assert!(e.contains(&format!("key `rocpd_info_agent{SFX}.slow`: a generated column")), "{e}");
+}
+
+#[test]
+fn rocpd_bad_rows_are_warnings_naming_table_row_and_column_and_the_good_rows_stay() {
+    let d = tempfile::tempdir().unwrap();
+    let db = rocpd_db(d.path());
+    let t = format!("rocpd_kernel_dispatch{SFX}");
+    edit(
+        &db,
+        &format!(
+            "UPDATE {t} SET start = 'soon' WHERE id = 1;
+             UPDATE {t} SET grid_size_x = 1099511627776 WHERE id = 2;
+             UPDATE {t} SET \"end\" = start - 1 WHERE id = 3;
+             UPDATE {t} SET kernel_id = 999 WHERE id = 4;
+             UPDATE {t} SET workgroup_size_x = -64 WHERE id = 5;
+             UPDATE {t} SET group_segment_size = x'00ff' WHERE id = 6;
+             UPDATE rocpd_info_agent{SFX} SET extdata = '{{not json' WHERE id = 4;"
+        ),
+    );
+    let o = rocpd(db.clone()).unwrap();
+    let shown = db.display().to_string();
+    for (id, what) in [
+        (1, "column `start`: text `soon` is not an integer"),
+        (2, "column `grid_size_x`: 1099511627776 does not fit 32 bits"),
+        (3, "column `end`: before `start`"),
+        (4, "column `kernel_id`: 999 is not in rocpd_info_kernel_symbol"),
+        (5, "column `workgroup_size_x`: -64 is negative"),
+        (6, "column `group_segment_size`: a 2-byte blob is not an integer"),
+    ] {
+        let head = format!("{shown}: table `{t}` row id {id}: {what}");
+        assert!(o.warnings.iter().any(|w| w.starts_with(&head) && w.ends_with("; row skipped")), "{head}\n{:?}", o.warnings);
+    }
+    assert_eq!(o.phases[0].launches, Some(3), "dispatches 7, 8 and 9 stay");
+    assert_eq!(o.artifacts["rocpd"][0]["skipped"], 6);
+    // Bad agent JSON costs the CU count, not the device.
+    assert_eq!(o.route["device"], "AMD Instinct MI300A");
+    assert!(!o.route.contains_key("cu_count"));
+}
+
+/// Rewrite a table b-tree so every child pointer on its leftmost path leads to the next page of
+/// that path: one leaf's rows come back once per path through the tree. Pages past the last one
+/// the file still needs are cut off, so the rows far outnumber what the file could hold.
+fn repeat_leftmost_leaf(path: &Path, root: u32, page_size: usize) {
+    let mut b = std::fs::read(path).unwrap();
+    let at = |n: u32| (n as usize - 1) * page_size + if n == 1 { 100 } else { 0 };
+    let be16 = |b: &[u8], o: usize| u16::from_be_bytes([b[o], b[o + 1]]) as usize;
+    let be32 = |b: &[u8], o: usize| u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+    let mut path_pages = vec![root];
+    while b[at(*path_pages.last().unwrap())] == 0x05 {
+        let h = at(*path_pages.last().unwrap());
+        let first = be16(&b, h + 12);
+        path_pages.push(be32(&b, (*path_pages.last().unwrap() as usize - 1) * page_size + first));
+    }
+    assert!(path_pages.len() >= 3, "the test needs a tree two interior levels deep: {path_pages:?}");
+    for w in path_pages.windows(2) {
+        let (n, next) = (w[0], w[1]);
+        let h = at(n);
+        for j in 0..be16(&b, h + 3) {
+            let off = (n as usize - 1) * page_size + be16(&b, h + 12 + 2 * j);
+            b[off..off + 4].copy_from_slice(&next.to_be_bytes());
+        }
+        b[h + 8..h + 12].copy_from_slice(&next.to_be_bytes());
+    }
+    let keep = *path_pages.iter().max().unwrap();
+    b.truncate(keep as usize * page_size);
+    b[28..32].copy_from_slice(&keep.to_be_bytes());
+    let counter = [b[24], b[25], b[26], b[27]];
+    b[92..96].copy_from_slice(&counter);
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn rocpd_huge_values_and_row_counts_stay_bounded() {
+    let d = tempfile::tempdir().unwrap();
+    // Values at the edges of 64 bits: kept when they are valid, a warning when not.
+    let db = rocpd_db(d.path());
+    let t = format!("rocpd_kernel_dispatch{SFX}");
+    edit(
+        &db,
+        &format!(
+            "UPDATE {t} SET start = 9223372036854775000, \"end\" = 9223372036854775807 WHERE id = 1;
+             UPDATE {t} SET start = -9223372036854775808 WHERE id = 2;
+             UPDATE {t} SET grid_size_x = 4294967295, workgroup_size_x = 1 WHERE id = 3;"
+        ),
+    );
+    let o = rocpd(db).unwrap();
+    assert_eq!(o.phases[0].launches, Some(8));
+    assert!(o.warnings.iter().any(|w| w.contains("row id 2: column `start`: -9223372036854775808 is negative")), "{:?}", o.warnings);
+    let norm = o.phases[0].kernel("__omp_offloading_32_2f3c6__QMnorm_modPnorm_l26").unwrap();
+    assert!((norm.min_us.unwrap() - 0.807).abs() < 1e-3, "807 ns at the end of time: {norm:?}");
+    let bc = o.phases[0].kernel("__omp_offloading_32_2f3c0__QMboundary_modPboundary_conditions_l24").unwrap();
+    assert_eq!(bc.grid, Some([4294967295, 1, 1]), "the largest 32-bit grid, in workgroups of 1");
+    // A b-tree whose pages repeat: more rows than the file can hold is an error, fast.
+    let p = d.path().join("dag.db");
+    let c = rusqlite::Connection::open(&p).unwrap();
+    c.execute_batch(&format!(
+        "PRAGMA page_size = 512;
+         CREATE TABLE rocpd_info_kernel_symbol{SFX} (id INTEGER PRIMARY KEY, display_name TEXT);
+         INSERT INTO rocpd_info_kernel_symbol{SFX} VALUES (1, 'k');
+         CREATE TABLE {t} (id INTEGER PRIMARY KEY, kernel_id INTEGER, start INTEGER, \"end\" INTEGER);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000)
+         INSERT INTO {t} SELECT i, 1, i * 10, i * 10 + 5 FROM n;"
+    ))
+    .unwrap();
+    let root: u32 = c.query_row(&format!("SELECT rootpage FROM sqlite_schema WHERE name = '{t}'"), [], |r| r.get(0)).unwrap();
+    drop(c);
+    repeat_leftmost_leaf(&p, root, 512);
+    let len = std::fs::metadata(&p).unwrap().len();
+    let e = rocpd(p.clone()).unwrap_err().to_string();
+    assert_eq!(e, format!("{}: key `{t}`: more than {} rows, more than a {len}-byte file can hold: the database is corrupt", p.display(), len / 4 + 16));
+}
+
+#[test]
+fn rocpd_mutated_databases_never_panic_or_hang() {
+    let d = tempfile::tempdir().unwrap();
+    let base = std::fs::read(rocpd_db(d.path())).unwrap();
+    let page = 4096;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let (mut ok, mut failed) = (0, 0);
+    for i in 0..300 {
+        let mut v = base.clone();
+        match i % 5 {
+            // Bytes anywhere past the header: page headers, cell pointers, record headers, values.
+            0 | 1 => {
+                for _ in 0..1 + next() % 8 {
+                    let pos = 100 + (next() as usize % (v.len() - 100));
+                    v[pos] = next() as u8;
+                }
+            }
+            // Cut at a page boundary or anywhere.
+            2 => v.truncate(if next() % 2 == 0 { (next() as usize % (v.len() / page)) * page } else { next() as usize % v.len() }),
+            // A whole page of noise.
+            3 => {
+                let p = 1 + next() as usize % (v.len() / page - 1);
+                for b in &mut v[p * page..(p + 1) * page] {
+                    *b = next() as u8;
+                }
+            }
+            // The database header's own fields (page size, page count, schema cookie, encoding).
+            _ => {
+                let pos = 16 + next() as usize % 84;
+                v[pos] = next() as u8;
+            }
+        }
+        let p = d.path().join(format!("m{i}.db"));
+        std::fs::write(&p, &v).unwrap();
+        match rocpd(p.clone()) {
+            Ok(_) => ok += 1,
+            Err(e) => {
+                assert!(e.to_string().starts_with(&p.display().to_string()), "an error names the file: {e}");
+                failed += 1;
+            }
+        }
+        std::fs::remove_file(&p).unwrap();
+    }
+    assert!(ok > 0 && failed > 0, "mutations both kept and broke databases: {ok} read, {failed} refused");
 }

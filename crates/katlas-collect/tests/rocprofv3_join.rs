@@ -240,3 +240,164 @@ fn an_empty_directory_is_an_error() {
     let e = parse("rocprofv3", Input::File(d.path())).unwrap_err().to_string();
     assert!(e.contains("no rocprofv3 *kernel_trace.csv or *counter_collection.csv"), "{e}");
 }
+
+// --- rocpd databases -------------------------------------------------------------------------
+//
+// No rocpd database from a real run can be fetched at test time, so these tests are
+// format-only: `scripts/rocpd-from-csv.py` writes a database by rocprofiler-sdk's documented
+// schema from the real MI300A rocprofv3 CSV run in fixtures/, and the rocpd view of it must be
+// the CSV view of the same run.
+
+/// `scripts/rocpd-from-csv.py DIR OUT [args]`: the rocpd database of a rocprofv3 CSV run.
+fn rocpd_from(dir: &Path, out: &Path, args: &[&str]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/rocpd-from-csv.py");
+    let o = std::process::Command::new("python3").arg(script).arg(dir).arg(out).args(args).output().expect("python3 runs rocpd-from-csv.py");
+    assert!(o.status.success(), "rocpd-from-csv.py: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The MI300A run with a gfx942 counter collection beside it, as a CSV directory and as rocpd.
+fn mi300a_run_with_counters(d: &Path) -> (PathBuf, PathBuf) {
+    let csv_dir = d.join("omp_output");
+    std::fs::create_dir(&csv_dir).unwrap();
+    copy(&fixture("rocprofv3-mi300a/omp_agent_info.csv"), &csv_dir.join("omp_agent_info.csv"));
+    copy(&fixture("rocprofv3-mi300a/omp_kernel_trace.csv"), &csv_dir.join("omp_kernel_trace.csv"));
+    std::fs::write(csv_dir.join("omp_counter_collection.csv"), mi300a_counters(&|c| cdna3(c).0)).unwrap();
+    let db = d.join("omp_results.db");
+    rocpd_from(&csv_dir, &db, &[]);
+    (csv_dir, db)
+}
+
+/// The same kernel table: names in the same order (hottest first), calls, times, launch facts,
+/// counters and bytes.
+fn assert_same_kernels(csv: &ParseOutput, db: &ParseOutput) {
+    let (a, b) = (&csv.phases[0].kernels, &db.phases[0].kernels);
+    assert_eq!(a.iter().map(|k| &k.name).collect::<Vec<_>>(), b.iter().map(|k| &k.name).collect::<Vec<_>>());
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * x.abs().max(1.0);
+    for (x, y) in a.iter().zip(b) {
+        let n = &x.name;
+        assert_eq!(x.calls, y.calls, "{n}");
+        assert!(close(x.total_us, y.total_us), "{n}: {} vs {}", x.total_us, y.total_us);
+        for (p, q) in [(x.avg_us, y.avg_us), (x.median_us, y.median_us), (x.min_us, y.min_us), (x.max_us, y.max_us), (x.share_pct, y.share_pct)] {
+            assert!(close(p.unwrap(), q.unwrap()), "{n}: {p:?} vs {q:?}");
+        }
+        assert_eq!((x.block, x.grid, x.shared_bytes, x.registers), (y.block, y.grid, y.shared_bytes, y.registers), "{n}");
+        for key in ["grid_workitems", "sgpr", "accum_vgpr", "scratch_bytes", "bytes_source", "bytes_counters"] {
+            assert_eq!(x.extra.get(key), y.extra.get(key), "{n}: {key}");
+        }
+        assert_eq!(x.counters, y.counters, "{n}");
+        assert_eq!(x.bytes, y.bytes, "{n}");
+        assert_eq!(x.achieved_gbps, y.achieved_gbps, "{n}");
+    }
+}
+
+#[test]
+fn rocpd_format_only_db_of_the_mi300a_run_reads_as_its_csv_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let (csv_dir, db) = mi300a_run_with_counters(d.path());
+    let csv = parse("rocprofv3", Input::File(&csv_dir)).unwrap();
+    let o = parse("rocpd", Input::File(&db)).unwrap();
+    assert_eq!(o.parser, "rocpd");
+    assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+    assert_same_kernels(&csv, &o);
+    // Bytes really came from the gfx942 formula (not absent on both sides).
+    let k = kernel(&o, "__omp_offloading_32_2f3c6__QMnorm");
+    assert!(k.bytes.unwrap() > 0.0 && k.extra["bytes_counters"].as_str().unwrap().contains("cdna3 TCC_EA0_RDREQ"));
+    assert_eq!(k.registers, Some(32), "arch VGPRs of the kernel symbol");
+    assert_eq!(k.shared_bytes, Some(4360));
+    // The device, and the CU count and wave size agent_info gave (in rocpd's agent extdata).
+    for key in ["arch", "device"] {
+        assert_eq!(o.route[key], csv.route[key], "{key}");
+    }
+    assert_eq!((o.route["cu_count"].as_u64(), o.route["wave_size"].as_u64()), (Some(228), Some(64)));
+    // Timeline facts, computed here from the CSV rows apart from the parser: the nine
+    // dispatches run one after another on agent 4.
+    let spans: Vec<(u64, u64)> =
+        rows(&csv_dir.join("omp_kernel_trace.csv")).iter().map(|(_, r)| (r["Start_Timestamp"].parse().unwrap(), r["End_Timestamp"].parse().unwrap())).collect();
+    let busy: u64 = spans.iter().map(|(s, e)| e - s).sum();
+    let window = spans.last().unwrap().1 - spans[0].0;
+    let mut gaps: Vec<u64> = spans.windows(2).map(|w| w[1].0 - w[0].1).collect();
+    gaps.sort();
+    let m = &o.phases[0].metrics;
+    assert_eq!(m["launches"].value, 9.0);
+    assert!((m["gpu_busy_us"].value - busy as f64 / 1000.0).abs() < 1e-6);
+    assert!((m["timeline_window_us"].value - window as f64 / 1000.0).abs() < 1e-6);
+    assert!((m["gpu_busy_pct"].value - 100.0 * busy as f64 / window as f64).abs() < 1e-9);
+    assert!((m["gap_median_us"].value - gaps[3] as f64 / 1000.0).abs() < 1e-6, "nearest-rank median of 8 gaps");
+    assert_eq!(o.metric("kernel_dispatches"), Some(9.0));
+    let f = &o.artifacts["rocpd"][0];
+    assert_eq!((f["dispatches"].as_u64(), f["skipped"].as_u64(), f["with_counters"].as_u64()), (Some(9), Some(0), Some(9)));
+    assert_eq!(f["pids"], serde_json::json!([4242]));
+}
+
+#[test]
+fn rocpd_format_only_several_process_databases_add_up_like_several_csv_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let (csv_dir, db) = mi300a_run_with_counters(d.path());
+    // A second process: the same run shifted by one second, in a file of its own, as rocprofv3
+    // writes one database per process (`HOST/PID_results.db`).
+    let out = d.path().join("rocpd");
+    std::fs::create_dir_all(out.join("host")).unwrap();
+    std::fs::rename(&db, out.join("host/4242_results.db")).unwrap();
+    rocpd_from(&csv_dir, &out.join("host/4343_results.db"), &["--pid", "4343", "--shift-ns", "1000000000"]);
+    // The CSV side: the same two runs as two file prefixes of one directory.
+    let two = d.path().join("two");
+    std::fs::create_dir(&two).unwrap();
+    for p in ["a_", "b_"] {
+        for f in ["kernel_trace.csv", "counter_collection.csv"] {
+            copy(&csv_dir.join(format!("omp_{f}")), &two.join(format!("{p}{f}")));
+        }
+    }
+    copy(&csv_dir.join("omp_agent_info.csv"), &two.join("omp_agent_info.csv"));
+    let csv = parse("rocprofv3", Input::File(&two)).unwrap();
+    let dir = parse("rocpd", Input::File(&out)).unwrap();
+    assert_same_kernels(&csv, &dir);
+    assert_eq!(kernel(&dir, "__omp_offloading_32_2f3c6__QMnorm").calls, 6);
+    assert_eq!(dir.artifacts["rocpd"].as_array().unwrap().len(), 2);
+    // The two files named one by one give the same view.
+    let files = [out.join("host/4242_results.db"), out.join("host/4343_results.db")];
+    let listed = katlas_collect::parse::rocpd::parse_files(&files, &Default::default(), &Default::default()).unwrap();
+    assert_eq!(listed.phases, dir.phases);
+    // One GPU (agent 4 in both processes): its timeline covers both, 18 launches, and the
+    // second process's dispatches a second later leave one long gap.
+    let m = &dir.phases[0].metrics;
+    assert_eq!(m["launches"].value, 18.0);
+    assert!(m["timeline_window_us"].value > 1_000_000.0);
+    assert!(dir.warnings.is_empty(), "{:?}", dir.warnings);
+}
+
+#[test]
+fn rocpd_format_only_marker_ranges_delimit_phases() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    copy(&fixture("rocprofv3-mi300a/omp_agent_info.csv"), &dir.join("omp_agent_info.csv"));
+    copy(&fixture("rocprofv3-mi300a/omp_kernel_trace.csv"), &dir.join("omp_kernel_trace.csv"));
+    let trace = rows(&dir.join("omp_kernel_trace.csv"));
+    let ts = |i: usize, c: &str| trace[i].1[c].parse::<u64>().unwrap();
+    // roctx ranges as rocprofv3's marker_api_trace.csv has them: `setup` around the first four
+    // dispatches, `iterate` from the fifth to the end, `tiny` around no kernel.
+    let mut m = String::from("\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n");
+    m += &format!("\"MARKER_CORE_RANGE_API\",\"setup\",4242,4242,900,{},{}\n", ts(0, "Start_Timestamp") - 10, ts(3, "End_Timestamp") + 10);
+    m += &format!("\"MARKER_CORE_RANGE_API\",\"iterate\",4242,4242,901,{},{}\n", ts(4, "Start_Timestamp") - 10, ts(8, "End_Timestamp") + 10);
+    m += &format!("\"MARKER_CORE_RANGE_API\",\"tiny\",4242,4242,902,{},{}\n", ts(3, "End_Timestamp") + 20, ts(3, "End_Timestamp") + 30);
+    std::fs::write(dir.join("omp_marker_api_trace.csv"), m).unwrap();
+    let db = d.path().join("m.db");
+    rocpd_from(&dir, &db, &[]);
+    let opts = |p: &[&str]| katlas_collect::parse::ParserOptions { phases: p.iter().map(|s| s.to_string()).collect(), ..Default::default() };
+    let run = katlas_collect::parse::parse_with("rocpd", Input::File(&db), &opts(&[])).unwrap();
+    assert_eq!(run.phases.len(), 1);
+    assert_eq!(run.phases[0].phase, "run");
+    assert_eq!(run.artifacts["rocpd_markers"]["setup"]["ranges"], 1);
+    assert_eq!(run.artifacts["rocpd_markers"]["tiny"]["ranges"], 1);
+    let o = katlas_collect::parse::parse_with("rocpd", Input::File(&db), &opts(&["iterate"])).unwrap();
+    let iterate = o.phase("iterate").unwrap();
+    let rest = o.phase("unannotated").unwrap();
+    assert_eq!((iterate.launches, rest.launches), (Some(5), Some(4)));
+    assert_eq!(iterate.kernel("__omp_offloading_32_2f3c6__QMnorm_modPnorm_l26").unwrap().calls, 2);
+    assert_eq!(iterate.metrics["launches"].value, 5.0, "each phase has its own timeline");
+    let both = katlas_collect::parse::parse_with("rocpd", Input::File(&db), &opts(&["setup", "iterate"])).unwrap();
+    assert_eq!(both.phases.iter().map(|p| (p.phase.as_str(), p.launches.unwrap())).collect::<Vec<_>>(), vec![("setup", 4), ("iterate", 5)]);
+    let none = katlas_collect::parse::parse_with("rocpd", Input::File(&db), &opts(&["decode"])).unwrap();
+    assert_eq!(none.phases[0].phase, "run");
+    assert!(none.warnings.iter().any(|w| w.contains("none of the phases named (decode)") && w.contains("iterate (1)")), "{:?}", none.warnings);
+}

@@ -4,12 +4,12 @@
 
 #[path = "support/cli.rs"]
 mod cli;
-use cli::{fixture, json, katlas};
+use cli::{fixture, json, katlas, ok, repo};
+use std::path::Path;
 
-#[test]
-fn fit_of_a_rocprofv3_directory_shows_bandwidth_from_counters_and_the_inferred_product() {
-    let d = tempfile::tempdir().unwrap();
-    let out = d.path().join("omp_output");
+/// The MI300A run in `DIR/omp_output` with a gfx942 counter collection beside it.
+fn mi300a_with_counters(dir: &Path) {
+    let out = dir.join("omp_output");
     std::fs::create_dir(&out).unwrap();
     for f in ["omp_agent_info.csv", "omp_kernel_trace.csv"] {
         std::fs::copy(fixture(&format!("rocprofv3-mi300a/{f}")), out.join(f)).unwrap();
@@ -26,6 +26,12 @@ fn fit_of_a_rocprofv3_directory_shows_bandwidth_from_counters_and_the_inferred_p
         }
     }
     std::fs::write(out.join("omp_counter_collection.csv"), cc).unwrap();
+}
+
+#[test]
+fn fit_of_a_rocprofv3_directory_shows_bandwidth_from_counters_and_the_inferred_product() {
+    let d = tempfile::tempdir().unwrap();
+    mi300a_with_counters(d.path());
     let v = json(&katlas(d.path(), &["fit", "--parse", "rocprofv3", "omp_output", "--format", "json"]));
     assert_eq!(v["header"]["product"], "Instinct MI300A", "product from agent_info's Product_Name: {}", v["header"]);
     assert_eq!(v["header"]["arch"], "gfx942");
@@ -41,4 +47,40 @@ fn fit_of_a_rocprofv3_directory_shows_bandwidth_from_counters_and_the_inferred_p
         assert!((t["bw_gbps"].as_f64().unwrap() - gbps).abs() < 1e-6, "{k}");
         assert!((t["bw_pct_of_peak"].as_f64().unwrap() - 100.0 * gbps / peak).abs() < 1e-6, "{k}");
     }
+}
+
+/// Format-only (no rocpd database of a real run can be fetched at test time): the database
+/// `scripts/rocpd-from-csv.py` writes from the same run gives the same fit as its CSV directory.
+#[test]
+fn fit_of_a_rocpd_database_format_only_matches_the_csv_directory_of_the_same_run() {
+    let d = tempfile::tempdir().unwrap();
+    mi300a_with_counters(d.path());
+    let py = std::process::Command::new("python3")
+        .arg(repo().join("scripts/rocpd-from-csv.py"))
+        .arg(d.path().join("omp_output"))
+        .arg(d.path().join("omp_results.db"))
+        .output()
+        .expect("python3 runs rocpd-from-csv.py");
+    assert!(py.status.success(), "{}", String::from_utf8_lossy(&py.stderr));
+    let csv = json(&katlas(d.path(), &["fit", "--parse", "rocprofv3", "omp_output", "--format", "json"]));
+    let db = json(&katlas(d.path(), &["fit", "--parse", "rocpd", "omp_results.db", "--format", "json"]));
+    for key in ["product", "arch", "bw_ceiling_gbps"] {
+        assert_eq!(db["header"][key], csv["header"][key], "{key}");
+    }
+    let (a, b) = (csv["kernels"].as_array().unwrap(), db["kernels"].as_array().unwrap());
+    let names = |v: &[serde_json::Value]| v.iter().map(|k| k["name"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(names(a), names(b), "the same hot kernels in the same order");
+    for (x, y) in a.iter().zip(b) {
+        let (p, q) = (x["avg_us"].as_f64().unwrap(), y["avg_us"].as_f64().unwrap());
+        assert!((p - q).abs() <= 0.01 * p, "{}: {p} vs {q} us", x["name"]);
+        assert_eq!(x["throughput"]["bw_source"], y["throughput"]["bw_source"]);
+        let (p, q) = (x["throughput"]["bw_gbps"].as_f64().unwrap(), y["throughput"]["bw_gbps"].as_f64().unwrap());
+        assert!((p - q).abs() <= 0.01 * p, "{}: {p} vs {q} GB/s", x["name"]);
+    }
+    // `katlas parse rocpd` takes the databases of several processes at once.
+    let two = ok(&katlas(d.path(), &["parse", "rocpd", "omp_results.db", "omp_results.db", "--format", "json"]));
+    let v: serde_json::Value = serde_json::from_str(&two).unwrap();
+    assert_eq!(v["phases"][0]["launches"], 18);
+    let refused = katlas(d.path(), &["parse", "kv", "a.txt", "b.txt"]);
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("only rocpd reads several"));
 }

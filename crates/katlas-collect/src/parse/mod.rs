@@ -29,6 +29,7 @@ pub mod json_lines;
 pub mod json_scan;
 pub mod kv;
 pub mod ncu;
+pub mod rocpd;
 pub mod rocprof;
 pub mod rocprof_dir;
 pub mod rows;
@@ -229,6 +230,11 @@ pub const PARSERS: &[(&str, &str, ParseFn)] = &[
         "rocprofv3 output directory (or a file in one): kernel_trace.csv + counter_collection.csv (+ agent_info.csv) joined per dispatch, bytes from counters",
         rocprof_dir::parse_stream,
     ),
+    (
+        "rocpd",
+        "rocprofv3 rocpd SQLite database(s) (the default output since ROCm 7), or a directory of them: dispatches, kernel symbols, agents, counters (bytes as rocprofv3), marker ranges",
+        rocpd::parse_stream,
+    ),
     ("rocprof-v1", "rocprof (v1) results.csv with BeginNs/EndNs and counter columns", rocprof::parse_v1),
     ("ncu-csv", "Nsight Compute `--csv --page raw` output", ncu::parse),
     ("torch-trace", "torch.profiler Chrome trace JSON (optionally .gz), streamed", torch_trace::parse),
@@ -292,6 +298,12 @@ pub fn parse_limited(name: &str, input: Input<'_>, opts: &ParserOptions, limits:
                 let mut r = input::open_reader(reader, framing, limits).map_err(|e| ParseError::new(&source, None, e.to_string()))?;
                 rocprof_dir::parse_stream(&mut *r, &source, opts)
             }
+        };
+    }
+    if name == "rocpd" {
+        return match input {
+            Input::File(path) => rocpd::parse(path, opts, limits),
+            _ => rocpd::parse_stream(&mut std::io::empty(), &source, opts),
         };
     }
     let beside = match &input {

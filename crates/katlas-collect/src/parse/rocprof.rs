@@ -69,31 +69,63 @@ impl V3Cols {
         (wg, grid)
     }
 
-    /// Launch configuration of the first dispatch; later differing ones are flagged.
-    pub(super) fn launch(&self, acc: &mut KernelAcc, rec: &csv::ByteRecord) {
+    /// The launch facts of one record.
+    pub(super) fn launch_of(&self, rec: &csv::ByteRecord) -> Launch {
         let (wg, grid) = self.dims(rec);
+        Launch {
+            wg,
+            grid,
+            lds: uint(rec, self.lds),
+            vgpr: uint(rec, self.vgpr).map(|v| v as u32),
+            sgpr: uint(rec, self.sgpr),
+            agpr: uint(rec, self.agpr),
+            scratch: uint(rec, self.scratch),
+        }
+    }
+
+    pub(super) fn launch(&self, acc: &mut KernelAcc, rec: &csv::ByteRecord) {
+        self.launch_of(rec).apply(acc);
+    }
+}
+
+/// One dispatch's launch facts, from a CSV record or a rocpd row: workgroup and grid in
+/// work-items, LDS and scratch bytes, register counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Launch {
+    pub(super) wg: Option<[u32; 3]>,
+    pub(super) grid: Option<[u32; 3]>,
+    pub(super) lds: Option<u64>,
+    pub(super) vgpr: Option<u32>,
+    pub(super) sgpr: Option<u64>,
+    pub(super) agpr: Option<u64>,
+    pub(super) scratch: Option<u64>,
+}
+
+impl Launch {
+    /// Launch configuration of the first dispatch; later differing ones are flagged.
+    pub(super) fn apply(&self, acc: &mut KernelAcc) {
+        let (wg, grid) = (self.wg, self.grid);
         let s = &mut acc.sample;
         let groups = match (wg, grid) {
             (Some(w), Some(g)) => Some([0, 1, 2].map(|i| if w[i] == 0 { g[i] } else { g[i].div_ceil(w[i]) })),
             _ => None,
         };
-        let shared = uint(rec, self.lds);
-        let regs = uint(rec, self.vgpr).map(|v| v as u32);
+        let shared = self.lds;
         if s.calls <= 1 && s.block.is_none() && s.grid.is_none() {
             s.block = wg;
             s.grid = groups;
             s.shared_bytes = shared;
-            s.registers = regs;
+            s.registers = self.vgpr;
             if let Some(g) = grid {
                 s.extra.insert("grid_workitems".into(), json!(g));
             }
-            if let Some(x) = uint(rec, self.sgpr) {
+            if let Some(x) = self.sgpr {
                 s.extra.insert("sgpr".into(), json!(x));
             }
-            if let Some(x) = uint(rec, self.agpr) {
+            if let Some(x) = self.agpr {
                 s.extra.insert("accum_vgpr".into(), json!(x));
             }
-            if let Some(x) = uint(rec, self.scratch) {
+            if let Some(x) = self.scratch {
                 s.extra.insert("scratch_bytes".into(), json!(x));
             }
         } else if s.block != wg || s.grid != groups || s.shared_bytes != shared {

@@ -17,7 +17,7 @@ use super::input::{self, Framing, Limits};
 use super::rocprof::{is_header, kernel_name, phase_name, V3Cols};
 use super::{ParseError, ParseOutput, ParserOptions};
 use crate::amd_counters::{self, Direction, Family};
-use crate::summary::{KernelAcc, PhaseAcc};
+use crate::summary::{KernelAcc, PhaseAcc, PhaseTable};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -70,10 +70,68 @@ struct ByteAcc {
     write: Side,
 }
 
+/// Bytes read and written per kernel, from each dispatch's counters through the counter
+/// table: per-call means of each direction, so FETCH_SIZE of one pass and WRITE_SIZE of
+/// another still make a kernel's bytes. The rocpd parser uses it too.
+#[derive(Default)]
+pub(super) struct KernelBytes {
+    by_kernel: HashMap<String, ByteAcc>,
+}
+
+impl KernelBytes {
+    /// One dispatch's counters; whether they gave bytes of either direction.
+    pub(super) fn add(&mut self, kernel: &str, counters: &BTreeMap<String, f64>, family: Option<&'static Family>) -> bool {
+        let t = amd_counters::table();
+        let b = self.by_kernel.entry(kernel.to_string()).or_default();
+        let mut any = false;
+        for (dir, side) in [(Direction::Read, &mut b.read), (Direction::Write, &mut b.write)] {
+            if let Some(x) = t.bytes(counters, family, dir) {
+                side.sum += x.bytes;
+                side.n += 1;
+                side.from.get_or_insert(x.from);
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// Bytes, bandwidth and where they came from, on the table's kernels.
+    pub(super) fn apply(&self, table: &mut PhaseTable) {
+        for k in &mut table.kernels {
+            let Some(b) = self.by_kernel.get(&k.name) else { continue };
+            let mean = |s: &Side| (s.n > 0).then(|| s.sum / s.n as f64);
+            if let Some(r) = mean(&b.read) {
+                k.extra.insert("bytes_read".into(), json!(r));
+            }
+            if let Some(w) = mean(&b.write) {
+                k.extra.insert("bytes_write".into(), json!(w));
+            }
+            if let (Some(r), Some(w)) = (mean(&b.read), mean(&b.write)) {
+                k.bytes = Some(r + w);
+                k.achieved_gbps = k.avg_us.filter(|a| *a > 0.0).map(|a| (r + w) / a / 1000.0);
+                k.extra.insert("bytes_source".into(), json!("counters"));
+                let from = [&b.read.from, &b.write.from].iter().filter_map(|f| f.as_deref()).collect::<Vec<_>>().join(" + ");
+                k.extra.insert("bytes_counters".into(), json!(from));
+            }
+        }
+    }
+}
+
+/// The warning for counters of which none gave bytes: what was collected, and what to collect.
+pub(super) fn no_bytes_warning(shown: &str, names: &std::collections::BTreeSet<String>, family: Option<&Family>) -> String {
+    let t = amd_counters::table();
+    let has = |n: &str| names.contains(n);
+    let why = match family {
+        Some(f) if t.knows_any(&has) => format!("the {} counters are incomplete (missing {})", f.name, f.missing(&has).join(", ")),
+        _ => format!("collected: {}", names.iter().cloned().collect::<Vec<_>>().join(", ")),
+    };
+    format!("{shown}: no counters give bytes ({why}): collect FETCH_SIZE and WRITE_SIZE for bytes and bandwidth")
+}
+
 struct View<'a> {
     out: ParseOutput,
     acc: PhaseAcc,
-    bytes: HashMap<String, ByteAcc>,
+    bytes: KernelBytes,
     agents: &'a BTreeMap<u64, Agent>,
     agent_calls: BTreeMap<u64, u64>,
     unknown_agents: BTreeMap<u64, String>,
@@ -107,7 +165,7 @@ pub fn parse(path: &Path, opts: &ParserOptions, limits: &Limits) -> Result<Parse
     let mut v = View {
         out,
         acc: PhaseAcc::default(),
-        bytes: HashMap::new(),
+        bytes: KernelBytes::default(),
         agents: &agents,
         agent_calls: BTreeMap::new(),
         unknown_agents: BTreeMap::new(),
@@ -125,23 +183,7 @@ pub fn parse(path: &Path, opts: &ParserOptions, limits: &Limits) -> Result<Parse
         out.warnings.push(format!("{file}: Agent_Id {id} is not a GPU of agent_info.csv{}", if agents.is_empty() { " (no agent_info.csv found)" } else { "" }));
     }
     let mut table = acc.finish(&phase_name(opts));
-    for k in &mut table.kernels {
-        let Some(b) = bytes.get(&k.name) else { continue };
-        let mean = |s: &Side| (s.n > 0).then(|| s.sum / s.n as f64);
-        if let Some(r) = mean(&b.read) {
-            k.extra.insert("bytes_read".into(), json!(r));
-        }
-        if let Some(w) = mean(&b.write) {
-            k.extra.insert("bytes_write".into(), json!(w));
-        }
-        if let (Some(r), Some(w)) = (mean(&b.read), mean(&b.write)) {
-            k.bytes = Some(r + w);
-            k.achieved_gbps = k.avg_us.filter(|a| *a > 0.0).map(|a| (r + w) / a / 1000.0);
-            k.extra.insert("bytes_source".into(), json!("counters"));
-            let from = [&b.read.from, &b.write.from].iter().filter_map(|f| f.as_deref()).collect::<Vec<_>>().join(" + ");
-            k.extra.insert("bytes_counters".into(), json!(from));
-        }
-    }
+    bytes.apply(&mut table);
     out.phases.push(table);
     // The device: the agent most dispatches ran on.
     if let Some((id, n)) = agent_calls.iter().max_by_key(|(_, n)| **n) {
@@ -353,19 +395,12 @@ impl View<'_> {
     }
 
     fn add_counters(&mut self, name: &str, counters: &BTreeMap<String, f64>, family: Option<&'static Family>) {
-        let t = amd_counters::table();
         let k = self.acc.kernel(name);
         for (n, v) in counters {
             k.add_counter(n, *v);
         }
-        let b = self.bytes.entry(name.to_string()).or_default();
-        for (dir, side) in [(Direction::Read, &mut b.read), (Direction::Write, &mut b.write)] {
-            if let Some(x) = t.bytes(counters, family, dir) {
-                side.sum += x.bytes;
-                side.n += 1;
-                side.from.get_or_insert(x.from);
-                self.any_bytes = true;
-            }
+        if self.bytes.add(name, counters, family) {
+            self.any_bytes = true;
         }
     }
 }
@@ -546,11 +581,8 @@ fn join_run(v: &mut View<'_>, dir: &Path, prefix: &str, run: &Run, limits: &Limi
             .push(format!("{counters_shown}: no {TRACE} beside it: kernels have counters and calls, no time (add --kernel-trace to the rocprofv3 run)"));
     }
     if !cds.is_empty() && !v.any_bytes {
-        let why = match fallback.or_else(|| cds.iter().find_map(|d| v.family(d.agent, None))) {
-            Some(f) if t.knows_any(&has) => format!("the {} counters are incomplete (missing {})", f.name, f.missing(&has).join(", ")),
-            _ => format!("collected: {}", names.iter().cloned().collect::<Vec<_>>().join(", ")),
-        };
-        v.out.warnings.push(format!("{counters_shown}: no counters give bytes ({why}): collect FETCH_SIZE and WRITE_SIZE for bytes and bandwidth"));
+        let family = fallback.or_else(|| cds.iter().find_map(|d| v.family(d.agent, None)));
+        v.out.warnings.push(no_bytes_warning(&counters_shown, &names, family));
     }
     Ok(json!({
         "directory": dir.display().to_string(),

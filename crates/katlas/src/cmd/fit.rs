@@ -29,7 +29,7 @@ pub struct EvidenceArgs {
     #[arg(value_name = "ROW")]
     pub row: Option<String>,
     /// Parse ROW as a profiler file with this collect parser (ncu-csv, torch-trace,
-    /// rocprofv3-kernel-trace, hipfire-bench …).
+    /// rocprofv3, rocpd, hipfire-bench …).
     #[arg(long, value_name = "PARSER")]
     pub parse: Option<String>,
     /// Pick the row (or parsed phase) of this phase.

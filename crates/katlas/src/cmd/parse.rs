@@ -18,13 +18,16 @@ pub struct ParseArgs {
     /// File to parse (`.gz` is decompressed on the fly); `-` reads stdin.
     #[arg(required_unless_present = "list")]
     pub file: Option<PathBuf>,
+    /// rocpd: more databases (one per process), read with FILE as one view.
+    #[arg(value_name = "MORE")]
+    pub more: Vec<PathBuf>,
     /// List the parsers and exit.
     #[arg(long)]
     pub list: bool,
     /// Phase name for tables without one (profiler files).
     #[arg(long)]
     pub phase: Option<String>,
-    /// torch-trace: GPU annotation names that delimit phases (comma-separated).
+    /// torch-trace: GPU annotation names, rocpd: roctx range names, that delimit phases (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub phases: Vec<String>,
     /// torch-trace: katlas's Triton launch records to join (default: `triton-launches.jsonl`
@@ -75,7 +78,21 @@ pub fn run(args: &ParseArgs, ctx: &Ctx) -> CmdResult {
         triton_launches: args.triton_launches.as_ref().map(|p| ctx.resolve(p).display().to_string()),
         triton_cache: args.triton_cache.as_ref().map(|p| ctx.resolve(p).display().to_string()),
     };
-    let mut out = if file.as_os_str() == "-" {
+    let mut out = if !args.more.is_empty() {
+        if parser != "rocpd" {
+            return Err(CliError::bad_input(format!("{parser} reads one file; only rocpd reads several (one database per process)")));
+        }
+        let mut paths = Vec::new();
+        for p in std::iter::once(file).chain(&args.more) {
+            let path = ctx.resolve(p);
+            if let Some(why) = katlas_corpus::input::unreadable(&path) {
+                return Err(CliError::bad_input(format!("{}: {why}", path.display())));
+            }
+            paths.push(path);
+        }
+        let limits = katlas_collect::parse::Limits::from_env().map_err(CliError::bad_input)?;
+        katlas_collect::parse::rocpd::parse_files(&paths, &opts, &limits)
+    } else if file.as_os_str() == "-" {
         // Streamed and bounded like a file (gzip detected, line and input caps).
         let mut stdin = std::io::stdin().lock();
         parse_with(parser, Input::Reader { reader: &mut stdin, source: "<stdin>" }, &opts)
