@@ -247,6 +247,9 @@ pub struct Product {
     pub peak_rates: BTreeMap<String, Sourced<f64>>,
     /// Last-level cache (L2 / Infinity Cache), MiB.
     pub llc_mib: Option<Sourced<f64>>,
+    /// L2 that holds a kernel's latest traffic when it ends, MiB: the writes among it are still
+    /// dirty there (written back later), so not DRAM traffic a counter sees during the kernel.
+    pub l2_resident_mib: Option<Sourced<f64>>,
     /// Free-text notes.
     pub notes: Vec<String>,
     /// Source of the product's numbers unless a value carries its own.

@@ -121,6 +121,7 @@ pub(crate) struct RawProduct {
     pub peak_bw_gbps: Option<RawNum>,
     pub peak_rates: Option<BTreeMap<String, RawNum>>,
     pub llc_mib: Option<RawNum>,
+    pub l2_resident_mib: Option<RawNum>,
     pub notes: Option<Vec<String>>,
     pub source: Option<String>,
 }
@@ -218,7 +219,7 @@ impl RawProduct {
     /// Applies the keys `o` sets over `self`; peak rates merge entry by entry.
     pub(crate) fn patch(&mut self, o: &RawProduct) {
         patch!(self, o; vendor, atom, aliases, units, boost_clock_mhz, memory_gb,
-            memory_type, peak_bw_gbps, llc_mib, notes, source);
+            memory_type, peak_bw_gbps, llc_mib, l2_resident_mib, notes, source);
         if let Some(r) = &o.peak_rates {
             self.peak_rates.get_or_insert_with(BTreeMap::new).extend(r.clone());
         }
@@ -386,6 +387,7 @@ pub(crate) fn resolve_product(loc: &Located<RawProduct>) -> Result<Product, Arch
         measured_bw_gbps: None,
         peak_rates,
         llc_mib: opt(&r.llc_mib, "llc_mib")?,
+        l2_resident_mib: opt(&r.l2_resident_mib, "l2_resident_mib")?,
         notes: r.notes.clone().unwrap_or_default(),
         source: src.clone().unwrap_or_default(),
     })

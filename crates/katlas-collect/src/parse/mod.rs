@@ -39,6 +39,7 @@ pub mod torch_trace;
 pub mod triton_join;
 pub mod triton_launches;
 
+pub mod ttir_access;
 pub use input::{Framing, Limits};
 
 pub const PARSE_SCHEMA: &str = "katlas.parse.v1";

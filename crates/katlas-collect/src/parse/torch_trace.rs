@@ -78,6 +78,8 @@ struct Dispatch {
     /// This dispatch's own block x and dynamic shared memory (the Triton join reads them).
     block: Option<u32>,
     shared: Option<u64>,
+    /// Programs (blocks) of the grid.
+    programs: Option<u64>,
 }
 
 /// A CPU op's tensor inputs: (elements, bytes per element), for operand bytes.
@@ -321,6 +323,7 @@ fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), Strin
                 corr: args.correlation.unwrap_or(-1),
                 block: args.block.map(|b| b[0]),
                 shared: args.shared,
+                programs: args.grid.map(|g| g.iter().map(|&x| x as u64).product()),
             });
         }
         "gpu_memcpy" => {
@@ -499,6 +502,7 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions, join: Option<&
         ordinal[i] = seen[id];
         seen[id] += 1;
     }
+    let l2 = l2_resident(st.devices.first().map(String::as_str));
     let mut shaped: HashMap<(usize, u32), ShapeAcc> = HashMap::new();
     for (di, d) in st.dispatches.iter().enumerate() {
         // Last range starting at or before the kernel, if it still covers it.
@@ -521,18 +525,31 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions, join: Option<&
         if let Some(r) = record {
             *acc.records.entry(r).or_default() += 1;
         }
-        let launch_bytes = record.and_then(|r| join.map(|j| &j.records.launches[r])).and_then(|r| r.operand_bytes());
+        // Through the compiled kernel's loads and stores when its TTIR is known, else each tensor once.
+        let launch_bytes = record.zip(join).and_then(|(r, j)| {
+            let rec = &j.records.launches[r];
+            match j.access(r).and_then(|a| rec.access_bytes(a, d.programs)) {
+                Some((read, written)) => {
+                    let held = held_in_l2(read, written, l2);
+                    acc.read_write.0 += read as f64;
+                    acc.read_write.1 += written as f64;
+                    acc.read_write.2 += held as f64;
+                    Some((LAUNCH_ACCESS, read + written - held))
+                }
+                None => rec.operand_bytes().map(|b| (LAUNCH_OPERANDS, b)),
+            }
+        });
         match st.op_costs.get(&d.ext) {
             Some((fi, Some(c))) if longest.get(&d.ext) == Some(&di) => {
                 acc.add(*fi, c);
                 match launch_bytes {
-                    Some(b) => acc.bytes_from(LAUNCH_OPERANDS, b as f64),
+                    Some((src, b)) => acc.bytes_from(src, b as f64),
                     None => acc.bytes_from("shapes", c.bytes),
                 }
             }
             Some((_, Some(_))) if launch_bytes.is_none() => acc.secondary += 1,
             _ => match (launch_bytes, op) {
-                (Some(b), _) => acc.bytes_from(LAUNCH_OPERANDS, b as f64),
+                (Some((src, b)), _) => acc.bytes_from(src, b as f64),
                 // Inputs read once and one output the size of the first input: a lower bound.
                 (None, _) if replayed(d) => acc.graph_replays += 1,
                 (None, Some(o)) if kernels_of_op == 1 && o.custom && o.bytes() > 0.0 => acc.bytes_from(OP_OPERANDS, o.bytes()),
@@ -586,6 +603,9 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions, join: Option<&
 
 /// Bytes source: the tensors katlas's Triton hook saw handed to the kernel, each once.
 pub const LAUNCH_OPERANDS: &str = "launch operands";
+/// Bytes source: the tensors katlas's Triton hook saw handed to the kernel, through what the
+/// compiled kernel (its TTIR) loads and stores: reads once, writes once less what the L2 holds.
+pub const LAUNCH_ACCESS: &str = "launch operands by loads/stores";
 /// Bytes source: the launching op's tensor inputs once plus one output the size of the first.
 pub const OP_OPERANDS: &str = "op operands";
 
@@ -611,6 +631,8 @@ struct ShapeAcc {
     formulas: std::collections::BTreeSet<u16>,
     /// Calls that were not their op's longest kernel (no bytes of their own).
     secondary: u64,
+    /// Bytes by loads/stores of the calls that have them: read, written, written but held in L2.
+    read_write: (f64, f64, f64),
 }
 
 impl ShapeAcc {
@@ -640,6 +662,11 @@ impl ShapeAcc {
             k.bytes = Some(self.bytes_src.values().map(|v| v.1).sum::<f64>() / with_bytes as f64);
             let names: Vec<&str> = self.bytes_src.keys().copied().collect();
             k.extra.insert("bytes_source".into(), json!(names.join("+")));
+            if let Some((n, _)) = self.bytes_src.get(LAUNCH_ACCESS) {
+                let (r, w, h) = self.read_write;
+                let per = |x: f64| (x / *n as f64).round();
+                k.extra.insert("bytes_split".into(), json!({"read": per(r), "written": per(w), "written_held_in_l2": per(h), "calls": n}));
+            }
         } else if self.graph_replays > 0 {
             k.extra.insert(
                 "bytes_note".into(),
@@ -675,6 +702,23 @@ impl ShapeAcc {
             k.extra.insert("shapes_m1_calls".into(), json!(self.m1_calls));
         }
     }
+}
+
+/// Bytes of the device's L2 that hold a kernel's latest traffic when it ends (the arch
+/// database's `l2_resident_mib`); 0 where none was measured: then every write counts.
+fn l2_resident(device: Option<&str>) -> u64 {
+    device.and_then(|d| katlas_arch::ArchDb::builtin().product(d)).and_then(|p| p.l2_resident_mib.as_ref()).map_or(0, |h| (h.value * 1024.0 * 1024.0) as u64)
+}
+
+/// Written bytes still dirty in a write-back L2 when the kernel ends, so not DRAM traffic
+/// during it: the L2 then holds the kernel's last `l2` bytes moved, written ones among them in
+/// proportion (all of them when everything moved fits).
+fn held_in_l2(read: u64, written: u64, l2: u64) -> u64 {
+    let moved = read.saturating_add(written);
+    if moved <= l2 {
+        return written;
+    }
+    (written as f64 * l2 as f64 / moved as f64) as u64
 }
 
 /// Total host time and count of launch calls; a driver call inside a runtime call on the

@@ -9,6 +9,7 @@
 //! candidates that disagree on the bytes leave the event unjoined.
 
 use super::triton_launches::{constexprs, AutotuneRecord, LaunchRecord, Records};
+use super::ttir_access::{self, KernelAccess};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -65,6 +66,8 @@ pub struct CacheEntry {
     pub num_warps: u32,
     pub num_stages: Option<u32>,
     pub shared: u64,
+    /// What the compiled kernel reads and writes, from the TTIR beside the metadata.
+    pub access: Option<KernelAccess>,
 }
 
 #[derive(Deserialize)]
@@ -110,6 +113,7 @@ pub fn read_cache(dir: &Path, names: &HashSet<&str>, warnings: &mut Vec<String>)
                     num_warps: j.num_warps,
                     num_stages: j.num_stages,
                     shared: j.shared,
+                    access: read_access(&e.path(), stem, warnings),
                 }),
                 Err(e) => warnings.push(format!("{}: not Triton launch metadata: {e}", path.display())),
             }
@@ -119,6 +123,25 @@ pub fn read_cache(dir: &Path, names: &HashSet<&str>, warnings: &mut Vec<String>)
         v.sort_by(|a, b| a.path.cmp(&b.path));
     }
     out
+}
+
+/// The accesses of the kernel's TTIR (`<name>.source` in Triton 3, `<name>.ttir` before).
+fn read_access(dir: &Path, name: &str, warnings: &mut Vec<String>) -> Option<KernelAccess> {
+    let path = ["source", "ttir"].iter().map(|x| dir.join(format!("{name}.{x}"))).find(|p| p.is_file())?;
+    let text = (|| {
+        use std::io::Read;
+        let f = std::fs::File::open(&path).map_err(|e| e.to_string())?;
+        let mut buf = Vec::new();
+        f.take(ttir_access::MAX_TTIR_BYTES as u64 + 1).read_to_end(&mut buf).map_err(|e| e.to_string())?;
+        String::from_utf8(buf).map_err(|_| "not UTF-8".to_string())
+    })();
+    match text.and_then(|t| ttir_access::analyze(&t, name)) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            warnings.push(format!("{}: TTIR not read ({e}): this kernel's bytes count each tensor once", path.display()));
+            None
+        }
+    }
 }
 
 /// What a kernel event looks like to the join.
@@ -136,6 +159,8 @@ pub struct Join {
     pub records: Records,
     by_name: HashMap<String, Vec<usize>>,
     pub cache: HashMap<String, Vec<CacheEntry>>,
+    /// Per launch record, what the compiled kernel it launched reads and writes.
+    compiled: Vec<Option<KernelAccess>>,
 }
 
 impl Join {
@@ -144,7 +169,13 @@ impl Join {
         for (i, r) in records.launches.iter().enumerate() {
             by_name.entry(r.kernel.clone()).or_default().push(i);
         }
-        Self { records, by_name, cache }
+        let compiled = records.launches.iter().map(|r| compiled_access(r, &cache)).collect();
+        Self { records, by_name, cache, compiled }
+    }
+
+    /// What the kernel a launch record launched reads and writes, when its cache entry is known.
+    pub fn access(&self, rec: usize) -> Option<&KernelAccess> {
+        self.compiled.get(rec)?.as_ref()
     }
 
     /// Whether the join knows this kernel name as a Triton kernel.
@@ -220,6 +251,32 @@ impl Join {
             source: source.into(),
         })
     }
+}
+
+/// What the kernel a record launched reads and writes: the cache entries with its name, block
+/// and shared memory whose TTIR parameters are exactly the record's tensors (an argument passed
+/// as `None` is not a parameter of the specialization). Entries that differ only in constexprs
+/// the record cannot be tied to (block sizes) are merged: a parameter any of them reads or
+/// writes is read or written, through the largest tile, so the bytes are never below the
+/// launched one's.
+fn compiled_access(r: &LaunchRecord, cache: &HashMap<String, Vec<CacheEntry>>) -> Option<KernelAccess> {
+    if r.tensors.is_empty() {
+        return None;
+    }
+    let mut want: Vec<&str> = r.tensors.iter().map(|t| t.arg.as_str()).collect();
+    want.sort_unstable();
+    let fits = |c: &CacheEntry| {
+        let Some(a) = &c.access else { return false };
+        let mut have: Vec<&str> = a.pointers().collect();
+        have.sort_unstable();
+        r.num_warps.is_none_or(|w| w == c.num_warps) && r.shared.is_none_or(|s| s == c.shared) && have == want
+    };
+    let mut hits = cache.get(&r.kernel)?.iter().filter(|c| fits(c)).filter_map(|c| c.access.as_ref());
+    let mut merged = hits.next()?.clone();
+    for a in hits {
+        merged.merge(a);
+    }
+    Some(merged)
 }
 
 /// How many of `need` the record's tensor sizes hold (as a multiset).

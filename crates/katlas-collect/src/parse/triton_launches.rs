@@ -78,6 +78,28 @@ impl LaunchRecord {
         self.tensors.iter().filter(|t| !t.alias).map(|t| t.bytes).sum()
     }
 
+    /// Bytes read and bytes written by one launch of `programs` programs, each tensor through
+    /// what the compiled kernel does with it: a parameter only loaded is read once, one only
+    /// stored is written once, one never touched costs nothing, and a tensor reached only in
+    /// tiles outside loops costs at most its tiles × programs. `None` when a tensor is not a
+    /// parameter of the kernel or its size is unknown.
+    pub fn access_bytes(&self, access: &super::ttir_access::KernelAccess, programs: Option<u64>) -> Option<(u64, u64)> {
+        if self.tensors.is_empty() {
+            return None;
+        }
+        let (mut read, mut written) = (0u64, 0u64);
+        for t in &self.tensors {
+            let p = access.param(&t.arg)?;
+            let size = t.bytes?;
+            // An alias of an earlier argument is the same memory: its reads are that one's.
+            if !t.alias {
+                read += p.read.map_or(0, |r| r.bytes(size, programs));
+            }
+            written += p.write.map_or(0, |r| r.bytes(size, programs));
+        }
+        Some((read, written))
+    }
+
     /// Whether the `n`-th profiled launch of this kernel name is one of this signature's.
     pub fn has_ordinal(&self, n: u64) -> bool {
         self.profiled.iter().any(|[first, count]| n >= *first && n - first < *count)
