@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Carry .thirdparty (liger-kernel 0.8.5 sdist: src/ and test/; flash-linear-attention v0.5.2: fla/ and tests/) and
+# Carry .thirdparty (liger-kernel 0.8.5 sdist: src/ and test/; flash-linear-attention v0.5.2: fla/fla, and its tests/ as fla-tests/tests) and
 # .devbin (a stripped release katlas). Run from the repository root on the device: scripts/device/triton-libs-loop.sh liger|fla
 # The katlas loop on third-party Triton kernels on the H200: collect (trace + Triton launch records),
 # fit, provenance --package, suggest, then real candidate patches judged by katlas eval with the
@@ -14,14 +14,17 @@ pack() { (cd $W && tar czf $OUT/t30b-$MODE.tar.gz .) ; }
 step() { echo "== $(( $(date +%s)-T0 ))s $*" | tee -a $W/steps.txt; }
 { command -v git; git --version; python3 -c "import pytest, xdist; print('pytest', pytest.__version__)"; } > $W/env.txt 2>&1
 rm -rf $P && mkdir -p $P/third_party/python $P/scripts $P/workloads
-cp -r .thirdparty/liger/src/liger_kernel .thirdparty/fla/fla $P/third_party/python/
+cp -r .thirdparty/fla/fla $P/third_party/python/; [ $MODE = liger ] && cp -r .thirdparty/liger/src/liger_kernel $P/third_party/python/
 cp scripts/triton_op_bench.py $P/scripts/; cp workloads/liger-rmsnorm.toml workloads/fla-chunk.toml $P/workloads/
 cd $P && printf '.katlas/\n.tc/\n.tc-tests/\n__pycache__/\n' > .gitignore && git init -q && git -c user.email=k@k -c user.name=k add -A && git -c user.email=k@k -c user.name=k commit -qm "liger-kernel 0.8.5 and fla v0.5.2 as vendored copies"
 unset PYTHONPATH
 if [ $MODE = liger ]; then WL=liger-rmsnorm; KERN=_rms_norm_forward_kernel; PKG=liger_kernel; FILE=third_party/python/liger_kernel/ops/rms_norm.py
   TESTS=$R/.thirdparty/liger/test/transformers/test_rms_norm.py; TARGS="-n 8 -k 'test_correctness and not functional'"
 else WL=fla-chunk; KERN=chunk_fwd_kernel_o; PKG=fla; FILE=third_party/python/fla/ops/common/chunk_o.py
-  TESTS=$R/.thirdparty/fla/tests/ops/test_gdn.py; TARGS="-n 4 --import-mode=importlib -k 'test_chunk and T1024 and D128 and not varlen and not gate_in_kernel and not beta_sigmoid and not state_v and not chunk_size'"; fi
+  # The tests live apart from any fla/ copy: pytest puts a test's directory on sys.path, and an
+  # fla/ beside it would be imported instead of the patched copy under test.
+  TESTS=$R/.thirdparty/fla-tests/tests/ops/test_gdn.py; TARGS="-k 'test_chunk and T1024 and D128'"; fi
+(cd $P && eval "PYTHONPATH=third_party/python timeout 60 python3 -m pytest -q -p no:cacheprovider --collect-only $TESTS $TARGS" > $W/tests-collect.txt 2>&1; echo "collect-only rc=$?" >> $W/steps.txt)
 step collect $WL
 TRITON_CACHE_DIR=$P/.tc timeout 240 $K collect $WL --profile --format json > $W/collect.json 2> $W/collect.err; echo "rc=$?" >> $W/steps.txt
 cp .katlas/corpus/*.jsonl $W/rows.jsonl 2>/dev/null; RD=$(ls -d .katlas/runs/*/ | tail -1); cp $RD/trace.json.gz $RD/triton-launches.jsonl $RD/stdout $W/ 2>/dev/null

@@ -339,8 +339,46 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
             }
         }
     }
+    // A check a candidate failed is run on the baseline too: one that fails there as well
+    // cannot tell this candidate's change from what was already broken (a library's own test
+    // red on this GPU or Triton version), so it makes the comparison invalid, not incorrect.
+    let failed: Vec<(String, String)> = correctness
+        .iter()
+        .flatten()
+        .filter(|c| !c.outcome.is_pass())
+        .map(|c| (c.claim.clone(), c.check.clone()))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut broken_on_baseline: Vec<CorrectnessCheck> = Vec::new();
+    if !failed.is_empty() {
+        let mut env = side_env(&spec.sides[0].side, strip);
+        if let Some(d) = env.get(TRITON_CACHE_DIR).map(|d| format!("{d}-checks")) {
+            katlas_fs::create_dir_all(Path::new(&d)).ok();
+            env.insert(TRITON_CACHE_DIR.into(), d);
+        }
+        for (claim, route) in &spec.correctness {
+            if failed.iter().any(|(c, _)| c == claim) {
+                let on_base = routes::run_route(claim, route.as_ref(), &spec.sides[0].side.cwd, &env);
+                broken_on_baseline.extend(on_base.into_iter().filter(|c| !c.outcome.is_pass() && failed.contains(&(c.claim.clone(), c.check.clone()))));
+            }
+        }
+    }
+    for k in 1..n {
+        for c in correctness[k].iter().filter(|c| !c.outcome.is_pass()) {
+            if let Some(b) = broken_on_baseline.iter().find(|b| b.claim == c.claim && b.check == c.check) {
+                pre[k].push(format!(
+                    "correctness {} `{}` fails on the baseline too ({}{}): it cannot judge this candidate; fix the route or choose checks that pass on the baseline",
+                    b.claim,
+                    b.check,
+                    b.outcome,
+                    b.detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default()
+                ));
+            }
+        }
+    }
     let invalid = pre.iter().any(|p| !p.is_empty());
-    let incorrect = correctness.iter().any(|c| !c.is_empty() && !routes::all_pass(c));
+    let incorrect = correctness.iter().enumerate().any(|(k, c)| pre[k].is_empty() && !c.is_empty() && !routes::all_pass(c));
     let sides: Vec<Side> = spec.sides.iter().map(|s| s.side.clone()).collect();
     let outcome = if invalid || incorrect {
         None

@@ -81,7 +81,13 @@ fn telling_line(text: &str) -> String {
         WORDS.iter().any(|w| l.contains(w))
     });
     let line = line.or_else(|| lines().next()).unwrap_or("");
-    katlas_identity::redact_secrets(line).chars().take(300).collect()
+    // pytest's summary says how many failed; its `E   SomeError: ...` line says why.
+    let cause = lines().find(|l| l.starts_with("E ") && (l.contains("Error") || l.contains("Exception") || l.contains("assert")));
+    let line = match cause {
+        Some(c) if c != line => format!("{line} — {}", c.trim_start_matches('E').trim()),
+        _ => line.to_string(),
+    };
+    katlas_identity::redact_secrets(&line).chars().take(400).collect()
 }
 
 /// Run every command of a claim's route. An unknown claim (`None`) or a route

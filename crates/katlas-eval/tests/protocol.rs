@@ -300,12 +300,27 @@ fn crashing_candidate_and_failed_route_are_incorrect() {
     let b = side("B", "candidate", &["--iters", "1000", "--fail"], d.path());
     let r = run_eval(&spec(d.path(), vec![input(a.clone()), input(b)], Plan::fixed(3)), &cx(), None).unwrap();
     assert_eq!(r.result.verdict, Verdict::Incorrect, "{:?}", r.result.reasons);
-    let mut s = spec(d.path(), vec![input(a.clone()), input(side("B", "candidate", &["--iters", "1000"], d.path()))], Plan::fixed(3));
+    // The route skips on the candidate's tree only (a marker file there), passes on the baseline's.
+    let (da, db) = (d.path().join("side-a"), d.path().join("side-b"));
+    std::fs::create_dir_all(&da).unwrap();
+    std::fs::create_dir_all(&db).unwrap();
+    std::fs::write(db.join("skip-here"), "").unwrap();
+    let route = |cmd: &str| vec![("numeric".to_string(), Some(katlas_eval::routes::RouteSpec { commands: vec![cmd.into()], ..Default::default() }))];
+    let sides = || vec![input(side("A", "baseline", &["--iters", "1000"], &da)), input(side("B", "candidate", &["--iters", "1000"], &db))];
+    let mut s = spec(d.path(), sides(), Plan::fixed(3));
     s.dir = d.path().join("eval2");
-    s.correctness = vec![("numeric".into(), Some(katlas_eval::routes::RouteSpec { commands: vec!["exit 77".into()], ..Default::default() }))];
+    s.correctness = route("if [ -e skip-here ]; then exit 77; fi");
     let r = run_eval(&s, &cx(), None).unwrap();
-    assert_eq!(r.result.verdict, Verdict::Incorrect, "SKIP never counts as PASS");
+    assert_eq!(r.result.verdict, Verdict::Incorrect, "SKIP never counts as PASS: {:?}", r.result.reasons);
     assert!(r.result.reasons[0].contains("SKIP"));
+    // A check that fails on the baseline too cannot judge the candidate: invalid, saying so.
+    let mut s = spec(d.path(), sides(), Plan::fixed(3));
+    s.dir = d.path().join("eval3");
+    s.correctness = route("echo 'E   RuntimeError: not supported on this GPU'; echo '1 failed in 0.1s'; exit 1");
+    let r = run_eval(&s, &cx(), None).unwrap();
+    assert_eq!(r.result.verdict, Verdict::Invalid, "{:?}", r.result.reasons);
+    let why = r.result.reasons.join("\n");
+    assert!(why.contains("fails on the baseline too") && why.contains("RuntimeError: not supported on this GPU"), "{why}");
 }
 
 #[test]
