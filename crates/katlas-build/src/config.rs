@@ -87,9 +87,14 @@ pub struct ReachConfig {
     /// Calls whose `"{name}"` literal is a kernel name the project's profiler records
     /// (`katlas provenance --all-profiled`); hipfire: `begin_timer(_, _, "{name}")`.
     pub profile_patterns: Option<Vec<String>>,
-    /// Run-time variant selectors (`[[reach.selectors]]`): `kernel`, `archs`, and `file` or
-    /// `knob` + `default` + `files` (knob value -> file name); `function` names where.
+    /// Run-time variant selectors (`[[reach.selectors]]`): `kernel`, `archs` (`["*"]` with
+    /// `except`: every other atom), and `file` or `knob` + `default` + `files` (knob value ->
+    /// file name); `function` names where.
     pub selectors: Option<Vec<Selector>>,
+    /// Functions whose arch `match` picks a kernel's source, as name globs (hipfire:
+    /// `*_for_arch`): each arm `"gfx1100" | "gfx1151" => (SRC_CONST, …)` whose constant is
+    /// `include_str!`'d from a file is a selector (the default arm `_`: every atom no arm lists).
+    pub selector_functions: Option<Vec<String>>,
 }
 
 /// The hipfire preset's runtime model (`[project] preset = "hipfire"`): what its runtime does,
@@ -100,6 +105,7 @@ pub const HIPFIRE_REACH_PRESET: &str = r#"
 family_rule = "prefix5"
 load_patterns = ['ensure_kernel("{name}", _, "{name}")', 'include_str!("{file}")']
 profile_patterns = ['begin_timer(_, _, "{name}")']
+selector_functions = ["*_for_arch"]
 
 [[selectors]]
 kernel = "gemv_hfq4g256"
@@ -120,6 +126,7 @@ pub fn reach_config(project: &Project) -> Result<ReachConfig> {
         reach.load_patterns = reach.load_patterns.or(p.load_patterns);
         reach.profile_patterns = reach.profile_patterns.or(p.profile_patterns);
         reach.selectors = reach.selectors.or(p.selectors);
+        reach.selector_functions = reach.selector_functions.or(p.selector_functions);
     }
     let shown = project.config_file().display().to_string();
     if let Some(r) = &reach.family_rule {
@@ -130,6 +137,11 @@ pub fn reach_config(project: &Project) -> Result<ReachConfig> {
     }
     for s in reach.selectors.iter().flatten() {
         s.validate().map_err(|e| BuildError::BadInput(format!("{shown}: reach.selectors: {e}")))?;
+    }
+    for g in reach.selector_functions.iter().flatten() {
+        if g.is_empty() || g == "*" || !g.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '*') {
+            return Err(BuildError::BadInput(format!("{shown}: reach.selector_functions: `{g}` is not a function name glob (letters, digits, _ and *)")));
+        }
     }
     Ok(reach)
 }
@@ -179,6 +191,8 @@ pub struct Settings {
     pub load_patterns: Vec<LoadPattern>,
     pub profile_patterns: Vec<LoadPattern>,
     pub selectors: Vec<Selector>,
+    /// `[reach] selector_functions`.
+    pub selector_functions: Vec<String>,
 }
 
 fn cfg_err(e: katlas_project::ConfigError) -> BuildError {
@@ -268,6 +282,7 @@ impl Settings {
             load_patterns: parse_patterns(reach.load_patterns.as_deref().unwrap_or_default()).map_err(BuildError::BadInput)?,
             profile_patterns: parse_patterns(reach.profile_patterns.as_deref().unwrap_or_default()).map_err(BuildError::BadInput)?,
             selectors: reach.selectors.unwrap_or_default(),
+            selector_functions: reach.selector_functions.unwrap_or_default(),
             root,
         })
     }

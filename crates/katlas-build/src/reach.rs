@@ -70,6 +70,25 @@ pub struct FamilyHazard {
     pub in_matrix: bool,
 }
 
+/// An atom on which a run-time selector (an arm of a `*_for_arch` match, or a
+/// `[[reach.selectors]]` entry) loads a file that `katlas build` does not compile for it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct SelectorHazard {
+    pub atom: String,
+    pub kernel: String,
+    /// The selecting function (`gemv_mq3g256_lloyd_for_arch`).
+    pub selector: String,
+    /// `file:line` of the arm, when read from the host code.
+    pub at: Option<String>,
+    /// What the runtime loads on the atom (a knob's default choice).
+    pub runtime_file: String,
+    /// What `katlas build` compiles for it (the table; `-`: nothing).
+    pub compiled: String,
+    /// False for an atom outside the matrix that the selector names.
+    pub in_matrix: bool,
+    pub reason: String,
+}
+
 /// Members of one family that compile different files for one kernel.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Divergence {
@@ -97,6 +116,8 @@ pub struct ReachSummary {
     pub divergent: usize,
     pub host_files: usize,
     pub hazards: usize,
+    #[serde(default)]
+    pub selector_hazards: usize,
 }
 
 /// `katlas.reach.v1`.
@@ -117,6 +138,8 @@ pub struct ReachReport {
     pub family_rule: String,
     /// Atoms the runtime's family rule sends a file the arch table would not (or the reverse).
     pub family_hazards: Vec<FamilyHazard>,
+    /// Atoms on which a run-time selector loads a file the build does not compile for them.
+    pub selector_hazards: Vec<SelectorHazard>,
     /// The load patterns dispatch evidence came from; empty: any reference counted.
     pub load_patterns: Vec<String>,
     /// What could not be checked, and why.
@@ -187,6 +210,7 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
     let mut dispatched = Vec::new();
     let mut host_files_n = 0;
     let mut load_patterns: Vec<String> = Vec::new();
+    let mut selectors = s.selectors.clone();
     if s.dispatch_roots.is_empty() {
         notes.push(format!(
             "no dispatch roots ([project] dispatch_roots or [reach] dispatch_roots in {}): compiled-but-never-dispatched not checked",
@@ -205,7 +229,9 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
             notes.push("no host files found under the dispatch roots".into());
         }
         let patterns = &s.load_patterns;
-        let mut host = HostIndex::scan(&files, patterns, if patterns.is_empty() { Mentions::First } else { Mentions::None }, false, &s.root);
+        let mut host =
+            HostIndex::scan_with(&files, patterns, if patterns.is_empty() { Mentions::First } else { Mentions::None }, false, &s.root, &s.selector_functions);
+        selectors.extend(host.arch_selectors());
         let (mut name_mode, mut embed_mode) = (host.has_kind(ArgKind::Name), host.has_kind(ArgKind::File));
         if !patterns.is_empty() && !name_mode && !embed_mode {
             notes.push(format!(
@@ -337,6 +363,7 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
     }
 
     let family_hazards = family_hazards(s, &sources, &resolutions);
+    let selector_hazards = selector_hazards(s, &sources, &resolutions, &selectors);
 
     let summary = ReachSummary {
         atoms: s.matrix.len(),
@@ -347,6 +374,7 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
         divergent: divergent_families.len(),
         host_files: host_files_n,
         hazards: family_hazards.len(),
+        selector_hazards: selector_hazards.len(),
     };
     Ok(ReachReport {
         schema: REACH_SCHEMA.into(),
@@ -362,10 +390,79 @@ pub fn reach(s: &Settings) -> Result<ReachReport> {
         prefix_traps,
         family_rule: s.family_rule.name(),
         family_hazards,
+        selector_hazards,
         load_patterns,
         notes,
         summary,
     })
+}
+
+/// For each kernel a selector covers and each atom it applies to (the matrix, and atoms outside
+/// it that a selector names), the file the runtime loads (the first selector that applies; a
+/// knob's default) against what the table compiles.
+fn selector_hazards(s: &Settings, sources: &[Source], resolutions: &[Resolution], selectors: &[loads::Selector]) -> Vec<SelectorHazard> {
+    let mut out = Vec::new();
+    let by_group = groups(sources);
+    // Atoms outside the matrix: what the table would compile for them, were they in it.
+    let outside: Vec<String> = selectors
+        .iter()
+        .flat_map(|x| x.archs.iter())
+        .filter(|a| *a != "*" && !s.matrix.contains(a) && s.db.atom(a).is_some())
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let would = resolve(s, sources, &outside);
+    for (group, files) in &by_group {
+        let kernel = group.rsplit('/').next().unwrap_or(group);
+        let sels: Vec<&loads::Selector> = selectors.iter().filter(|x| x.kernel == kernel).collect();
+        if sels.is_empty() {
+            continue;
+        }
+        let mut atoms: Vec<(String, bool)> = s.matrix.iter().map(|a| (a.clone(), true)).collect();
+        for a in sels.iter().flat_map(|x| x.archs.iter()).filter(|a| *a != "*" && s.db.atom(a).is_some()) {
+            if !atoms.iter().any(|(b, _)| b == a) {
+                atoms.push((a.clone(), false));
+            }
+        }
+        for (atom, in_matrix) in atoms {
+            let Some(sel) = sels.iter().find(|x| x.applies_to(&atom)) else { continue };
+            let Some((_, want)) = sel.choices().first().copied() else { continue };
+            let Some(src) = files.iter().find(|f| f.file == want || f.file.rsplit('/').next() == Some(want)) else { continue };
+            if s.db.atom(&atom).is_none_or(|a| Lang::for_vendor(a.vendor) != src.lang) {
+                continue;
+            }
+            let plan = if in_matrix { resolutions } else { &would };
+            let compiled: Vec<&str> = plan.iter().filter(|r| r.group == *group && r.atom == atom).map(|r| r.file.as_str()).collect();
+            if compiled.contains(&src.file.as_str()) {
+                continue;
+            }
+            let compiled = if compiled.is_empty() { "-".to_string() } else { compiled.join(" + ") };
+            let at = sel.at.clone();
+            let arm = match (&at, sel.archs == ["*"]) {
+                (Some(a), true) => format!("{}'s default arm ({a})", sel.label()),
+                (Some(a), false) => format!("{}'s arm listing {atom} ({a})", sel.label()),
+                (None, _) => sel.label(),
+            };
+            let built = match (in_matrix, compiled.as_str()) {
+                (true, "-") => "katlas build compiles nothing of it for the atom".to_string(),
+                (true, c) => format!("katlas build compiles {c} for it"),
+                (false, "-") => "the atom is not in the matrix, and the tag rules give it nothing of this kernel".to_string(),
+                (false, c) => format!("the atom is not in the matrix, and the tag rules give it {c}"),
+            };
+            out.push(SelectorHazard {
+                atom: atom.clone(),
+                kernel: kernel.to_string(),
+                selector: sel.label(),
+                at,
+                runtime_file: src.file.clone(),
+                compiled,
+                in_matrix,
+                reason: format!("{arm} loads {} on {atom}, but {built}", src.file),
+            });
+        }
+    }
+    out
 }
 
 /// Under a prefix family rule: for each matrix atom and kernel, the file the runtime takes

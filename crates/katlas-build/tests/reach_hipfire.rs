@@ -80,6 +80,51 @@ fn prefix_rule_hazard_gfx1151_takes_the_gfx11_file() {
     assert_eq!(r.prefix_traps.len(), 1);
 }
 
+/// The chip lists of the `*_for_arch` arms are the runtime's: on gfx1151 five MQ3-Lloyd kernels
+/// (and gemv_hfp4g32, whose arm lists gfx1150 and gfx1151 too) load their `.gfx1100.hip` file,
+/// which katlas build never compiles for gfx1151; reach names each, in the matrix or out of it.
+#[test]
+fn for_arch_arms_load_gfx1100_files_on_gfx1151() {
+    let five = [
+        "fused_gate_up_mq3g256_lloyd",
+        "fused_qkv_mq3g256_lloyd",
+        "fused_qkvza_mq3g256_lloyd",
+        "gemv_hfp4g32",
+        "gemv_mq3g256_lloyd",
+        "gemv_mq3g256_lloyd_residual",
+    ];
+    let d = project("[project]\npreset = \"hipfire\"\n");
+    for (matrix, in_matrix) in [(Some(MATRIX), true), (None, false)] {
+        let r = run(d.path(), matrix);
+        let mut on_1151: Vec<&str> =
+            r.selector_hazards.iter().filter(|h| h.atom == "gfx1151" && h.runtime_file.ends_with(".gfx1100.hip")).map(|h| h.kernel.as_str()).collect();
+        on_1151.sort();
+        assert_eq!(on_1151, five, "{:#?}", r.selector_hazards);
+        for h in r.selector_hazards.iter().filter(|h| h.atom == "gfx1151" && five.contains(&h.kernel.as_str())) {
+            assert_eq!(h.runtime_file, format!("kernels/src/{}.gfx1100.hip", h.kernel));
+            assert_eq!(h.compiled, format!("kernels/src/{}.hip", h.kernel), "the table gives gfx1151 the base file");
+            assert_eq!(h.in_matrix, in_matrix);
+            assert_eq!(h.selector, format!("{}_for_arch", h.kernel));
+            let at = h.at.as_deref().unwrap();
+            let (lines, l) = line_at(d.path(), at, &mut HashMap::new());
+            assert!(lines[l - 1].contains("\"gfx1151\""), "{at}: {}", lines[l - 1]);
+        }
+        assert_eq!(r.summary.selector_hazards, r.selector_hazards.len());
+        // gemv_hfq4g256's default arm: gfx1201 loads the base file, the build compiles the chip file.
+        if in_matrix {
+            let h = r.selector_hazards.iter().find(|h| h.atom == "gfx1201" && h.kernel == "gemv_hfq4g256").expect("gfx1201 default arm");
+            assert_eq!((h.runtime_file.as_str(), h.compiled.as_str()), ("kernels/src/gemv_hfq4g256.hip", "kernels/src/gemv_hfq4g256.gfx1201.hip"));
+            assert!(h.reason.contains("default arm"), "{}", h.reason);
+        }
+    }
+    // Without selector functions the arms are not read.
+    std::fs::write(d.path().join("katlas.toml"), "[project]\npreset = \"hipfire\"\n[reach]\nselector_functions = []\n").unwrap();
+    assert!(run(d.path(), Some(MATRIX)).selector_hazards.iter().all(|h| h.selector == "gemv_hfq4g256_for_arch" && h.at.is_none()));
+    std::fs::write(d.path().join("katlas.toml"), "[project]\npreset = \"hipfire\"\n[reach]\nselector_functions = [\"for arch\"]\n").unwrap();
+    let e = Settings::load(&Project::open(d.path()).unwrap(), None).unwrap_err().to_string();
+    assert!(e.contains("reach.selector_functions") && e.contains("for arch"), "{e}");
+}
+
 /// Issue 13.5 (3) and (4): `dispatched` cites a kernel load (add.hip: `ensure_kernel("add", …)`
 /// in dispatch.rs, not `.add(offset)` in ffi.rs), and every cited line holds the load it cites.
 #[test]

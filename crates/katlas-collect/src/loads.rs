@@ -158,8 +158,9 @@ pub fn rule_family_hazard(db: &ArchDb, atom: &str, tag: &str) -> Option<String> 
 
 /// A run-time variant selector (`[[reach.selectors]]`): on `archs`, the runtime loads `kernel`
 /// from one of `files`, picked by the env knob `knob` (`default` when unset or unlisted), or from
-/// `file` when there is no knob.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// `file` when there is no knob. The arms of a selector function's arch `match`
+/// ([`HostIndex::arch_selectors`]) are selectors too, one per arm.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Selector {
     /// Kernel (function) name the selector picks a source for.
@@ -167,8 +168,15 @@ pub struct Selector {
     /// Where the selection is made (shown in reasons), e.g. `gemv_hfq4g256_for_arch`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function: Option<String>,
-    /// Atoms the selector applies to.
+    /// Atoms the selector applies to; `["*"]`: every atom but those in `except` (a match's
+    /// default arm `_ =>`).
     pub archs: Vec<String>,
+    /// With `archs = ["*"]`: the atoms another arm takes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub except: Vec<String>,
+    /// `file:line` of the match arm this selector was read from (none for a configured one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
     /// Env variable whose value picks the file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knob: Option<String>,
@@ -189,6 +197,12 @@ impl Selector {
         if self.archs.is_empty() {
             return Err(format!("{who}: `archs` is empty"));
         }
+        if self.archs.len() > 1 && self.archs.iter().any(|a| a == "*") {
+            return Err(format!("{who}: `*` stands alone in `archs` (list the others in `except`)"));
+        }
+        if !self.except.is_empty() && self.archs != ["*"] {
+            return Err(format!("{who}: `except` goes with `archs = [\"*\"]`"));
+        }
         match (&self.knob, &self.file, self.files.is_empty()) {
             (None, Some(_), true) => Ok(()),
             (Some(_), None, false) => match &self.default {
@@ -201,7 +215,20 @@ impl Selector {
     }
 
     pub fn applies_to(&self, arch: &str) -> bool {
-        self.archs.iter().any(|a| a == arch)
+        self.archs.iter().any(|a| a == arch || a == "*") && !self.except.iter().any(|a| a == arch)
+    }
+
+    /// `gfx1100 gfx1151`, or `every arch but gfx1030 gfx1100` for a default arm.
+    pub fn arch_words(&self) -> String {
+        if self.archs == ["*"] {
+            if self.except.is_empty() {
+                "every arch".into()
+            } else {
+                format!("every arch but {}", self.except.join(" "))
+            }
+        } else {
+            self.archs.join(" ")
+        }
     }
 
     /// `(knob value, file)`: the default first, then the other values in key order; a knob-less
@@ -223,19 +250,20 @@ impl Selector {
 
     /// One line: what it picks where.
     pub fn describe(&self) -> String {
-        let archs = self.archs.join(" ");
+        let archs = self.arch_words();
+        let at = self.at.as_deref().map(|a| format!(" ({a})")).unwrap_or_default();
         match &self.knob {
             Some(k) => {
                 let files: Vec<String> = self.choices().iter().map(|(v, f)| format!("{}={f}", v.unwrap_or(""))).collect();
                 format!(
-                    "{} picks {}'s source on {archs} by {k} (default {}): {}",
+                    "{}{at} picks {}'s source on {archs} by {k} (default {}): {}",
                     self.label(),
                     self.kernel,
                     self.default.as_deref().unwrap_or("?"),
                     files.join(", ")
                 )
             }
-            None => format!("{} loads {} from {} on {archs}", self.label(), self.kernel, self.file.as_deref().unwrap_or("?")),
+            None => format!("{}{at} loads {} from {} on {archs}", self.label(), self.kernel, self.file.as_deref().unwrap_or("?")),
         }
     }
 }
@@ -469,6 +497,8 @@ pub struct HostFile {
     line_starts: Vec<u32>,
     /// `(line, variable)` env reads, in line order.
     pub env: Vec<(u32, String)>,
+    /// `(line, name)` of each `fn NAME` / `def NAME`, in line order: the function a line is in.
+    pub fns: Vec<(u32, String)>,
 }
 
 impl HostFile {
@@ -498,6 +528,130 @@ pub struct HostIndex {
     pub mentions: HashMap<String, Vec<Mention>>,
     /// Files read (each at most once per scan).
     pub files_read: usize,
+    /// The arch `match`es of selector functions (`fn *_for_arch`), when asked for.
+    arch_matches: Vec<ArchMatch>,
+    /// `const NAME: … = macro!("path")` whose path is a file: NAME -> project-relative path.
+    const_files: HashMap<String, String>,
+}
+
+/// One arm of a selector function's arch match: `"gfx1100" | "gfx1151" => (SRC, "module")`.
+#[derive(Debug, Clone)]
+struct Arm {
+    /// The string patterns; `None` for the default arm `_`.
+    chips: Option<Vec<String>>,
+    /// Identifiers of the arm's body (the constant naming its source is among them).
+    idents: Vec<String>,
+    line: u32,
+}
+
+/// A selector function and its arch match.
+#[derive(Debug, Clone)]
+struct ArchMatch {
+    function: String,
+    /// What the function's glob `*` stands for (`gemv_mq3g256_lloyd` of `*_for_arch`).
+    stem: String,
+    file: u32,
+    arms: Vec<Arm>,
+}
+
+/// `name` against a glob with `*` wildcards; the text the first `*` matched.
+fn glob_capture<'a>(glob: &str, name: &'a str) -> Option<&'a str> {
+    let parts: Vec<&str> = glob.split('*').collect();
+    if parts.len() == 1 {
+        return (glob == name).then_some("");
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if name.len() < first.len() + last.len() || !name.starts_with(first) || !name.ends_with(last) {
+        return None;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    let mut capture = None;
+    for (i, mid) in parts[1..parts.len() - 1].iter().enumerate() {
+        let at = rest.find(mid)?;
+        if i == 0 {
+            capture = Some(&rest[..at]);
+        }
+        rest = &rest[at + mid.len()..];
+    }
+    Some(capture.unwrap_or(rest))
+}
+
+/// The index of the bracket closing the one at `open` (`{`/`(`/`[`), within `toks[..end]`.
+fn closing(toks: &[Tok], b: &[u8], open: usize, end: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (k, t) in toks.iter().enumerate().take(end).skip(open) {
+        if t.kind != Kind::Punct {
+            continue;
+        }
+        match b[t.a as usize] {
+            b'{' | b'(' | b'[' => depth += 1,
+            b'}' | b')' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The arms of the first `match` in `toks[from..to]`: string patterns (or `_`) and the
+/// identifiers of each body. `None` when an arm is anything else (a binding, a guard, a range):
+/// such a match is not a plain arch table and is not read.
+fn match_arms(toks: &[Tok], text: &str, from: usize, to: usize) -> Option<Vec<Arm>> {
+    let b = text.as_bytes();
+    let s = |t: &Tok| &text[t.a as usize..t.b as usize];
+    let punct = |k: usize, c: u8| toks.get(k).is_some_and(|t| t.kind == Kind::Punct && b[t.a as usize] == c);
+    let m = (from..to).find(|&k| toks[k].kind == Kind::Ident && s(&toks[k]) == "match")?;
+    let open = (m + 1..to).find(|&k| punct(k, b'{'))?;
+    let close = closing(toks, b, open, to + 1)?;
+    let mut arms = Vec::new();
+    let mut k = open + 1;
+    while k < close {
+        let line = toks[k].line;
+        let (mut chips, mut default) = (Vec::new(), false);
+        while k < close && !(punct(k, b'=') && punct(k + 1, b'>')) {
+            let t = &toks[k];
+            match t.kind {
+                Kind::Str => chips.push(unescape(s(t))),
+                Kind::Ident if s(t) == "_" => default = true,
+                Kind::Punct if b[t.a as usize] == b'|' => {}
+                _ => return None,
+            }
+            k += 1;
+        }
+        if k >= close || (chips.is_empty() && !default) || (default && !chips.is_empty()) {
+            return None;
+        }
+        k += 2;
+        let body_end = if punct(k, b'{') {
+            closing(toks, b, k, close)? + 1
+        } else {
+            let mut depth = 0usize;
+            let mut e = k;
+            while e < close {
+                if toks[e].kind == Kind::Punct {
+                    match b[toks[e].a as usize] {
+                        b'{' | b'(' | b'[' => depth += 1,
+                        b'}' | b')' | b']' => depth = depth.saturating_sub(1),
+                        b',' if depth == 0 => break,
+                        _ => {}
+                    }
+                }
+                e += 1;
+            }
+            e
+        };
+        let idents = toks[k..body_end.min(close)].iter().filter(|t| t.kind == Kind::Ident).map(|t| s(t).to_string()).collect();
+        arms.push(Arm { chips: (!default).then_some(chips), idents, line });
+        k = body_end;
+        if punct(k, b',') {
+            k += 1;
+        }
+    }
+    (!arms.is_empty()).then_some(arms)
 }
 
 impl HostIndex {
@@ -505,6 +659,19 @@ impl HostIndex {
     /// `patterns`, env reads, and the references `mentions` asks for. `keep_text` keeps the
     /// texts (for [`HostFile::line_text`]).
     pub fn scan(files: &[(PathBuf, String)], patterns: &[LoadPattern], mentions: Mentions, keep_text: bool, root: &Path) -> HostIndex {
+        Self::scan_with(files, patterns, mentions, keep_text, root, &[])
+    }
+
+    /// [`Self::scan`], also reading the arch `match` of every function whose name matches one of
+    /// `selector_fns` (globs: `*_for_arch`) for [`Self::arch_selectors`].
+    pub fn scan_with(
+        files: &[(PathBuf, String)],
+        patterns: &[LoadPattern],
+        mentions: Mentions,
+        keep_text: bool,
+        root: &Path,
+        selector_fns: &[String],
+    ) -> HostIndex {
         let mut idx = HostIndex::default();
         let mut callees: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, p) in patterns.iter().enumerate() {
@@ -532,6 +699,11 @@ impl HostIndex {
             }
             let toks = lex(b, ext);
             let s = |t: &Tok| &text[t.a as usize..t.b as usize];
+            let fns: Vec<(u32, String)> = toks
+                .windows(2)
+                .filter(|w| w[0].kind == Kind::Ident && w[1].kind == Kind::Ident && matches!(s(&w[0]), "fn" | "def"))
+                .map(|w| (w[1].line, s(&w[1]).to_string()))
+                .collect();
             // Loads.
             if !callees.is_empty() {
                 for (i, t) in toks.iter().enumerate() {
@@ -587,6 +759,9 @@ impl HostIndex {
                     }
                 }
             }
+            if !selector_fns.is_empty() {
+                idx.read_selector_functions(&toks, &text, fi, abs, root, selector_fns);
+            }
             // References.
             if mentions != Mentions::None {
                 let mut add = |w: &str, line: u32, in_string: bool| {
@@ -639,9 +814,84 @@ impl HostIndex {
                     }
                 }
             }
-            idx.files.push(HostFile { rel: rel.clone(), text: if keep_text { text } else { String::new() }, line_starts, env });
+            idx.files.push(HostFile { rel: rel.clone(), text: if keep_text { text } else { String::new() }, line_starts, env, fns });
         }
         idx
+    }
+
+    /// Selector functions' arch matches and the `const NAME = macro!("path")` sources they name.
+    fn read_selector_functions(&mut self, toks: &[Tok], text: &str, fi: u32, abs: &Path, root: &Path, globs: &[String]) {
+        let b = text.as_bytes();
+        let s = |t: &Tok| &text[t.a as usize..t.b as usize];
+        let punct = |k: usize, c: u8| toks.get(k).is_some_and(|t| t.kind == Kind::Punct && b[t.a as usize] == c);
+        for (i, t) in toks.iter().enumerate() {
+            if t.kind != Kind::Ident {
+                continue;
+            }
+            match s(t) {
+                "const" | "static" if toks.get(i + 1).is_some_and(|n| n.kind == Kind::Ident) => {
+                    // `const NAME: &str = include_str!("../../kernels/src/x.hip");`
+                    let end = (i..toks.len().min(i + 24)).find(|&k| punct(k, b';')).unwrap_or(i);
+                    let lit = (i + 2..end).find(|&k| toks[k].kind == Kind::Str && punct(k - 1, b'(') && punct(k - 2, b'!'));
+                    if let Some(k) = lit {
+                        let full = normalize(&abs.parent().unwrap_or(Path::new("")).join(unescape(s(&toks[k]))));
+                        if full.is_file() {
+                            let rel = full.strip_prefix(root).unwrap_or(&full).display().to_string();
+                            self.const_files.insert(s(&toks[i + 1]).to_string(), rel);
+                        }
+                    }
+                }
+                "fn" => {
+                    let Some(n) = toks.get(i + 1).filter(|n| n.kind == Kind::Ident) else { continue };
+                    let name = s(n);
+                    let Some(stem) = globs.iter().find_map(|g| glob_capture(g, name)) else { continue };
+                    let Some(open) = (i + 2..toks.len()).find(|&k| punct(k, b'{') || punct(k, b';')).filter(|&k| punct(k, b'{')) else { continue };
+                    let Some(close) = closing(toks, b, open, toks.len()) else { continue };
+                    if let Some(arms) = match_arms(toks, text, open + 1, close) {
+                        self.arch_matches.push(ArchMatch { function: name.to_string(), stem: stem.to_string(), file: fi, arms });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// One [`Selector`] per arm of each selector function's arch match whose body names exactly
+    /// one source constant (`"gfx1100" | "gfx1151" => (GEMV_GFX1100_SRC, "gemv_rdna3")`): the
+    /// runtime loads that file on the arm's atoms. A default arm `_` applies to every atom no
+    /// other arm lists; an arm naming no constant (a `panic!`) or several (a nested choice) gives
+    /// none, its atoms still kept from the default. In arm order, so the first that applies wins.
+    pub fn arch_selectors(&self) -> Vec<Selector> {
+        let mut out = Vec::new();
+        for m in &self.arch_matches {
+            let listed: Vec<String> = m.arms.iter().flat_map(|a| a.chips.iter().flatten().cloned()).collect();
+            for arm in &m.arms {
+                let mut files: Vec<&String> = arm.idents.iter().filter_map(|i| self.const_files.get(i)).collect();
+                files.sort();
+                files.dedup();
+                let [file] = files.as_slice() else { continue };
+                let kernel = if m.stem.is_empty() {
+                    let base = file.rsplit('/').next().unwrap_or(file);
+                    katlas_arch::FileTag::parse(base).map(|t| t.name.to_string()).unwrap_or_else(|| base.to_string())
+                } else {
+                    m.stem.clone()
+                };
+                let (archs, except) = match &arm.chips {
+                    Some(c) => (c.clone(), Vec::new()),
+                    None => (vec!["*".to_string()], listed.clone()),
+                };
+                out.push(Selector {
+                    kernel,
+                    function: Some(m.function.clone()),
+                    archs,
+                    except,
+                    at: Some(self.at(m.file, arm.line)),
+                    file: Some((*file).clone()),
+                    ..Default::default()
+                });
+            }
+        }
+        out
     }
 
     /// Whether any load of this kind matched.
@@ -693,6 +943,13 @@ impl HostIndex {
     /// `file:line` of a place.
     pub fn at(&self, file: u32, line: u32) -> String {
         format!("{}:{line}", self.files[file as usize].rel)
+    }
+
+    /// The function holding `line` of `file`: `(its line, its name, the next function's line)`.
+    pub fn function_at(&self, file: u32, line: u32) -> Option<(u32, &str, u32)> {
+        let fns = &self.files[file as usize].fns;
+        let i = fns.partition_point(|(l, _)| *l <= line).checked_sub(1)?;
+        Some((fns[i].0, fns[i].1.as_str(), fns.get(i + 1).map(|f| f.0).unwrap_or(u32::MAX)))
     }
 
     /// Env variables read within `radius` lines of `line`.
@@ -818,6 +1075,7 @@ mod tests {
             default: Some("1".into()),
             file: None,
             files: [("1".to_string(), "g.v1.hip".to_string()), ("2".to_string(), "g.v2.hip".to_string())].into_iter().collect(),
+            ..Default::default()
         };
         s.validate().unwrap();
         assert_eq!(s.choices()[0], (Some("1"), "g.v1.hip"));
@@ -825,6 +1083,59 @@ mod tests {
         assert!(s.validate().is_err());
         s.default = None;
         assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn arch_match_arms_become_selectors() {
+        let d = std::env::temp_dir().join(format!("katlas-arms-{}", std::process::id()));
+        std::fs::create_dir_all(d.join("kernels")).unwrap();
+        std::fs::create_dir_all(d.join("src")).unwrap();
+        for f in ["g.hip", "g.gfx1100.hip", "g.gfx1030.v1.hip", "g.gfx1030.v2.hip"] {
+            std::fs::write(d.join("kernels").join(f), "").unwrap();
+        }
+        let host = "pub const G_SRC: &str = include_str!(\"../kernels/g.hip\");\n\
+            pub const G_GFX1100_SRC: &str = include_str!(\"../kernels/g.gfx1100.hip\");\n\
+            pub const G_V1: &str = include_str!(\"../kernels/g.gfx1030.v1.hip\");\n\
+            pub const G_V2: &str = include_str!(\"../kernels/g.gfx1030.v2.hip\");\n\
+            pub fn g_for_arch(arch: &str) -> (&'static str, &'static str) {\n\
+                if std::env::var(\"FORCE\").is_ok() { return (G_SRC, \"g\"); }\n\
+                match arch {\n\
+                    \"gfx1030\" => { match v() { 2 => (G_V2, \"g2\"), _ => (G_V1, \"g1\") } }\n\
+                    \"gfx1100\" | \"gfx1151\" => {\n        (G_GFX1100_SRC, \"g_rdna3\")\n    }\n\
+                    // \"gfx1201\" => (G_GFX12_SRC, \"g12\"),\n\
+                    _ => (G_SRC, \"g\"), // baseline\n\
+                }\n\
+            }\n\
+            pub fn h_for_arch(arch: &str) -> &'static str { match arch { a if a.starts_with(\"gfx11\") => G_SRC, _ => G_SRC } }\n\
+            pub fn k_for_arch(arch: &str) -> &'static str { match arch { \"gfx1100\" => G_SRC, _ => panic!(\"no {arch}\") } }\n";
+        let f = d.join("src/kernels.rs");
+        std::fs::write(&f, host).unwrap();
+        let idx = HostIndex::scan_with(&[(f, "src/kernels.rs".into())], &[], Mentions::None, false, &d, &["*_for_arch".to_string()]);
+        let sels = idx.arch_selectors();
+        let _ = std::fs::remove_dir_all(&d);
+        let g: Vec<(&str, Vec<&str>, Vec<&str>, &str)> = sels
+            .iter()
+            .filter(|s| s.function.as_deref() == Some("g_for_arch"))
+            .map(|s| {
+                (s.kernel.as_str(), s.archs.iter().map(String::as_str).collect(), s.except.iter().map(String::as_str).collect(), s.file.as_deref().unwrap())
+            })
+            .collect();
+        // The nested choice on gfx1030 is no single file: no selector, but the default skips it.
+        assert_eq!(
+            g,
+            [("g", vec!["gfx1100", "gfx1151"], vec![], "kernels/g.gfx1100.hip"), ("g", vec!["*"], vec!["gfx1030", "gfx1100", "gfx1151"], "kernels/g.hip")]
+        );
+        assert_eq!(sels[0].at.as_deref(), Some("src/kernels.rs:9"));
+        assert!(sels[0].applies_to("gfx1151") && !sels[1].applies_to("gfx1151") && sels[1].applies_to("gfx1201") && !sels[1].applies_to("gfx1030"));
+        assert_eq!(sels[1].arch_words(), "every arch but gfx1030 gfx1100 gfx1151");
+        // A guard is no plain arch table; a panicking default loads nothing.
+        assert!(!sels.iter().any(|s| s.function.as_deref() == Some("h_for_arch")));
+        let k: Vec<&Selector> = sels.iter().filter(|s| s.function.as_deref() == Some("k_for_arch")).collect();
+        assert_eq!(k.len(), 1);
+        assert_eq!(k[0].archs, ["gfx1100"]);
+        assert_eq!(glob_capture("*_for_arch", "gemv_x_for_arch"), Some("gemv_x"));
+        assert_eq!(glob_capture("*_for_arch", "gemv_x_for_arc"), None);
+        assert_eq!(glob_capture("pick_*", "pick_gemv"), Some("gemv"));
     }
 
     #[test]

@@ -68,6 +68,9 @@ pub struct ProvenanceOptions {
     pub profile_patterns: Vec<LoadPattern>,
     /// Run-time variant selectors.
     pub selectors: Vec<Selector>,
+    /// Functions whose arch `match` picks a kernel's source (globs, `*_for_arch`): each arm is
+    /// read from the host code as a selector ([`HostIndex::arch_selectors`]), after `selectors`.
+    pub selector_functions: Vec<String>,
 }
 
 /// The project's own top-level Python packages (directories holding `__init__.py`), sorted.
@@ -105,6 +108,7 @@ impl ProvenanceOptions {
             load_patterns: Vec::new(),
             profile_patterns: Vec::new(),
             selectors: Vec::new(),
+            selector_functions: Vec::new(),
         }
     }
 
@@ -222,6 +226,10 @@ pub struct KernelProvenance {
     /// `TORCH_LIBRARY`, `torch.ops.ns.name`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ops: Vec<OpSite>,
+    /// The name is a profiler label no kernel bears (`rmsnorm_batched`): the kernels the code it
+    /// times launches, followed from its timer sites; `sources` and `dispatch` are theirs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub launches: Vec<String>,
 }
 
 /// One site of a custom op, with its file.
@@ -582,7 +590,7 @@ impl ProvenanceIndex {
         patterns.extend(opts.profile_patterns.iter().cloned());
         let n_load = opts.load_patterns.len();
         let mentions = if n_load == 0 { Mentions::All } else { Mentions::None };
-        let mut host = HostIndex::scan(&host_files, &patterns, mentions, true, &opts.root);
+        let mut host = HostIndex::scan_with(&host_files, &patterns, mentions, true, &opts.root, &opts.selector_functions);
         stats.reads += host.files_read;
         let mut notes = Vec::new();
         let matched = |h: &HostIndex, k: ArgKind| h.loads.iter().any(|l| (l.pattern as usize) < n_load && l.kind == k);
@@ -592,12 +600,14 @@ impl ProvenanceIndex {
                 "no load pattern ({}) matches under the dispatch roots: any reference to the name counts as dispatch evidence",
                 opts.load_patterns.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join(", ")
             ));
-            host = HostIndex::scan(&host_files, &patterns, Mentions::All, true, &opts.root);
+            host = HostIndex::scan_with(&host_files, &patterns, Mentions::All, true, &opts.root, &opts.selector_functions);
             stats.reads += host.files_read;
             (load_mode, embed_mode) = (false, false);
         }
         stats.host_files = host.files.len();
-        ProvenanceIndex { opts: opts.clone(), kfiles, by_stem, by_def, by_op, fan_in, built_by, host, n_load, load_mode, embed_mode, notes, stats }
+        let mut opts = opts.clone();
+        opts.selectors.extend(host.arch_selectors());
+        ProvenanceIndex { opts, kfiles, by_stem, by_def, by_op, fan_in, built_by, host, n_load, load_mode, embed_mode, notes, stats }
     }
 
     pub fn options(&self) -> &ProvenanceOptions {
@@ -626,11 +636,44 @@ impl ProvenanceIndex {
                     notes.push(format!("variant selector: {}", s.describe()));
                     knobs.extend(s.knob.iter().cloned());
                 }
+                // An arm read from the source is one of several: only the one that applies is news.
+                _ if s.at.is_some() => {}
                 Some(a) => notes.push(format!("variant selector: {}; not on {a}, which takes the tag rules", s.describe())),
                 None => notes.push(format!("variant selector: {} (no --arch given)", s.describe())),
             }
         }
-        let sources = self.rank_sources(kernel, &variants, &sels);
+        let mut sources = self.rank_sources(kernel, &variants, &sels);
+        let mut launches = Vec::new();
+        let mut dispatch = self.dispatch_refs(&variants);
+        if sources.is_empty() && self.names_no_kernel(&variants) {
+            let (names, label_notes) = self.timed_launches(&base);
+            notes.extend(label_notes);
+            for (n, why) in &names {
+                let nv = name_variants(n);
+                let nsels: Vec<&Selector> = self.opts.selectors.iter().filter(|s| nv.contains(&s.kernel)).collect();
+                for s in nsels.iter().filter(|s| arch.is_some_and(|a| s.applies_to(a))) {
+                    notes.push(format!("variant selector: {}", s.describe()));
+                    knobs.extend(s.knob.iter().cloned());
+                }
+                for mut c in self.rank_sources(n, &nv, &nsels) {
+                    c.reasons.push(why.clone());
+                    match sources.iter_mut().find(|x: &&mut SourceCandidate| x.path == c.path) {
+                        Some(x) if x.score >= c.score => {}
+                        Some(x) => *x = c,
+                        None => sources.push(c),
+                    }
+                }
+                for r in self.dispatch_refs(&nv) {
+                    if !dispatch.iter().any(|d| d.path == r.path && d.line == r.line) {
+                        dispatch.push(r);
+                    }
+                }
+            }
+            sources.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.path.cmp(&b.path)));
+            dispatch.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.path.cmp(&b.path)).then(a.line.cmp(&b.line)));
+            dispatch.truncate(self.opts.max_refs);
+            launches = names.into_iter().map(|(n, _)| n).collect();
+        }
         let defined: Vec<String> = sources.iter().filter(|s| s.triton.is_some()).map(|s| format!("{}:{}", s.path, s.definition_line.unwrap_or(0))).collect();
         if defined.len() > 1 {
             notes.push(format!(
@@ -641,7 +684,6 @@ impl ProvenanceIndex {
             ));
         }
         let ops = self.op_sites(kernel, &variants);
-        let dispatch = self.dispatch_refs(&variants);
         knobs.extend(dispatch.iter().flat_map(|r| r.env_knobs.iter().cloned()));
         KernelProvenance {
             schema: PROVENANCE_SCHEMA.into(),
@@ -657,7 +699,67 @@ impl ProvenanceIndex {
             env_knobs: knobs.into_iter().collect(),
             notes,
             ops,
+            launches,
         }
+    }
+
+    /// No file, definition, custom op or load of any of `variants`: the name is a label (a
+    /// profiler's), not a kernel's.
+    fn names_no_kernel(&self, variants: &[String]) -> bool {
+        variants.iter().all(|v| {
+            !self.by_stem.contains_key(v)
+                && !self.by_def.contains_key(v)
+                && !self.by_op.contains_key(v)
+                && !self.host.name_loads(v).iter().any(|l| (l.pattern as usize) < self.n_load)
+        })
+    }
+
+    /// What the code timed under profiler label `label` launches: at each of the label's
+    /// profile-pattern sites, the kernel load nearest before it in the same function (all the
+    /// names that call loads: module and function). Each name comes with the reason to show on its
+    /// sources; the notes say where each label was followed, or that it led to no load.
+    fn timed_launches(&self, label: &str) -> (Vec<(String, String)>, Vec<String>) {
+        let (mut out, mut notes): (Vec<(String, String)>, Vec<String>) = (Vec::new(), Vec::new());
+        let sites: Vec<&LoadSite> = self.host.name_loads(label).into_iter().filter(|l| l.pattern as usize >= self.n_load).collect();
+        for t in sites {
+            let timer = self.site_at(t);
+            let (start, func) = match self.host.function_at(t.file, t.line) {
+                Some((l, name, _)) => (l, format!("fn `{name}`")),
+                None => (0, "its file".to_string()),
+            };
+            let nearest = self
+                .host
+                .loads
+                .iter()
+                .filter(|l| l.file == t.file && (l.pattern as usize) < self.n_load && l.kind == ArgKind::Name)
+                .filter(|l| l.call_line >= start && l.call_line <= t.line)
+                .map(|l| l.call_line)
+                .max();
+            let Some(call) = nearest else {
+                notes.push(format!(
+                    "profiler label `{label}` names no kernel, and the code it times ({func}, timer at {timer}) loads none by a literal name before the timer: a library call, or a name built at run time"
+                ));
+                continue;
+            };
+            let names: Vec<&LoadSite> = self
+                .host
+                .loads
+                .iter()
+                .filter(|l| l.file == t.file && l.call_line == call && (l.pattern as usize) < self.n_load && l.kind == ArgKind::Name)
+                .collect();
+            let load = self.host.at(t.file, call);
+            let listed: Vec<String> = names.iter().map(|l| format!("`{}`", l.value)).collect::<BTreeSet<_>>().into_iter().collect();
+            notes.push(format!(
+                "profiler label `{label}` names no kernel: the code it times ({func}, timer at {timer}) launches {} (loaded at {load})",
+                listed.join(", ")
+            ));
+            for l in names {
+                if !out.iter().any(|(n, _)| *n == l.value) {
+                    out.push((l.value.clone(), format!("launched under profiler label `{label}` (timer at {timer}, load at {load})")));
+                }
+            }
+        }
+        (out, notes)
     }
 
     fn site_at(&self, l: &LoadSite) -> String {
@@ -845,15 +947,17 @@ impl ProvenanceIndex {
                 Some((s, pos)) => {
                     let value = s.choices()[pos].0;
                     let how = match (&s.knob, value) {
-                        (Some(k), Some(v)) if pos == 0 => format!("{k} unset (default {v}) or {k}={v}"),
-                        (Some(k), Some(v)) => format!("{k}={v}"),
-                        _ => "always".to_string(),
+                        (Some(k), Some(v)) if pos == 0 => format!(" when {k} unset (default {v}) or {k}={v}"),
+                        (Some(k), Some(v)) => format!(" when {k}={v}"),
+                        _ if s.archs == ["*"] => " (its default arm)".to_string(),
+                        _ => String::new(),
                     };
                     score += if pos == 0 { 300.0 } else { 200.0 - pos as f64 };
-                    reasons.push(format!("{} loads this on {a} when {how}", s.label()));
+                    let at = s.at.as_deref().map(|x| format!(" at {x}")).unwrap_or_default();
+                    reasons.push(format!("{}{at} loads this on {a}{how}", s.label()));
                     selected_by = Some(match (&s.knob, value) {
                         (Some(k), Some(v)) => format!("{}: {k}={v}{}", s.label(), if pos == 0 { " (default)" } else { "" }),
-                        _ => s.label(),
+                        _ => s.at.as_deref().map(|x| format!("{} ({x})", s.label())).unwrap_or_else(|| s.label()),
                     });
                 }
                 None => {

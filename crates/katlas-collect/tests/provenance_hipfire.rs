@@ -7,12 +7,11 @@ use katlas_arch::ArchDb;
 use katlas_collect::loads::{FamilyRule, LoadPattern, Selector};
 use katlas_collect::provenance::{KernelProvenance, ProvenanceIndex, ProvenanceOptions};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-fn tree() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hipfire-tree").canonicalize().unwrap()
-}
+#[path = "support/hipfire_tree.rs"]
+mod hipfire_tree;
+use hipfire_tree::{for_arch_files, labels_without_kernel, tree};
 
 fn hipfire_options() -> ProvenanceOptions {
     let mut o = ProvenanceOptions::new(&tree());
@@ -29,7 +28,9 @@ fn hipfire_options() -> ProvenanceOptions {
         default: Some("1".into()),
         file: None,
         files: (1..=5).map(|v| (v.to_string(), format!("gemv_hfq4g256.gfx1030.v{v}.hip"))).collect(),
+        ..Default::default()
     }];
+    o.selector_functions = vec!["*_for_arch".into()];
     o
 }
 
@@ -130,6 +131,99 @@ fn the_rdna2_variant_selector_is_modelled_and_other_chips_never_rank_first() {
             }
         }
     }
+}
+
+/// The arms' chip lists are the runtime's: on gfx1151 the five MQ3-Lloyd kernels whose arms list
+/// `"gfx1151"` run the `.gfx1100.hip` file; gemv_hfq4g256's default arm gives gfx1201 the base
+/// file. Over every `*_for_arch` function and the archs hipfire ships, the first source is the
+/// file the function returns.
+#[test]
+fn for_arch_match_arms_pick_the_source() {
+    let p = index("gfx1151").locate("gemv_mq3g256_lloyd");
+    assert_eq!(p.sources[0].path, "kernels/src/gemv_mq3g256_lloyd.gfx1100.hip", "{:#?}", p.sources);
+    assert_eq!(p.sources[0].tag_kind, "other-arch");
+    let by = p.sources[0].selected_by.as_deref().unwrap();
+    assert!(by.starts_with("gemv_mq3g256_lloyd_for_arch (crates/rdna-compute/src/kernels.rs:"), "{by}");
+    let base = &p.sources[1];
+    assert!(base.reasons.iter().any(|r| r.contains("not loaded on gfx1151: gemv_mq3g256_lloyd_for_arch")), "{base:?}");
+    let p = index("gfx1201").locate("gemv_hfq4g256");
+    assert_eq!(p.sources[0].path, "kernels/src/gemv_hfq4g256.hip");
+    assert!(p.sources[0].reasons.iter().any(|r| r.contains("loads this on gfx1201 (its default arm)")), "{:?}", p.sources[0].reasons);
+
+    let mut checked = 0;
+    for arch in ["gfx906", "gfx1010", "gfx1030", "gfx1100", "gfx1101", "gfx1151", "gfx1200", "gfx1201"] {
+        let idx = index(arch);
+        let truth = for_arch_files(arch);
+        for (kernel, (file, line)) in &truth {
+            let p = idx.locate(kernel);
+            assert_eq!(p.sources.first().map(|s| s.path.as_str()), Some(file.as_str()), "{kernel} on {arch}: {:#?}", p.sources);
+            let by = p.sources[0].selected_by.as_deref().unwrap_or("");
+            // The configured RDNA2 knob selector speaks for gfx1030; elsewhere the arm itself.
+            assert!(by.ends_with(&format!("kernels.rs:{line})")) || by.contains("HIPFIRE_RDNA2_VARIANT"), "{kernel} on {arch}: {by}");
+            checked += 1;
+        }
+        if arch == "gfx1151" {
+            let five: Vec<&str> = truth.iter().filter(|(_, (f, _))| f.ends_with(".gfx1100.hip")).map(|(k, _)| k.as_str()).collect();
+            for k in
+                ["gemv_mq3g256_lloyd", "gemv_mq3g256_lloyd_residual", "fused_gate_up_mq3g256_lloyd", "fused_qkv_mq3g256_lloyd", "fused_qkvza_mq3g256_lloyd"]
+            {
+                assert!(five.contains(&k), "{k}: {five:?}");
+            }
+        }
+    }
+    assert!(checked > 100, "{checked}");
+}
+
+/// A profiler label that no kernel bears (`embedding_lookup_hfq4g256`, `rmsnorm_batched`) is
+/// followed from its timer to the load nearest before it in the same function: the kernels it
+/// launches, whose sources and loads are the answer. A timed rocBLAS call loads nothing.
+#[test]
+fn profiler_labels_lead_to_the_kernel_their_code_launches() {
+    let labels = labels_without_kernel();
+    assert!(labels.len() >= 20, "{:?}", labels.keys().collect::<Vec<_>>());
+    let idx = index("gfx1100");
+    let mut with_source = 0;
+    for (label, sites) in &labels {
+        let p = idx.locate(label);
+        let mut want: Vec<&str> = sites.iter().flat_map(|s| s.loaded.iter().map(String::as_str)).collect();
+        want.sort();
+        want.dedup();
+        let mut got: Vec<&str> = p.launches.iter().map(String::as_str).collect();
+        got.sort();
+        assert_eq!(got, want, "{label}: {:?}", p.notes);
+        for s in sites {
+            let at = format!("timer at {}:{}", s.file, s.line);
+            assert!(p.notes.iter().any(|n| n.contains(&at) && n.contains(&format!("fn `{}`", s.function))), "{label}: {:?}", p.notes);
+        }
+        if want.is_empty() {
+            assert!(p.sources.is_empty() && p.dispatch.is_empty(), "{label}: {:#?}", p.sources);
+            continue;
+        }
+        // Arch-specific kernels (`_gfx12`) have no file for gfx1100; every other one does.
+        if want.iter().all(|n| n.ends_with("_gfx12")) {
+            continue;
+        }
+        let first = p.sources.first().unwrap_or_else(|| panic!("{label}: no source for {want:?}"));
+        let text = std::fs::read_to_string(tree().join(&first.path)).unwrap();
+        assert!(
+            want.iter().any(|n| text.contains(&format!("void {n}(")) || first.path.ends_with(&format!("/{n}.hip"))),
+            "{label}: {} for {want:?}",
+            first.path
+        );
+        assert!(first.reasons.iter().any(|r| r.starts_with(&format!("launched under profiler label `{label}`"))), "{first:?}");
+        assert!(!p.dispatch.is_empty() && p.dispatch.iter().all(|d| d.kind == "load" && want.contains(&d.matched.as_str())), "{label}: {:?}", p.dispatch);
+        with_source += 1;
+    }
+    assert!(with_source >= 15, "{with_source}");
+    let p = idx.locate("embedding_lookup_hfq4g256");
+    assert_eq!(p.launches, ["embedding_hfq4g256"]);
+    assert_eq!(p.sources[0].path, "kernels/src/embedding_hfq4g256.hip");
+    let p = idx.locate("rmsnorm_batched");
+    assert_eq!(p.sources[0].path, "kernels/src/rmsnorm.hip");
+    let p = idx.locate("gemm_hfq4g256_rocblas");
+    assert!(p.launches.is_empty() && p.notes.iter().any(|n| n.contains("loads none by a literal name before the timer")), "{:?}", p.notes);
+    // A kernel's own name is never taken for a label.
+    assert!(idx.locate("rmsnorm").launches.is_empty());
 }
 
 /// Issue 13.5 (3): dispatch evidence is a kernel load. `add.hip` is loaded by

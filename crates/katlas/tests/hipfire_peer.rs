@@ -6,7 +6,11 @@
 //!   is read by `katlas fit --isa`;
 //! - `katlas corpus export --format hipfire-v0` gives back the v0 rows it imported, and
 //!   hipfire's own `kernel_atlas.py` reads the export as it reads the originals;
-//! - `katlas isa scan --export hipfire-v0` uses the category names hipfire reads.
+//! - `katlas isa scan --export hipfire-v0` uses the category names hipfire reads;
+//! - provenance on the real tree with `preset = "hipfire"` alone, katlas and the peer's
+//!   `collect_dispatch_manifest` on the same names, both held to what hipfire's source says: the
+//!   preset's roots, the `*_for_arch` arms' chip lists, profiler labels followed to the kernel
+//!   their code launches.
 //!
 //! The peer is the snapshot in `fixtures/hipfire-tree/` (MIT). python3 runs its script
 //! (`scripts/test-all` installs python3; no GPU or ROCm is needed: the ISA tools it calls are
@@ -19,6 +23,9 @@ use std::process::{Command, Output};
 #[path = "support/cli.rs"]
 mod cli;
 use cli::{fixture, json, katlas, ok, repo};
+
+#[path = "../../katlas-collect/tests/support/hipfire_tree.rs"]
+mod hipfire_tree;
 
 fn peer_script() -> PathBuf {
     fixture("hipfire-tree/scripts/kernel_atlas.py")
@@ -725,4 +732,108 @@ fn isa_export_uses_the_category_names_hipfire_reads() {
     assert_eq!(v["kernels"].as_array().unwrap().len(), 4);
     let names: Vec<&str> = v["kernels"].as_array().unwrap().iter().map(|k| k["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"saxpy"), "{names:?}");
+}
+
+// --- provenance on the real tree ------------------------------------------------------------
+
+/// kernels/, crates/ and scripts/ of the tree in a temp project whose katlas.toml is the preset
+/// alone: the roots are the preset's.
+fn preset_only_project() -> tempfile::TempDir {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &to.join(e.file_name()));
+            } else {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+    let d = tempfile::tempdir().unwrap();
+    for sub in ["kernels", "crates", "scripts"] {
+        copy(&hipfire_tree::tree().join(sub), &d.path().join(sub));
+    }
+    std::fs::write(d.path().join("katlas.toml"), "[project]\npreset = \"hipfire\"\n").unwrap();
+    d
+}
+
+/// The peer's first source file for each name on `arch`: `collect_dispatch_manifest`, the
+/// function its `collect-ar`/`collect-dflash` call for the profiled names.
+fn peer_first_sources(dir: &Path, names: &[&str], arch: &str) -> Vec<Option<String>> {
+    let code = format!(
+        "import json, sys\nsys.path.insert(0, 'scripts')\nimport kernel_atlas as k\n\
+         m = k.collect_dispatch_manifest(root='.', kernel_names={names:?}, arch={arch:?})\n\
+         print(json.dumps([(e['source_files'][0]['path'] if e['source_files'] else None) for e in m['entries']]))\n"
+    );
+    serde_json::from_str(&ok(&python(dir, &["-c", &code], None))).unwrap()
+}
+
+/// katlas's answer for each name on `arch`.
+fn katlas_provenance(dir: &Path, names: &[&str], arch: &str) -> Vec<Value> {
+    let mut args = vec!["provenance", "--arch", arch, "--format", "json"];
+    args.extend(names);
+    json(&katlas(dir, &args)).as_array().unwrap().clone()
+}
+
+/// Where the truth is a file: katlas names it first on every name; the peer on `peer_right`.
+fn score(dir: &Path, arch: &str, truth: &[(&str, String)]) -> (usize, usize, Vec<Value>) {
+    let names: Vec<&str> = truth.iter().map(|t| t.0).collect();
+    let ours = katlas_provenance(dir, &names, arch);
+    let peer = peer_first_sources(dir, &names, arch);
+    let mut peer_right = 0;
+    for ((name, want), (k, p)) in truth.iter().zip(ours.iter().zip(&peer)) {
+        assert_eq!(k["sources"][0]["path"].as_str(), Some(want.as_str()), "katlas, {name} on {arch}: {}", k["sources"]);
+        peer_right += usize::from(p.as_deref() == Some(want.as_str()));
+    }
+    (truth.len(), peer_right, ours)
+}
+
+/// What hipfire's runtime takes, read from its source: with the preset alone katlas names it on
+/// every name asked; the peer misses the default arm (gfx1201 is given the chip file nothing
+/// embeds), the arms listing gfx1151, and labels that are not kernel names.
+#[test]
+fn provenance_follows_the_runtime_where_the_peer_guesses_by_file_name() {
+    let d = preset_only_project();
+    let dir = d.path();
+
+    // The preset's roots: gemv_hfq4g256 on gfx1201 is the default arm's base file, cited by its
+    // ensure_kernel load under crates/; the peer ranks the `.gfx1201.hip` stem first.
+    let on_1201 = hipfire_tree::for_arch_files("gfx1201");
+    let base = on_1201["gemv_hfq4g256"].0.clone();
+    assert_eq!(base, "kernels/src/gemv_hfq4g256.hip");
+    let (n, peer_right, ours) = score(dir, "gfx1201", &[("gemv_hfq4g256", base)]);
+    assert_eq!((n, peer_right), (1, 0), "the peer takes gemv_hfq4g256.gfx1201.hip");
+    assert!(ours[0]["dispatch"].as_array().unwrap().iter().any(|r| r["via"] == "ensure_kernel"), "{}", ours[0]["dispatch"]);
+    let all = json(&katlas(dir, &["provenance", "--all-profiled", "--arch", "gfx1201", "--format", "json"]));
+    assert_eq!(all.as_array().unwrap().len(), 158);
+
+    // The arms' chip lists: on gfx1151 the arms of five MQ3-Lloyd kernels list gfx1151.
+    let on_1151 = hipfire_tree::for_arch_files("gfx1151");
+    let five: Vec<(&str, String)> =
+        ["gemv_mq3g256_lloyd", "gemv_mq3g256_lloyd_residual", "fused_gate_up_mq3g256_lloyd", "fused_qkv_mq3g256_lloyd", "fused_qkvza_mq3g256_lloyd"]
+            .iter()
+            .map(|k| (*k, on_1151[*k].0.clone()))
+            .collect();
+    assert!(five.iter().all(|(k, f)| *f == format!("kernels/src/{k}.gfx1100.hip")), "{five:?}");
+    let (n, peer_right, _) = score(dir, "gfx1151", &five);
+    assert_eq!((n, peer_right), (5, 0), "the peer ranks the base file (exact stem) above the gfx1100 file");
+
+    // Profiler labels: the kernel the timed code loads.
+    let labels = hipfire_tree::labels_without_kernel();
+    let truth: Vec<(&str, String)> = labels
+        .iter()
+        .filter_map(|(label, sites)| {
+            let name = sites.iter().flat_map(|s| s.loaded.iter()).find(|n| !n.ends_with("_gfx12"))?;
+            let file = format!("kernels/src/{name}.hip");
+            hipfire_tree::tree().join(&file).is_file().then_some((label.as_str(), file))
+        })
+        .collect();
+    assert!(truth.iter().any(|t| t.0 == "embedding_lookup_hfq4g256" && t.1 == "kernels/src/embedding_hfq4g256.hip"), "{truth:?}");
+    assert!(truth.len() >= 15, "{truth:?}");
+    let (n, peer_right, ours) = score(dir, "gfx1100", &truth);
+    assert!(peer_right < n / 2, "the peer is right on {peer_right} of {n} labels");
+    for k in &ours {
+        assert!(!k["launches"].as_array().unwrap().is_empty(), "{k}");
+    }
+    eprintln!("labels: katlas {n}/{n}, peer {peer_right}/{n}");
 }

@@ -125,6 +125,9 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
                     if p.families.is_empty() { "-".into() } else { p.families.join(", ") },
                     if p.family_rule == "table" || p.family_rule.is_empty() { String::new() } else { format!(" by family rule {}", p.family_rule) }
                 );
+                if !p.launches.is_empty() {
+                    say_line!("  a profiler label: its timed code launches {}", p.launches.join(", "));
+                }
                 let mut t = table(f, &["score", "source", "tag", "reasons"]);
                 for s in &p.sources {
                     t.add_row(vec![format!("{:.0}", s.score), s.path.clone(), s.tag_kind.clone(), s.reasons.join("; ")]);
@@ -177,6 +180,7 @@ pub(crate) fn project_options(project: &katlas_project::Project) -> Result<Prove
         let v = serde_json::to_value(sel).map_err(CliError::bad_input)?;
         opts.selectors.push(serde_json::from_value::<Selector>(v).map_err(CliError::bad_input)?);
     }
+    opts.selector_functions = rc.selector_functions.unwrap_or_default();
     let cfg = &project.config.project;
     let kernel_roots = cfg.effective_kernel_roots();
     if !kernel_roots.is_empty() {

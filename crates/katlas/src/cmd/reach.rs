@@ -75,6 +75,12 @@ pub fn run(a: &ReachArgs, ctx: &Ctx) -> CmdResult {
             println!("  {} {}: the runtime takes {} ({compiled}): {}", h.atom, h.kernel, h.runtime_file, h.reason);
         }
     }
+    if !r.selector_hazards.is_empty() {
+        println!("\nrun-time selector hazards (a selector loads a file the build does not compile for the atom):");
+        for h in &r.selector_hazards {
+            println!("  {} {}: {}", h.atom, h.kernel, h.reason);
+        }
+    }
     if !r.prefix_traps.is_empty() && r.family_rule == "table" {
         println!("\nfamily tags a name-prefix rule would misroute (the arch table keeps these atoms out):");
         for p in &r.prefix_traps {
@@ -86,8 +92,8 @@ pub fn run(a: &ReachArgs, ctx: &Ctx) -> CmdResult {
     }
     let s = &r.summary;
     println!(
-        "\n{} atom(s), {} source(s), {} compile(s); {} unreached, {} undispatched, {} divergent, {} family-rule hazard(s)",
-        s.atoms, s.sources, s.resolutions, s.unreached, s.undispatched, s.divergent, s.hazards
+        "\n{} atom(s), {} source(s), {} compile(s); {} unreached, {} undispatched, {} divergent, {} family-rule hazard(s), {} selector hazard(s)",
+        s.atoms, s.sources, s.resolutions, s.unreached, s.undispatched, s.divergent, s.hazards, s.selector_hazards
     );
     Ok(code)
 }
