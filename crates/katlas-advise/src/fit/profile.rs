@@ -64,7 +64,10 @@ pub(super) fn bytes_label(s: &KernelSample) -> String {
         "from shapes".into()
     } else {
         match bytes_source(s) {
-            // Operand estimates say so: a lower bound of what moved, not a measurement.
+            // Operand estimates say so: an estimate of what moved, not a measurement. Through the
+            // kernel's loads and stores it models DRAM with cold caches; each tensor once is a
+            // lower bound of what the kernel touches.
+            Some(src) if src.contains("loads/stores") => format!("{src}, cold-cache estimate"),
             Some(src) if src.contains("operands") => format!("{src}, lower bound"),
             _ => "bytes per call".into(),
         }
