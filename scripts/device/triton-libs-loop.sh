@@ -23,7 +23,9 @@ if [ $MODE = liger ]; then WL=liger-rmsnorm; KERN=_rms_norm_forward_kernel; PKG=
 else WL=fla-chunk; KERN=chunk_fwd_kernel_o; PKG=fla; FILE=third_party/python/fla/ops/common/chunk_o.py
   # The tests live apart from any fla/ copy: pytest puts a test's directory on sys.path, and an
   # fla/ beside it would be imported instead of the patched copy under test.
-  TESTS=$R/.thirdparty/fla-tests/tests/ops/test_gdn.py; TARGS="-k 'test_chunk and T1024 and D128'"; fi
+  # test_gdn.py's test_chunk also runs the backward, which fla itself refuses on Hopper with
+  # Triton 3.4-3.7.0 (its issue #640): the forward-only kernel test is the check that can pass.
+  TESTS=$R/.thirdparty/fla-tests/tests/ops/test_gdn_kernels.py; TARGS="-k test_chunk_fwd_o"; fi
 (cd $P && eval "PYTHONPATH=third_party/python timeout 60 python3 -m pytest -q -p no:cacheprovider --collect-only $TESTS $TARGS" > $W/tests-collect.txt 2>&1; echo "collect-only rc=$?" >> $W/steps.txt)
 step collect $WL
 TRITON_CACHE_DIR=$P/.tc timeout 240 $K collect $WL --profile --format json > $W/collect.json 2> $W/collect.err; echo "rc=$?" >> $W/steps.txt
