@@ -429,7 +429,7 @@ impl Runner<'_> {
         let before = if s.telemetry { telemetry::read() } else { None };
         let scratch = Sandbox::new().map_err(|e| ProtocolError::Io { path: std::env::temp_dir(), source: e })?;
         let mut env = side.env.clone();
-        env.extend(scratch.env());
+        scratch.apply(&mut env);
         let started_at = now_rfc3339();
         let t0 = Instant::now();
         let res = run_process(&side.argv, &env, &s.strip_env, &side.cwd, s.timeout);

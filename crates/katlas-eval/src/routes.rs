@@ -39,7 +39,7 @@ pub fn run_check(claim: &str, command: &str, cwd: &Path, env: &BTreeMap<String, 
     let scratch = crate::sandbox::Sandbox::new();
     let mut env = env.clone();
     if let Ok(s) = &scratch {
-        env.extend(s.env());
+        s.apply(&mut env);
     }
     let (outcome, detail) = match run_process(&argv, &env, &[], cwd, timeout) {
         Err(e) => (RouteOutcome::Blocked, Some(e)),

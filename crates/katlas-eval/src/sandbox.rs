@@ -56,6 +56,28 @@ impl Sandbox {
         env
     }
 
+    /// Puts the scratch layout over a run's environment. `TMPDIR` is always the run's own (it
+    /// also marks the run's processes); a `HOME` or `XDG_CACHE_HOME` the side declares (a value
+    /// other than katlas's own, which every run inherits) is kept. Without a declared `HOME`,
+    /// what the user installed or downloaded stays reachable: `PYTHONUSERBASE` points at the real
+    /// `~/.local` (pip --user packages) and `HF_HOME` at the real `~/.cache/huggingface` (model
+    /// weights), inputs both sides read alike, not state one run leaves for the next.
+    pub fn apply(&self, env: &mut BTreeMap<String, String>) {
+        let declared = |env: &BTreeMap<String, String>, k: &str| env.get(k).is_some_and(|v| std::env::var(k).ok().as_deref() != Some(v.as_str()));
+        let declared_home = declared(env, "HOME");
+        for (k, v) in self.env() {
+            if k.starts_with("TMP") || k == "TEMP" || !declared(env, &k) {
+                env.insert(k, v);
+            }
+        }
+        let Some(real) = std::env::var_os("HOME").map(PathBuf::from).filter(|_| !declared_home) else { return };
+        for (var, dir) in [("PYTHONUSERBASE", real.join(".local")), ("HF_HOME", real.join(".cache").join("huggingface"))] {
+            if !declared(env, var) && dir.is_dir() {
+                env.insert(var.into(), dir.display().to_string());
+            }
+        }
+    }
+
     /// Processes of the run still alive after it ended, each leading a live group of its own
     /// (so not a straggler of the run's group, which katlas killed): pid and command line.
     pub fn escaped(&self) -> Vec<(i32, String)> {
@@ -134,5 +156,25 @@ mod tests {
         let path = s.path().to_path_buf();
         drop(s);
         assert!(!path.exists(), "removed after the run");
+    }
+
+    #[test]
+    fn a_declared_home_is_kept_and_the_users_packages_and_models_stay_reachable() {
+        let s = Sandbox::new().unwrap();
+        let real = PathBuf::from(std::env::var("HOME").unwrap());
+        // Inherited (katlas's own HOME): replaced by the scratch one.
+        let mut env: BTreeMap<String, String> = [("HOME".to_string(), real.display().to_string())].into();
+        s.apply(&mut env);
+        assert_eq!(env["HOME"], s.path().join("home").display().to_string());
+        assert_eq!(env["TMPDIR"], s.path().join("tmp").display().to_string());
+        if real.join(".local").is_dir() {
+            assert_eq!(env["PYTHONUSERBASE"], real.join(".local").display().to_string());
+        }
+        // Declared by the side: kept, and TMPDIR is still the run's.
+        let mut env: BTreeMap<String, String> = [("HOME".to_string(), "/srv/bench-home".to_string()), ("TMPDIR".to_string(), "/x".to_string())].into();
+        s.apply(&mut env);
+        assert_eq!(env["HOME"], "/srv/bench-home");
+        assert_eq!(env["TMPDIR"], s.path().join("tmp").display().to_string());
+        assert!(!env.contains_key("PYTHONUSERBASE") && !env.contains_key("HF_HOME"), "{env:?}");
     }
 }
