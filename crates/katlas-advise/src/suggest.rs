@@ -9,7 +9,7 @@ use crate::history::{judge, Ledger, SuggestionHistory, Target};
 use crate::rules::{FindingKind, Lever, LeverScope, Magnitude, Rules};
 use katlas_arch::ArchDb;
 use katlas_model::ledger::Goal;
-use katlas_model::{OpClass, Row};
+use katlas_model::{other_phase_metric, OpClass, PhaseKind, Row};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -140,13 +140,19 @@ fn matches_pattern(name: &str, pat: &str) -> bool {
     }
 }
 
-/// The metric an eval of this row should judge and its goal: what the name says, else its
-/// unit (`Goal::infer_with_unit`, the guess eval and gates make too).
+/// The metric an eval of this row should judge and its goal: the row's phase's rate
+/// (`prefill_tok_s` for prefill, `gen_tok_s` for decode), what the name says, else its unit
+/// (`Goal::infer_with_unit`, the guess eval and gates make too); never another phase's number.
 pub fn preferred_metric(row: &Row) -> Option<(String, Goal)> {
     let goal = |k: &str| Goal::infer_with_unit(k, row.metrics.get(k).and_then(|m| m.unit.as_deref())).unwrap_or_default();
-    for k in ["gen_tok_s", "decode_tok_s", "prefill_tok_s", "tok_s", "tokens_per_s"] {
-        if row.metrics.contains_key(k) {
-            return Some((k.into(), goal(k)));
+    let rates: &[&str] = match PhaseKind::of(&row.phase) {
+        PhaseKind::Prefill => &["prefill_tok_s", "tok_s", "tokens_per_s"],
+        PhaseKind::Decode => &["gen_tok_s", "decode_tok_s", "tok_s", "tokens_per_s"],
+        PhaseKind::Other => &["gen_tok_s", "decode_tok_s", "prefill_tok_s", "tok_s", "tokens_per_s"],
+    };
+    for k in rates {
+        if row.metrics.contains_key(*k) {
+            return Some((k.to_string(), goal(k)));
         }
     }
     // A trace's timeline: the step time is what graphs, compilation and fewer launches shorten;
@@ -155,7 +161,8 @@ pub fn preferred_metric(row: &Row) -> Option<(String, Goal)> {
         return Some(("step_us".into(), goal("step_us")));
     }
     let timeline = crate::signals::is_timeline_metric;
-    let by_unit = |u: &str| row.metrics.iter().find(|(k, m)| m.unit.as_deref() == Some(u) && !timeline(k)).map(|(k, _)| k.clone());
+    let by_unit =
+        |u: &str| row.metrics.iter().find(|(k, m)| m.unit.as_deref() == Some(u) && !timeline(k) && !other_phase_metric(&row.phase, k)).map(|(k, _)| k.clone());
     if let Some(k) = by_unit("tok/s").or_else(|| by_unit("GB/s")).or_else(|| by_unit("GiB/s")) {
         return Some((k.clone(), Goal::infer_with_unit(&k, row.metrics[&k].unit.as_deref()).unwrap_or(Goal::Maximize)));
     }

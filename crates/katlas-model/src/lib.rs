@@ -17,5 +17,5 @@ pub mod text;
 
 pub use identity::{Device, FileDigest, HostIdentity, Identity, RunPolicy, SourceIdentity};
 pub use ledger::{Disposition, EvalResult, EvalSample, Goal, LedgerEntry, Verdict, EVAL_RESULT_SCHEMA, EVAL_SAMPLE_SCHEMA, LEDGER_SCHEMA};
-pub use row::{unit_for_metric_key, KernelSample, Metric, OpClass, Origin, Route, Row, RunError, Status, Variant, ROW_SCHEMA};
+pub use row::{other_phase_metric, unit_for_metric_key, KernelSample, Metric, OpClass, Origin, PhaseKind, Route, Row, RunError, Status, Variant, ROW_SCHEMA};
 pub use schema::{schemas, SchemaDoc};

@@ -134,6 +134,39 @@ impl Metric {
     }
 }
 
+/// Which part of an inference run a phase name is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PhaseKind {
+    Prefill,
+    Decode,
+    Other,
+}
+
+impl PhaseKind {
+    /// `prefill`, `pp128` → prefill; `decode`, `decode_ar`, `decode_dflash`, `gen…`, `tg…` → decode.
+    pub fn of(phase: &str) -> PhaseKind {
+        let p = phase.to_ascii_lowercase();
+        if p.contains("prefill") || p.starts_with("pp") {
+            PhaseKind::Prefill
+        } else if p.contains("decode") || p.starts_with("gen") || p.starts_with("tg") {
+            PhaseKind::Decode
+        } else {
+            PhaseKind::Other
+        }
+    }
+}
+
+/// Whether metric `key` measures the other part of the run than `phase`: one bench prints both
+/// (hipfire's SUMMARY line lands on its prefill row and its decode row alike), and a prefill row
+/// is not judged by `gen_tok_s`, nor a decode row by `prefill_tok_s`.
+pub fn other_phase_metric(phase: &str, key: &str) -> bool {
+    match PhaseKind::of(phase) {
+        PhaseKind::Prefill => key.starts_with("gen_") || key.starts_with("decode_"),
+        PhaseKind::Decode => key.starts_with("prefill_"),
+        PhaseKind::Other => false,
+    }
+}
+
 /// Unit implied by a metric key's suffix, following hipfire's naming
 /// (`gen_tok_s`, `avg_ms`, `bw_gib_s`). Unknown suffixes give `None`.
 pub fn unit_for_metric_key(key: &str) -> Option<&'static str> {
