@@ -327,3 +327,59 @@ fn ncu_launch_without_a_numeric_duration_is_kept_visible() {
     assert_eq!(k.extra["untimed_calls"], 1, "{:?}", k.extra);
     assert!(o.warnings.iter().any(|w| w.contains("n.csv:4") && w.contains("not a number")), "{:?}", o.warnings);
 }
+
+/// The real Proton tree of an H200 run (flash-linear-attention's GatedDeltaNet, `prefill` and
+/// `decode` as Proton scopes; fixtures/proton-h200/README.md): every kernel node's `count` and
+/// `time (ns)`, summed here by walking the JSON, is the parser's, in the scope's phase, under
+/// the name Proton gives (mangled for C++ kernels).
+#[test]
+fn proton_hatchet_tree_of_a_real_h200_run() {
+    let path = fixture("proton-h200/fla-decode.hatchet");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut want: BTreeMap<String, BTreeMap<String, (u64, f64)>> = BTreeMap::new();
+    for scope in v[0]["children"].as_array().unwrap() {
+        let phase = want.entry(scope["frame"]["name"].as_str().unwrap().to_string()).or_default();
+        for k in scope["children"].as_array().unwrap() {
+            let w = phase.entry(k["frame"]["name"].as_str().unwrap().to_string()).or_default();
+            w.0 += k["metrics"]["count"].as_u64().unwrap();
+            w.1 += k["metrics"]["time (ns)"].as_f64().unwrap() / 1000.0;
+        }
+    }
+    assert_eq!(want.keys().collect::<Vec<_>>(), ["decode", "prefill"]);
+    let o = parse("proton", Input::File(&path)).unwrap();
+    assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+    assert_eq!(o.phases.len(), 2);
+    let mut all_us = 0.0;
+    for (phase, kernels) in &want {
+        let t = o.phase(phase).unwrap();
+        assert_eq!(t.kernels.len(), kernels.len(), "{phase}");
+        assert_eq!(t.launches, Some(kernels.values().map(|k| k.0).sum()), "{phase}");
+        for (name, (calls, us)) in kernels {
+            let k = t.kernel(name).unwrap_or_else(|| panic!("{phase}: {name} missing"));
+            assert_eq!(k.calls, *calls, "{phase} {name}");
+            assert!(close(k.total_us, *us), "{phase} {name}: {} vs {us}", k.total_us);
+            assert!(close(k.avg_us.unwrap(), us / *calls as f64));
+            // Proton sums launches per node: no per-launch spread to report.
+            assert_eq!((k.median_us, k.min_us, k.max_us, k.bytes), (None, None, None, None));
+            all_us += us;
+        }
+        assert!(t.kernels.windows(2).all(|w| w[0].total_us >= w[1].total_us), "{phase}: hottest first");
+    }
+    assert!(o
+        .phase("decode")
+        .unwrap()
+        .kernel("_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIN3c108BFloat16ENS0_9ArgMaxOpsIfEEjlLi4ELi4EEEEEvT1_")
+        .is_some());
+    assert_eq!(o.phase("decode").unwrap().kernels[0].name, "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT");
+    assert_eq!(o.phase("prefill").unwrap().kernels[0].name, "fused_recurrent_gated_delta_rule_fwd_kernel");
+    assert!(close(o.metric("gpu_kernel_us").unwrap(), all_us));
+    assert_eq!(o.route["arch"], "sm_90");
+    assert_eq!(o.route["device_type"], "CUDA");
+    assert_eq!(o.artifacts["proton_devices"]["CUDA"]["0"]["num_sms"], 132);
+    // Named phases: only `decode` is one; prefill's kernels are outside it.
+    let opts = ParserOptions { phases: vec!["decode".into()], ..Default::default() };
+    let o = parse_with("proton", Input::File(&path), &opts).unwrap();
+    let names: Vec<&str> = o.phases.iter().map(|p| p.phase.as_str()).collect();
+    assert_eq!(names, ["decode", "unannotated"]);
+    assert_eq!(o.phase("unannotated").unwrap().launches, Some(want["prefill"].values().map(|k| k.0).sum()));
+}

@@ -95,6 +95,7 @@ fn endless_zero_stream_stops_at_the_line_cap() {
         let e = on_stream(p, std::io::repeat(0), limits).unwrap_err().to_string();
         let want = match p {
             "torch-trace" => "expected `{`, found byte 0x00",
+            "proton" => "expected `[` (Proton's hatchet tree is a JSON array), found byte 0x00",
             // SQLite reads a database in place: a stream is refused before a byte is read.
             "rocpd" => "rocpd reads SQLite databases in place",
             "rocprofv3-kernel-trace" | "rocprofv3-counters" | "rocprof-v1" | "ncu-csv" => {
@@ -124,6 +125,28 @@ fn endless_stream_of_short_lines_stops_at_the_input_cap() {
     let endless = head.chain(Cycle { data: event.to_vec(), pos: 0 });
     let e = on_stream("torch-trace", endless, limits).unwrap_err().to_string();
     assert!(e.contains("KATLAS_MAX_INPUT_BYTES"), "{e}");
+}
+
+/// Proton trees: a tree whose nodes never end stops at the input cap or, under a larger one, at
+/// the node cap; scopes nested without end are walked without recursion (the nodes past the
+/// depth cap skipped by counting brackets) until the input cap.
+#[test]
+fn proton_trees_stop_at_the_input_and_node_caps_however_deep() {
+    let root = || std::io::Cursor::new(br#"[{"frame": {"name": "ROOT"}, "children": ["#.to_vec());
+    // Past the scanner's first 1 MiB read, so the cap is met inside the tree.
+    let small = Limits { max_line: 1 << 20, max_input: 8 << 20 };
+    let wide = root().chain(Cycle { data: br#"{"frame": {"name": "k"}, "metrics": {"count": 1, "time (ns)": 5}},"#.to_vec(), pos: 0 });
+    let e = on_stream("proton", wide, small).unwrap_err().to_string();
+    assert!(e.contains("input is larger than the 8388608-byte limit (KATLAS_MAX_INPUT_BYTES"), "{e}");
+    assert!(e.contains(": [0].children["), "named by the node being read: {e}");
+    let bare = root().chain(Cycle { data: b"{},".to_vec(), pos: 0 });
+    let e = on_stream("proton", bare, Limits { max_line: 1 << 20, max_input: 64 << 20 }).unwrap_err().to_string();
+    assert!(e.contains(&format!("the tree has more than {} nodes; stopped", katlas_collect::parse::proton::MAX_NODES)), "{e}");
+    assert!(e.starts_with("<stdin>:1: [0].children[1999999]: "), "{e}");
+    let deep = root().chain(Cycle { data: br#"{"frame": {"name": "s"}, "children": ["#.to_vec(), pos: 0 });
+    let e = on_stream("proton", deep, small).unwrap_err().to_string();
+    assert!(e.contains("KATLAS_MAX_INPUT_BYTES"), "{e}");
+    assert!(e.contains(&format!("[0]{}", ".children[0]".repeat(katlas_collect::parse::proton::MAX_DEPTH))), "the path of the skipped subtree: {e}");
 }
 
 /// `data` repeated forever.
@@ -162,8 +185,8 @@ fn gzip_bomb_stops_at_the_decompressed_input_cap() {
             assert!(e.ends_with("zeros.gz: gzip-compressed: decompress it first (SQLite reads a database in place)"), "{e}");
             continue;
         }
-        if p == "torch-trace" {
-            assert!(e.contains("expected `{`, found byte 0x00"), "{p}: {e}");
+        if p == "torch-trace" || p == "proton" {
+            assert!(e.contains("found byte 0x00"), "{p}: {e}");
         } else {
             assert!(e.contains("input is larger than the 2097152-byte limit (KATLAS_MAX_INPUT_BYTES; decompressed bytes count for .gz)"), "{p}: {e}");
         }
@@ -231,6 +254,10 @@ fn mutated_inputs_never_panic_or_hang() {
             br#"{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":2,"args":{"grid":[1,1,1]}}],"deviceProperties":[{"name":"G"}]}"#.to_vec(),
         ),
         ("katlas-rows", format!("{}\n", serde_json::to_string(&katlas_model::Row::new("w", "p")).unwrap()).into_bytes()),
+        (
+            "proton",
+            br#"[{"children":[{"children":[{"children":[],"frame":{"name":"k","type":"function"},"metrics":{"count":2,"device_id":"0","device_type":"CUDA","time (ns)":3000,"bytes":64}}],"frame":{"name":"decode","type":"function"},"metrics":{}}],"frame":{"name":"ROOT","type":"function"},"metrics":{"count":0,"time (ns)":0}},{"CUDA":{"0":{"arch":"90"}}}]"#.to_vec(),
+        ),
     ];
     for p in names() {
         if !inputs.iter().any(|(n, _)| *n == p) {

@@ -1,6 +1,6 @@
 //! The hostile-input suite's mutation driver for every output and profiler parser
 //! (issue 15): 10,000 mutated inputs per parser, made from real samples (hipfire outputs,
-//! rocprofv3 CSVs, an ncu CSV, a torch trace slice, rows), each under a time bound
+//! rocprofv3 CSVs, an ncu CSV, a torch trace slice, a Proton tree, rows), each under a time bound
 //! (no input may take 5 s) and the whole run under a memory bound (peak RSS < 1 GiB).
 //! Any panic, hang or breach fails the test naming the parser, the input's number and seed,
 //! and leaves the input in `target/mutation-failures/` to reproduce. A new parser in the
@@ -52,6 +52,7 @@ fn seeds(parser: &str) -> Vec<Vec<u8>> {
         cut(read("h200/ncu_llama_raw.csv"), 8_000),
         cut(read("hipfire/atlas_rows_v0.jsonl"), 4_000),
         torch,
+        read("proton-h200/fla-decode.hatchet"),
     ];
     // The parser's own format first, so most mutations reach deep into it.
     let own = match parser {
@@ -62,6 +63,7 @@ fn seeds(parser: &str) -> Vec<Vec<u8>> {
         "ncu-csv" => 4,
         "json-lines" | "katlas-rows" | "kv" => 5,
         "torch-trace" => 6,
+        "proton" => 7,
         _ => 0,
     };
     all.swap(0, own);

@@ -29,6 +29,7 @@ pub mod json_lines;
 pub mod json_scan;
 pub mod kv;
 pub mod ncu;
+pub mod proton;
 pub mod rocpd;
 pub mod rocprof;
 pub mod rocprof_dir;
@@ -239,6 +240,7 @@ pub const PARSERS: &[(&str, &str, ParseFn)] = &[
     ("rocprof-v1", "rocprof (v1) results.csv with BeginNs/EndNs and counter columns", rocprof::parse_v1),
     ("ncu-csv", "Nsight Compute `--csv --page raw` output", ncu::parse),
     ("torch-trace", "torch.profiler Chrome trace JSON (optionally .gz), streamed", torch_trace::parse),
+    ("proton", "Triton Proton's hatchet tree (data=\"tree\", NAME.hatchet): scopes as phases, count and time per kernel, every metric Proton recorded", proton::parse),
     (
         "triton-launches",
         "katlas's Triton launch records (data/python): tensor arguments, constexprs, num_warps, num_stages, shared, autotune choices",
@@ -263,7 +265,7 @@ fn lookup(name: &str) -> Result<ParseFn, ParseError> {
 pub fn framing(name: &str) -> Framing {
     match name {
         "rocprofv3-kernel-trace" | "rocprofv3-counters" | "rocprofv3" | "rocprof-v1" | "ncu-csv" => Framing::Csv,
-        "torch-trace" => Framing::Json,
+        "torch-trace" | "proton" => Framing::Json,
         _ => Framing::Lines,
     }
 }
@@ -318,6 +320,9 @@ pub fn parse_limited(name: &str, input: Input<'_>, opts: &ParserOptions, limits:
     };
     if name == "torch-trace" {
         return torch_trace::parse_capped(&mut *reader, &source, &beside, limits.max_line);
+    }
+    if name == "proton" {
+        return proton::parse_capped(&mut *reader, &source, opts, limits.max_line);
     }
     f(&mut *reader, &source, opts)
 }
