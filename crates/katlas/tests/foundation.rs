@@ -215,6 +215,40 @@ fn init_writes_a_config_that_loads() {
 }
 
 #[test]
+fn init_makes_git_ignore_katlas_state_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "-q"]);
+    // A user's own .gitignore without a final newline: its line stays whole.
+    std::fs::write(root.join(".gitignore"), "target").unwrap();
+    let o = katlas(root, &["init"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("added .katlas/ to"), "{}", stdout(&o));
+    for f in [".katlas/corpus/rows.jsonl", ".katlas/runs/r1/stdout.txt", ".katlas/index.sqlite"] {
+        std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+        std::fs::write(root.join(f), "x\n").unwrap();
+    }
+    let status = |root: &Path| {
+        let o = Command::new("git").arg("-C").arg(root).args(["status", "--porcelain", "--untracked-files=all"]).output().unwrap();
+        assert!(o.status.success());
+        stdout(&o)
+    };
+    let s = status(root);
+    assert!(!s.contains(".katlas"), "git sees katlas state:\n{s}");
+    assert!(s.contains("katlas.toml") && s.contains(".gitignore"), "{s}");
+
+    let o = katlas(root, &["init", "--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("added .katlas/"), "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(root.join(".gitignore")).unwrap(), "target\n.katlas/\n");
+
+    // No .gitignore yet: init creates it.
+    let fresh = tempfile::tempdir().unwrap();
+    assert!(katlas(fresh.path(), &["init"]).status.success());
+    assert_eq!(std::fs::read_to_string(fresh.path().join(".gitignore")).unwrap(), ".katlas/\n");
+}
+
+#[test]
 fn committed_schemas_match_code() {
     let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema");
     let o = katlas(Path::new(env!("CARGO_MANIFEST_DIR")), &["schema", "--check", docs.to_str().unwrap()]);
