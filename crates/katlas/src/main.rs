@@ -161,3 +161,48 @@ fn main() -> ExitCode {
         Err(e) => e.report(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every option and positional of every subcommand, with the path of subcommands to it,
+    /// that has no help text. clap's own `--help`/`--version` are not ours to describe.
+    fn undocumented(cmd: &clap::Command, path: &str, seen: &mut usize, out: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "help" || id == "version" {
+                continue;
+            }
+            *seen += 1;
+            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            let long = arg.get_long_help().map(|h| h.to_string()).unwrap_or_default();
+            if help.trim().is_empty() && long.trim().is_empty() {
+                let name = match (arg.get_long(), arg.is_positional()) {
+                    (Some(l), _) => format!("--{l}"),
+                    (None, true) => format!("<{}>", arg.get_value_names().and_then(|v| v.first()).map_or(id.to_string(), |v| v.to_string())),
+                    (None, false) => id.to_string(),
+                };
+                out.push(format!("{path} {name}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            if sub.get_name() == "help" {
+                continue;
+            }
+            undocumented(sub, &format!("{path} {}", sub.get_name()), seen, out);
+        }
+    }
+
+    #[test]
+    fn every_option_and_argument_has_help() {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let (mut seen, mut missing) = (0, Vec::new());
+        undocumented(&cmd, "katlas", &mut seen, &mut missing);
+        // The walk must reach the subcommands' own arguments, not only the globals.
+        assert!(seen > 200, "only {seen} arguments walked");
+        assert!(missing.is_empty(), "{} options or arguments have no help:\n  {}", missing.len(), missing.join("\n  "));
+    }
+}

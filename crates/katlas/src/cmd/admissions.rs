@@ -16,6 +16,7 @@ pub enum AdmissionsCmd {
 
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
+    /// Registry file (hipfire's admissions.yml).
     pub file: PathBuf,
     #[command(flatten)]
     pub format: FormatArg,
@@ -26,6 +27,7 @@ pub struct QueryArgs {
     /// Registry file (default: admissions.yml at the project root).
     #[arg(long)]
     pub file: Option<PathBuf>,
+    /// GPU arch atom of the route (`gfx1201`).
     #[arg(long)]
     pub gpu: String,
     /// Weight quantisation.
@@ -34,14 +36,19 @@ pub struct QueryArgs {
     /// KV cache mode.
     #[arg(long)]
     pub kv: String,
+    /// Maximum sequence length, tokens.
     #[arg(long)]
     pub max_seq: u64,
+    /// Decode mode (`plain_AR`); a record that pins it admits only a query giving it.
     #[arg(long)]
     pub decode_mode: Option<String>,
+    /// Pipeline-parallel degree; a record that pins it admits only a query giving it.
     #[arg(long)]
     pub pp: Option<u32>,
+    /// Tensor-parallel degree; a record that pins it admits only a query giving it.
     #[arg(long)]
     pub tp: Option<u32>,
+    /// Transport between devices (`HIP`); a record that pins it admits only a query giving it.
     #[arg(long)]
     pub transport: Option<String>,
     #[command(flatten)]

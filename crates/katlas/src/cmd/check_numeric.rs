@@ -12,8 +12,10 @@ pub struct CheckNumericArgs {
     pub a: PathBuf,
     /// Reference dump.
     pub b: PathBuf,
+    /// Relative tolerance: a cell is bad when |a - b| > atol + rtol * |b|.
     #[arg(long, default_value_t = 1e-3)]
     pub rtol: f64,
+    /// Absolute tolerance (see --rtol).
     #[arg(long, default_value_t = 1e-5)]
     pub atol: f64,
     /// ROWS,COLS (default: a .npy shape, or one row).

@@ -42,13 +42,16 @@ pub struct Source {
 /// The row filters `corpus ls` and `corpus export` share.
 #[derive(Debug, clap::Args)]
 pub struct RowFilter {
+    /// Only rows of this workload (exact name).
     #[arg(long)]
     pub workload: Option<String>,
+    /// Only rows of this phase (exact name, e.g. `decode`).
     #[arg(long)]
     pub phase: Option<String>,
     /// ok or error.
     #[arg(long)]
     pub status: Option<String>,
+    /// Only rows of this arch atom (`sm_90`, `gfx1100`).
     #[arg(long)]
     pub arch: Option<String>,
 }

@@ -13,6 +13,7 @@ pub enum ExportFormat {
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
+    /// File format of the table.
     #[arg(long, value_enum)]
     pub format: ExportFormat,
     /// rows, metrics, kernels, ledger, evals, eval_sides, samples, isa_objects, isa_kernels or errors.

@@ -57,6 +57,7 @@ pub struct EvidenceArgs {
 pub struct FitArgs {
     #[command(flatten)]
     pub evidence: EvidenceArgs,
+    /// Output format; html is a standalone page.
     #[arg(long, value_enum, default_value_t = FitFormat::Text)]
     pub format: FitFormat,
     /// Text and markdown: every kernel's findings, resources and instruction mix (the default

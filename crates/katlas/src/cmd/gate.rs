@@ -46,8 +46,10 @@ pub struct GateArgs {
     /// With --update: also lower floors, recording --reason in the file.
     #[arg(long, requires = "reason")]
     pub allow_lower: bool,
+    /// Why floors are lowered (needed by --allow-lower; recorded in the baseline file).
     #[arg(long)]
     pub reason: Option<String>,
+    /// Per-run timeout of --command, seconds.
     #[arg(long, default_value_t = 600.0)]
     pub timeout: f64,
     #[command(flatten)]

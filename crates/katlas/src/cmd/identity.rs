@@ -13,6 +13,7 @@ pub struct IdentityArgs {
     /// Model file; its md5 is computed only with --hash-model (or identity.hash_model).
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// Compute the --model file's md5 (reads the whole file; models are many GB).
     #[arg(long)]
     pub hash_model: bool,
     /// Prompt file to digest.

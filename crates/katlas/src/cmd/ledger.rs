@@ -17,17 +17,23 @@ pub enum LedgerCmd {
 
 #[derive(Debug, clap::Args)]
 pub struct LsArgs {
+    /// Only entries with this verdict: improved, regressed, no_change, inconclusive, unstable,
+    /// incorrect, needs_baseline or invalid.
     #[arg(long)]
     pub verdict: Option<String>,
+    /// Only entries of this lever (exact name, as in `katlas suggest --catalog`).
     #[arg(long)]
     pub lever: Option<String>,
     /// Kernel name substring.
     #[arg(long)]
     pub kernel: Option<String>,
+    /// Only entries of this arch atom (`sm_90`, `gfx1100`).
     #[arg(long)]
     pub arch: Option<String>,
+    /// Only entries of this task id.
     #[arg(long)]
     pub task: Option<String>,
+    /// Only entries judged on this metric (exact name).
     #[arg(long)]
     pub metric: Option<String>,
     /// promote, reject, opt-in or revisit-if.
@@ -45,7 +51,9 @@ pub struct LsArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ShowArgs {
+    /// Entry id or a unique prefix of one.
     pub id: String,
+    /// Ledger file (default: the project's .katlas/ledger.jsonl).
     #[arg(long)]
     pub file: Option<PathBuf>,
     #[command(flatten)]

@@ -33,6 +33,7 @@ pub enum QueryFormat {
 pub struct QueryArgs {
     /// One SQL statement over the tables and views of docs/corpus.md ("Query index").
     pub sql: String,
+    /// Output format of the result set.
     #[arg(long, value_enum, default_value_t = QueryFormat::Text)]
     pub format: QueryFormat,
     /// Run it on the team store (PostgreSQL, docs/store.md) instead of the local index; `--url` implies it.

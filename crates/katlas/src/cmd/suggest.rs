@@ -23,6 +23,7 @@ pub struct SuggestArgs {
     /// Print the lever catalog instead of suggestions.
     #[arg(long)]
     pub catalog: bool,
+    /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }

@@ -64,6 +64,7 @@ pub struct TaskArgs {
     /// Metric to judge (default: the row's tok/s or time metric).
     #[arg(long)]
     pub metric: Option<String>,
+    /// Whether larger or smaller --metric is better (default: the metric's own direction; minimize with --from-op).
     #[arg(long, value_parser = ["maximize", "minimize"])]
     pub goal: Option<String>,
     /// Output parser eval reads the metric with (`kv`, `hipfire-bench` …).
@@ -84,6 +85,7 @@ pub struct TaskArgs {
     /// Extra pytest arguments for --tests (`-k rms`).
     #[arg(long, value_name = "ARGS", requires = "tests", allow_hyphen_values = true)]
     pub tests_args: Option<String>,
+    /// Format of what is printed (the packet's files are written either way).
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     pub format: Format,
 }

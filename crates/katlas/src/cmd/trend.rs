@@ -17,8 +17,10 @@ pub enum ByArg {
 pub struct TrendArgs {
     /// Metric name (`gen_tok_s`).
     pub metric: String,
+    /// Only rows of this workload (exact name).
     #[arg(long)]
     pub workload: Option<String>,
+    /// Only rows of this phase (exact name, e.g. `decode`).
     #[arg(long)]
     pub phase: Option<String>,
     /// Group samples by commit (default), UTC day or host.
@@ -32,6 +34,7 @@ pub struct TrendArgs {
 pub struct CompareArgs {
     /// Row id (or prefix), or `column=value[,column=value…]` over the rows table.
     pub a: String,
+    /// The other side, in the same forms as A.
     pub b: String,
     #[command(flatten)]
     pub format: FormatArg,
@@ -43,8 +46,10 @@ pub struct ParetoArgs {
     pub x: String,
     /// Second metric (e.g. `vram_bytes:min`).
     pub y: String,
+    /// Only rows of this workload (exact name).
     #[arg(long)]
     pub workload: Option<String>,
+    /// Only rows of this phase (exact name, e.g. `decode`).
     #[arg(long)]
     pub phase: Option<String>,
     #[command(flatten)]

@@ -153,16 +153,22 @@ pub struct EvalArgs {
     /// Verdict that counts as success for the exit code (default: improved).
     #[arg(long, value_name = "VERDICT")]
     pub expect: Option<String>,
+    /// Lever the candidate applies, as in `katlas suggest --catalog` (ledger note).
     #[arg(long)]
     pub lever: Option<String>,
+    /// Kernel the candidate changes (ledger note).
     #[arg(long)]
     pub kernel: Option<String>,
+    /// Workload phase the command measures, e.g. `decode` (ledger note).
     #[arg(long)]
     pub phase: Option<String>,
+    /// Problem shape the command measures (ledger note).
     #[arg(long)]
     pub shape: Option<String>,
+    /// Weight quantisation the command runs (ledger note).
     #[arg(long)]
     pub quant: Option<String>,
+    /// What the change should do and why, stated before the runs (ledger note).
     #[arg(long)]
     pub hypothesis: Option<String>,
     /// Why it is faster or slower, as understood (ledger note).
