@@ -518,3 +518,66 @@ fn triton_bytes_through_loads_and_stores_land_within_15_percent_of_ncu_dram_byte
     }
     println!("{within} of {total} within 15%:\n{table}");
 }
+
+/// A phase's metrics from a parse with `prefill`/`decode` phases.
+fn phase_metric(out: &katlas_collect::ParseOutput, phase: &str, key: &str) -> Option<f64> {
+    out.phases.iter().find(|t| t.phase == phase)?.metrics.get(key).map(|m| m.value)
+}
+
+#[test]
+fn host_launches_are_counted_per_phase_and_a_graph_launch_is_one_launch() {
+    let src = common::shared().join("triton-h200-bytes/fla-decode/trace.json.gz");
+    let opts = katlas_collect::parse::ParserOptions { phases: vec!["prefill".into(), "decode".into()], ..Default::default() };
+    let parse = |path: &Path| katlas_collect::parse_with("torch-trace", katlas_collect::Input::File(path), &opts).unwrap();
+    // The real trace: each phase's launch calls are the ones made inside its host range.
+    let out = parse(&src);
+    let whole = katlas_collect::parse_with("torch-trace", katlas_collect::Input::File(&src), &Default::default()).unwrap();
+    let total = whole.phases[0].metrics["host_launch_calls"].value;
+    let (pre, dec) = (phase_metric(&out, "prefill", "host_launch_calls").unwrap(), phase_metric(&out, "decode", "host_launch_calls").unwrap());
+    assert_eq!(pre + dec, total, "prefill {pre} + decode {dec}");
+    assert!(pre < dec && pre > 0.0, "prefill {pre}, decode {dec}");
+    // The same decode replayed from CUDA graphs: per decode step one cudaGraphLaunch whose
+    // correlation every kernel of the step carries, no other launch call in the step.
+    let mut text = String::new();
+    katlas_collect::parse::open_maybe_gz(&src).unwrap().read_to_string(&mut text).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let evs = v["traceEvents"].as_array_mut().unwrap();
+    let span = |e: &serde_json::Value| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap());
+    let host: Vec<(f64, f64)> = evs.iter().filter(|e| e["cat"] == "user_annotation" && e["name"] == "decode").map(span).collect();
+    let gpu: Vec<(f64, f64)> = evs.iter().filter(|e| e["cat"] == "gpu_user_annotation" && e["name"] == "decode").map(span).collect();
+    assert_eq!(host.len(), gpu.len());
+    let is_launch = |e: &serde_json::Value| (e["cat"] == "cuda_runtime" || e["cat"] == "cuda_driver") && e["name"].as_str().is_some_and(|n| n.contains("LaunchKernel"));
+    let mut graph_corr = vec![None; host.len()];
+    let mut drop = Vec::new();
+    for (i, e) in evs.iter_mut().enumerate() {
+        let Some(step) = host.iter().position(|r| is_launch(e) && r.0 <= e["ts"].as_f64().unwrap() && e["ts"].as_f64().unwrap() <= r.1) else { continue };
+        if graph_corr[step].is_none() {
+            graph_corr[step] = e["args"]["correlation"].as_i64();
+            e["cat"] = "cuda_runtime".into();
+            e["name"] = "cudaGraphLaunch".into();
+        } else {
+            drop.push(i);
+        }
+    }
+    for i in drop.into_iter().rev() {
+        evs.remove(i);
+    }
+    for e in evs.iter_mut().filter(|e| e["cat"] == "kernel") {
+        let ts = e["ts"].as_f64().unwrap();
+        if let Some(step) = gpu.iter().position(|r| r.0 <= ts && ts <= r.1) {
+            e["args"]["correlation"] = graph_corr[step].unwrap().into();
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.json");
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let out = parse(&path);
+    let steps = host.len() as f64;
+    assert_eq!(phase_metric(&out, "decode", "launches"), Some(steps), "one launch per graph launch");
+    assert_eq!(phase_metric(&out, "decode", "graph_launches"), Some(steps));
+    assert_eq!(phase_metric(&out, "decode", "host_launch_calls"), Some(steps));
+    assert!(phase_metric(&out, "decode", "graph_replayed_kernels").unwrap() > 10.0 * steps);
+    // The prefill, launched kernel by kernel, keeps its own count and host time.
+    assert_eq!(phase_metric(&out, "prefill", "host_launch_calls"), Some(pre));
+    assert_eq!(phase_metric(&out, "prefill", "graph_launches"), None);
+}

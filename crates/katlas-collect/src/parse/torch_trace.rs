@@ -105,6 +105,8 @@ struct State {
     infos: Vec<KernelInfo>,
     dispatches: Vec<Dispatch>,
     ranges: Vec<(f64, f64, String)>,
+    /// The same phases' ranges on the host (`user_annotation`), where the launch calls are.
+    host_ranges: Vec<(f64, f64, String)>,
     memcpy_us: f64,
     memcpy_n: u64,
     memset_us: f64,
@@ -273,7 +275,7 @@ fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), Strin
         return Ok(());
     }
     if quick_cat(bytes).is_some_and(|c| c == b"cpu_op" || c == b"user_annotation") {
-        return host_op(st, bytes);
+        return host_op(st, bytes, quick_cat(bytes) == Some(b"user_annotation".as_slice()), opts);
     }
     let ev: Event = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     let cat = ev.cat.as_deref().unwrap_or("");
@@ -365,6 +367,10 @@ fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), Strin
 struct HostOp<'a> {
     #[serde(default, borrow)]
     name: Option<Cow<'a, str>>,
+    #[serde(default)]
+    ts: Option<f64>,
+    #[serde(default)]
+    dur: Option<f64>,
     #[serde(default, borrow)]
     args: Option<&'a RawValue>,
 }
@@ -391,9 +397,15 @@ fn op_inputs(a: &OpArgs) -> Vec<super::shapes::Input> {
         .collect()
 }
 
-fn host_op(st: &mut State, bytes: &[u8]) -> Result<(), String> {
+fn host_op(st: &mut State, bytes: &[u8], annotation: bool, opts: &ParserOptions) -> Result<(), String> {
     let op: HostOp = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     let name = op.name.as_deref().unwrap_or("");
+    // The host side of a phase (`record_function`): the launch calls made inside it are its.
+    if annotation && opts.phases.iter().any(|p| p == name) {
+        if let (Some(ts), Some(dur)) = (op.ts, op.dur) {
+            st.host_ranges.push((ts, ts + dur, name.to_string()));
+        }
+    }
     let tl = super::timeline::rules();
     if name.starts_with(tl.step_annotation_prefix.as_str()) {
         st.step_marks += 1;
@@ -566,14 +578,47 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions, join: Option<&
         op_name_list[*i as usize] = n.clone();
     }
     let host_launch = host_launches(&st.launch_calls);
+    // Launches the host issued in each phase: kernels it launched one by one, plus one per graph
+    // launch whose kernels the phase replayed (a replayed graph's kernels are not launches).
+    let mut issued: HashMap<usize, (u64, std::collections::HashSet<i64>)> = HashMap::new();
+    for d in &st.dispatches {
+        let i = ranges.partition_point(|r| r.0 <= d.ts);
+        let phase = if i > 0 && d.ts <= ranges[i - 1].1 { ranges[i - 1].2.as_str() } else { unphased.as_str() };
+        let Some(p) = accs.iter().position(|(n, _)| n == phase) else { continue };
+        let e = issued.entry(p).or_default();
+        if replayed(d) {
+            e.1.insert(d.corr);
+        } else {
+            e.0 += 1;
+        }
+    }
     let steps = if st.step_marks > 0 { Some(st.step_marks) } else { super::timeline::rules().step_ops.iter().find_map(|o| st.step_ops.get(o).copied()) };
     let one_phase = accs.len() == 1;
     for (i, (name, acc)) in accs.into_iter().enumerate() {
         let mut t = acc.finish(&name);
         if let Some(b) = intervals.get_mut(i).and_then(|v| super::timeline::busy(v)) {
-            let n = intervals[i].len() as u64;
-            // Host calls and steps are counted over the whole trace: per phase only when it is the only one.
-            let tl = super::timeline::metrics(&b, n, host_launch, if one_phase { steps } else { None });
+            let n = issued.get(&i).map_or(intervals[i].len() as u64, |(one, graphs)| one + graphs.len() as u64);
+            // Host launch calls per phase from the phase's host range; without one, only the
+            // only phase has them. Steps are counted over the whole trace, as the only phase's.
+            let host = if !st.host_ranges.is_empty() {
+                let mine: Vec<(String, f64, f64, bool)> = st
+                    .launch_calls
+                    .iter()
+                    .filter(|c| st.host_ranges.iter().any(|r| r.2 == name && r.0 <= c.1 && c.1 <= r.1))
+                    .cloned()
+                    .collect();
+                host_launches(&mine)
+            } else if one_phase {
+                host_launch
+            } else {
+                None
+            };
+            let mut tl = super::timeline::metrics(&b, n, host, if one_phase { steps } else { None });
+            if let Some((_, graphs)) = issued.get(&i).filter(|(_, g)| !g.is_empty()) {
+                let replayed_kernels = intervals[i].len() as u64 - issued[&i].0;
+                tl.insert("graph_launches".into(), Metric::new(graphs.len() as f64, Some("launches")));
+                tl.insert("graph_replayed_kernels".into(), Metric::new(replayed_kernels as f64, Some("kernels")));
+            }
             t.metrics.extend(tl);
         }
         for k in &mut t.kernels {
