@@ -367,10 +367,11 @@ fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), Strin
 struct HostOp<'a> {
     #[serde(default, borrow)]
     name: Option<Cow<'a, str>>,
-    #[serde(default)]
-    ts: Option<f64>,
-    #[serde(default)]
-    dur: Option<f64>,
+    // Lenient: a host op's times matter only for phase ranges; a bad one must not cost its shapes.
+    #[serde(default, borrow)]
+    ts: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    dur: Option<&'a RawValue>,
     #[serde(default, borrow)]
     args: Option<&'a RawValue>,
 }
@@ -402,7 +403,8 @@ fn host_op(st: &mut State, bytes: &[u8], annotation: bool, opts: &ParserOptions)
     let name = op.name.as_deref().unwrap_or("");
     // The host side of a phase (`record_function`): the launch calls made inside it are its.
     if annotation && opts.phases.iter().any(|p| p == name) {
-        if let (Some(ts), Some(dur)) = (op.ts, op.dur) {
+        let num = |r: Option<&RawValue>| r.and_then(|r| r.get().parse::<f64>().ok());
+        if let (Some(ts), Some(dur)) = (num(op.ts), num(op.dur)) {
             st.host_ranges.push((ts, ts + dur, name.to_string()));
         }
     }
@@ -601,12 +603,8 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions, join: Option<&
             // Host launch calls per phase from the phase's host range; without one, only the
             // only phase has them. Steps are counted over the whole trace, as the only phase's.
             let host = if !st.host_ranges.is_empty() {
-                let mine: Vec<(String, f64, f64, bool)> = st
-                    .launch_calls
-                    .iter()
-                    .filter(|c| st.host_ranges.iter().any(|r| r.2 == name && r.0 <= c.1 && c.1 <= r.1))
-                    .cloned()
-                    .collect();
+                let mine: Vec<(String, f64, f64, bool)> =
+                    st.launch_calls.iter().filter(|c| st.host_ranges.iter().any(|r| r.2 == name && r.0 <= c.1 && c.1 <= r.1)).cloned().collect();
                 host_launches(&mine)
             } else if one_phase {
                 host_launch
