@@ -103,7 +103,12 @@ pub const SIGNALS: &[SignalDef] = &[
     def("bw_peak_gbps", Number, Bytes, "the ceiling, GB/s"),
     def("bw_peak_label", Word, Bytes, "`measured` or `datasheet`"),
     def("bw_source", Word, Bytes, "where the bytes came from (`dram counters`, `bytes per call`, `from shapes`, `reported by workload`)"),
-    def("bytes_source", Word, Bytes, "what the bytes per call were estimated from (`launch operands by loads/stores`, `launch operands`, `op operands`, shape formulas), when not counted"),
+    def(
+        "bytes_source",
+        Word,
+        Bytes,
+        "what the bytes per call were estimated from (`launch operands by loads/stores`, `launch operands`, `op operands`, shape formulas), when not counted",
+    ),
     def("headroom_pct", Number, Bytes, "share x (1 - bw_pct/100): phase time left if it reached the ceiling"),
     def("tflops", Number, Flops, "achieved TFLOP/s"),
     def("compute_pct", Number, Flops, "tflops as % of the product's peak rate (or ncu's sm__throughput)"),

@@ -546,7 +546,8 @@ fn host_launches_are_counted_per_phase_and_a_graph_launch_is_one_launch() {
     let host: Vec<(f64, f64)> = evs.iter().filter(|e| e["cat"] == "user_annotation" && e["name"] == "decode").map(span).collect();
     let gpu: Vec<(f64, f64)> = evs.iter().filter(|e| e["cat"] == "gpu_user_annotation" && e["name"] == "decode").map(span).collect();
     assert_eq!(host.len(), gpu.len());
-    let is_launch = |e: &serde_json::Value| (e["cat"] == "cuda_runtime" || e["cat"] == "cuda_driver") && e["name"].as_str().is_some_and(|n| n.contains("LaunchKernel"));
+    let is_launch =
+        |e: &serde_json::Value| (e["cat"] == "cuda_runtime" || e["cat"] == "cuda_driver") && e["name"].as_str().is_some_and(|n| n.contains("LaunchKernel"));
     let mut graph_corr = vec![None; host.len()];
     let mut drop = Vec::new();
     for (i, e) in evs.iter_mut().enumerate() {
