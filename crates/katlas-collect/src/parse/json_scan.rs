@@ -163,6 +163,22 @@ impl<R: Read> Scanner<R> {
         self.pos += 1;
     }
 
+    /// After a member or element: `,` (more follow: true) or `close` (false), consumed.
+    pub fn next_or_close(&mut self, close: u8, what: &str) -> Result<bool, ScanError> {
+        match self.peek()? {
+            Some(b',') => {
+                self.bump();
+                Ok(true)
+            }
+            Some(b) if b == close => {
+                self.bump();
+                Ok(false)
+            }
+            Some(b) => Err(self.err(format!("expected `,` or `{}` after {what}, found {}", close as char, show(b)))),
+            None => Err(self.err(format!("truncated: {what} not followed by `,` or `{}` before end of input", close as char))),
+        }
+    }
+
     /// The next complete value (after whitespace), never empty; the slice
     /// lives until the next call.
     pub fn value(&mut self) -> Result<&[u8], ScanError> {

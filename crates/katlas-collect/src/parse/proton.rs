@@ -157,22 +157,6 @@ fn scan_err(source: &str, at: &str, e: ScanError) -> ParseError {
     ParseError::new(source, Some(e.line), format!("{at}: {} (byte offset {})", e.message, e.offset))
 }
 
-/// After an element or member: `,` (true) or `close` (false), consumed.
-fn next_or_close<R: Read>(sc: &mut Scanner<R>, close: u8, what: &str) -> Result<bool, ScanError> {
-    match sc.peek()? {
-        Some(b',') => {
-            sc.bump();
-            Ok(true)
-        }
-        Some(b) if b == close => {
-            sc.bump();
-            Ok(false)
-        }
-        Some(b) => Err(sc.err(format!("expected `,` or `{}` after {what}, found {}", close as char, show(b)))),
-        None => Err(sc.err(format!("truncated: {what} not followed by `,` or `{}` before end of input", close as char))),
-    }
-}
-
 /// Skip the value at the cursor without holding it: an object or array of any size or nesting
 /// is passed by counting brackets (one counter, no stack); a scalar is read as one value.
 fn skip<R: Read>(sc: &mut Scanner<R>) -> Result<(), ScanError> {
@@ -261,7 +245,7 @@ pub fn parse_capped(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, max
             }
         }
         index += 1;
-        more = next_or_close(&mut sc, b']', &format!("element [{}]", index - 1)).map_err(top)?;
+        more = sc.next_or_close(b']', &format!("element [{}]", index - 1)).map_err(top)?;
     }
     if index == 0 {
         return Err(ParseError::new(source, Some(sc.line()), "an empty array: no Proton hatchet tree"));

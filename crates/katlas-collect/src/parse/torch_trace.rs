@@ -143,22 +143,6 @@ pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<
     parse_capped(r, source, opts, limits.max_line)
 }
 
-/// After a member or element: `,` (more follow) or the closing bracket.
-fn after_item<R: std::io::Read>(sc: &mut Scanner<R>, close: u8, what: &str) -> Result<bool, ScanError> {
-    match sc.peek()? {
-        Some(b',') => {
-            sc.bump();
-            Ok(true)
-        }
-        Some(b) if b == close => {
-            sc.bump();
-            Ok(false)
-        }
-        Some(b) => Err(sc.err(format!("expected `,` or `{}` after {what}, found {}", close as char, show(b)))),
-        None => Err(sc.err(format!("truncated: {what} not followed by `,` or `{}` before end of input", close as char))),
-    }
-}
-
 /// Parse a Chrome trace whose elements (trace events, top-level values) are
 /// at most `max_element` bytes each. Malformed JSON structure is an error
 /// naming line and byte offset; an element that is well delimited but not a
@@ -208,7 +192,7 @@ pub fn parse_capped(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, max
                         out.warnings.push(format!("{source}:{line}: traceEvents element skipped: {msg} (byte offset {offset})"));
                     }
                 }
-                more_events = after_item(&mut sc, b']', "a traceEvents element").map_err(e)?;
+                more_events = sc.next_or_close(b']', "a traceEvents element").map_err(e)?;
             }
         } else {
             let bytes = sc.value().map_err(e)?;
@@ -231,7 +215,7 @@ pub fn parse_capped(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, max
                 }
             }
         }
-        more = after_item(&mut sc, b'}', "a top-level value").map_err(e)?;
+        more = sc.next_or_close(b'}', "a top-level value").map_err(e)?;
     }
     if let Some(b) = sc.peek().map_err(e)? {
         return Err(e(sc.err(format!("trailing data after the top-level object: {}", show(b)))));
