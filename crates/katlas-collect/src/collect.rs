@@ -651,7 +651,12 @@ pub fn collect(ls: &LoadedSpec, opts: &CollectOptions) -> Result<CollectReport, 
             if let Some(cap) = &captured {
                 link_captured_modules(&run_dir, cap)?;
             }
-            let (parsed, parse_errors) = if outcome.success() { parse_run(&plan, ls, &outcome, &vars) } else { (ParseOutput::default(), Vec::new()) };
+            // A failed run is parsed too: what it printed before failing (hipfire's bench prints
+            // PREFILL_SUMMARY before its gen phase) stays on the error rows of those phases.
+            let (parsed, parse_errors) = match parse_run(&plan, ls, &outcome, &vars) {
+                done if outcome.success() => done,
+                (parsed, _) => (parsed, Vec::new()),
+            };
             write_meta("finished", Some(&outcome), &parse_errors)?;
             let mut rows = build_rows(ls, opts, &plan, &identity, &argv, &outcome, parsed, &parse_errors, pass, run_index, &started, &run_dir, &vars)?;
             redact_outputs(&outcome, &plan.env)?;
@@ -783,6 +788,12 @@ fn build_rows(
         });
         row.artifacts.insert("wall_s".into(), json!(outcome.wall_s));
         if let Some(msg) = failure.clone().or_else(|| parse_failure.clone()).or(unrecorded_msg) {
+            if failure.is_some() {
+                // The phase's own numbers, printed before the failure; never the whole run's.
+                if let Some(t) = parsed.phases.iter().find(|p| p.phase == phase) {
+                    row.metrics = t.metrics.clone();
+                }
+            }
             row.status = Status::Error;
             row.error = Some(RunError {
                 exit_code: outcome.exit_code,

@@ -45,7 +45,7 @@ impl StandIn {
         std::fs::write(
             &bin,
             format!(
-                "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{d}/argv'\nif [ \"$HIPFIRE_PROFILE\" = 1 ]; then m=profiled; else m=plain; fi\ncat '{d}'/$m.stderr >&2\ncat '{d}'/$m.stdout\n",
+                "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{d}/argv'\nif [ \"$HIPFIRE_PROFILE\" = 1 ]; then m=profiled; else m=plain; fi\ncat '{d}'/$m.stderr >&2\ncat '{d}'/$m.stdout\nexit $(cat '{d}/status' 2>/dev/null || echo 0)\n",
                 d = d.display()
             ),
         )
@@ -62,6 +62,11 @@ impl StandIn {
             std::fs::write(self.dir.path().join(format!("{tag}.stderr")), &s.err).unwrap();
             std::fs::write(self.dir.path().join(format!("{tag}.stdout")), &s.out).unwrap();
         }
+    }
+
+    /// The exit status the stand-in ends with (a panic: 101).
+    fn exit_with(&self, status: i32) {
+        std::fs::write(self.dir.path().join("status"), status.to_string()).unwrap();
     }
 
     fn path(&self, f: &str) -> String {
@@ -203,6 +208,41 @@ fn hipfire_ar_preset_reads_the_bench_stderr_both_tables_and_every_summary_key() 
     let pre = rows.iter().find(|r| r.phase == "prefill").unwrap();
     assert_eq!(pre.metric("prefill_wall_ms"), summary_pairs(&plain.err, "PREFILL_SUMMARY").get("prefill_wall_ms").copied());
     assert_eq!(rows.iter().find(|r| r.phase == "decode").unwrap().metric("p99_ms"), stats.get("p99_ms").copied());
+}
+
+/// The bench panics in its graph-captured warmup after PREFILL_SUMMARY (the case the bench's
+/// own comment gives for printing it early): the prefill row is an error row that keeps the
+/// prefill numbers; the decode row is an error row with none. The bench's `GPU:` line gives
+/// both rows their arch on a host whose probe finds no GPU.
+#[test]
+fn a_panic_in_the_gen_phase_keeps_the_prefill_summary_on_the_error_row() {
+    let s = StandIn::new();
+    let model = s.path("model.hfq");
+    let (plain, profiled) = (bench_qwen35_mq4_gen_panic(&model, false), bench_qwen35_mq4_gen_panic(&model, true));
+    assert!(profiled.err.contains("PREFILL_SUMMARY") && !profiled.err.contains("\nSUMMARY") && profiled.err.contains("panicked at"));
+    s.replay(&plain, &profiled);
+    s.exit_with(PANIC_EXIT);
+    for profile in [false, true] {
+        let (rep, rows) = s.collect("hipfire-ar", &[("model", &model)], profile);
+        assert_eq!((rep.rows_ok, rep.rows_error), (0, 2));
+        let by = |p: &str| rows.iter().find(|r| r.phase == p).unwrap_or_else(|| panic!("no {p} row"));
+        let (pre, dec) = (by("prefill"), by("decode"));
+        for r in [pre, dec] {
+            assert_eq!(r.status, Status::Error);
+            let e = r.error.as_ref().unwrap();
+            assert_eq!(e.exit_code, Some(PANIC_EXIT));
+            assert!(e.stderr_tail.as_deref().unwrap_or("").contains("panicked at crates/hipfire-runtime/src/llama.rs:4325:51"), "{e:?}");
+            assert_eq!(r.arch.as_deref(), Some("gfx1100"), "the bench's GPU: line");
+        }
+        let text = if profile { &profiled.err } else { &plain.err };
+        let prefill_summary = summary_pairs(text, "PREFILL_SUMMARY");
+        assert_eq!(prefill_summary.len(), if profile { 6 } else { 2 });
+        for (k, v) in &prefill_summary {
+            assert_eq!(pre.metric(k), Some(*v), "prefill error row: PREFILL_SUMMARY {k}");
+        }
+        assert!(dec.metrics.is_empty(), "{:?}", dec.metrics);
+        assert!(!pre.metrics.contains_key("gen_tok_s") && !pre.metrics.contains_key("graph_blob_count"), "no whole-run number from a run that died");
+    }
 }
 
 #[test]

@@ -3,9 +3,14 @@
 //! `bundle_targets`/`amdhsa_target`/`instruction_summary`, and the 13 kernel fields hipfire
 //! keeps) follows hipfire's `kernel_atlas` script; katlas fills it from its own parse.
 //!
-//! Category counts use hipfire's names (its `isa_category`): katlas's `vmem_load` and
-//! `vmem_store` are hipfire's one `vmem`, which its fit view and VMEM rule read; katlas's own
-//! split is kept beside them as `katlas_category_counts`, which hipfire ignores.
+//! Category counts are hipfire's (its `isa_category`), so its fit view lanes and rules count
+//! what its own manifest would: an AMD object's opcodes are classed by hipfire's rule
+//! ([`peer_isa_category`]), which differs from katlas's split — every `s_` opcode that is no
+//! scalar load, branch or `s_waitcnt` is its `salu` (`s_code_end` padding, `s_delay_alu`,
+//! `s_clause`, `s_nop`, `s_endpgm`, gfx12's `s_wait_*`), any opcode holding `dot` is `dot`.
+//! Without opcode counts (or for NVIDIA) katlas's categories are renamed ([`peer_category`]):
+//! `vmem_load` and `vmem_store` are hipfire's one `vmem`. katlas's own split is kept beside them
+//! as `katlas_category_counts`, which hipfire ignores.
 
 use crate::manifest::{CodeObject, IsaManifest, MixStatus, Vendor};
 use serde_json::{json, Map, Value};
@@ -31,6 +36,33 @@ pub fn peer_category(katlas: &str) -> &'static str {
         "valu" => "valu",
         "export" => "export",
         _ => "other",
+    }
+}
+
+/// hipfire's `isa_category(opcode)` (scripts/kernel_atlas.py), rule for rule and in its order.
+pub fn peer_isa_category(op: &str) -> &'static str {
+    if op.contains("mfma") || op.contains("wmma") {
+        "matrix"
+    } else if op.contains("dot") {
+        "dot"
+    } else if ["global_", "buffer_", "flat_", "scratch_"].iter().any(|p| op.starts_with(p)) {
+        "vmem"
+    } else if op.starts_with("s_load") || op.starts_with("s_buffer") {
+        "smem"
+    } else if op.starts_with("ds_") {
+        "lds"
+    } else if op.starts_with("s_cbranch") || op.starts_with("s_branch") || op.ends_with("branch") {
+        "branch"
+    } else if op.starts_with("s_waitcnt") {
+        "wait"
+    } else if op.starts_with("s_") {
+        "salu"
+    } else if op.starts_with("v_") {
+        "valu"
+    } else if op.starts_with("exp") {
+        "export"
+    } else {
+        "other"
     }
 }
 
@@ -90,8 +122,17 @@ fn object(o: &CodeObject) -> Value {
             for (a, b) in &m.opcodes {
                 *opcodes.entry(a.to_string()).or_default() += b;
             }
+            // Every instruction has its opcode counted: class them as hipfire's script would.
+            let by_opcode = o.vendor == Vendor::Amd && !m.opcodes.is_empty() && m.opcodes.values().sum::<u64>() == m.total;
+            if by_opcode {
+                for (a, b) in &m.opcodes {
+                    *categories.entry(peer_isa_category(a).to_string()).or_default() += b;
+                }
+            }
             for (a, b) in &m.categories {
-                *categories.entry(peer_category(a).to_string()).or_default() += b;
+                if !by_opcode {
+                    *categories.entry(peer_category(a).to_string()).or_default() += b;
+                }
                 *katlas_categories.entry(a.to_string()).or_default() += b;
             }
         }
@@ -236,5 +277,22 @@ mod tests {
         assert_eq!(summary["category_counts"]["vmem"].as_u64(), Some(vmem), "{summary}");
         let sum: u64 = summary["category_counts"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
         assert_eq!(sum, summary["instruction_count"].as_u64().unwrap(), "renaming neither drops nor doubles a count");
+
+        // With every opcode counted, hipfire's own rule classes them: the padding, delays and
+        // clauses katlas files under `other`/`salu` are all hipfire's `salu`.
+        let ops =
+            ["s_code_end", "s_delay_alu", "s_clause", "s_nop", "s_endpgm", "s_wait_loadcnt", "s_waitcnt", "v_dot2_f32_f16", "global_load_b128", "s_load_b64"];
+        let mut mix = InstructionMix::default();
+        for (i, op) in ops.iter().enumerate() {
+            mix.opcodes.insert(std::borrow::Cow::Borrowed(*op), i as u64 + 1);
+            *mix.categories.entry(std::borrow::Cow::Borrowed(crate::category::amd_category(op))).or_default() += i as u64 + 1;
+            mix.total += i as u64 + 1;
+        }
+        m.objects[0].kernels[0].mix = Some(mix);
+        let h = export(&m);
+        let c = &h["objects"][0]["instruction_summary"]["category_counts"];
+        assert_eq!(c["salu"], 1 + 2 + 3 + 4 + 5 + 6, "{c}");
+        assert_eq!((c["wait"].as_u64(), c["dot"].as_u64(), c["vmem"].as_u64(), c["smem"].as_u64()), (Some(7), Some(8), Some(9), Some(10)), "{c}");
+        assert!(c.get("other").is_none(), "{c}");
     }
 }

@@ -10,7 +10,11 @@
 //! - provenance on the real tree with `preset = "hipfire"` alone, katlas and the peer's
 //!   `collect_dispatch_manifest` on the same names, both held to what hipfire's source says: the
 //!   preset's roots, the `*_for_arch` arms' chip lists, profiler labels followed to the kernel
-//!   their code launches.
+//!   their code launches;
+//! - `katlas collect hipfire-ar` on the bench's real output stream, exported as v0, against
+//!   hipfire's own `collect-ar` on the same stream: hipfire's `render-fit` and `suggest` read
+//!   both alike (phase, quant, arch, the phase's metric, op roles, ISA lanes), and a bench that
+//!   panics in its gen phase keeps its prefill numbers.
 //!
 //! The peer is the snapshot in `fixtures/hipfire-tree/` (MIT). python3 runs its script
 //! (`scripts/test-all` installs python3; no GPU or ROCm is needed: the ISA tools it calls are
@@ -26,6 +30,9 @@ use cli::{fixture, json, katlas, ok, repo};
 
 #[path = "../../katlas-collect/tests/support/hipfire_tree.rs"]
 mod hipfire_tree;
+
+#[path = "../../katlas-collect/tests/support/hipfire_streams.rs"]
+mod hipfire_streams;
 
 fn peer_script() -> PathBuf {
     fixture("hipfire-tree/scripts/kernel_atlas.py")
@@ -618,7 +625,9 @@ fn import_then_export_is_the_identity_on_v0() {
     assert!((k["gib_s"].as_f64().unwrap() - 500.0).abs() < 1e-9, "GB/s back to GiB/s: {k}");
     let mut k = k.clone();
     k.as_object_mut().unwrap().remove("gib_s");
-    assert_eq!(k, serde_json::json!({"name": "gemv", "calls": 10, "total_ms": 1.5, "pct": 40.0}));
+    // hipfire's own op class of the name (classify_kernel_op), which its rules read.
+    let op = serde_json::json!({"family": "linear", "role": "gemv", "phase_hint": "decode"});
+    assert_eq!(k, serde_json::json!({"name": "gemv", "calls": 10, "total_ms": 1.5, "pct": 40.0, "op": op}));
     assert_eq!(v["status"], "ok");
     assert!(v.get("workload_kind").is_none() && v.get("quant").is_none(), "unknown strings are absent, never null: {v}");
     let _: AtlasRow = serde_json::from_value(v).expect("hipfire-atlas reads it");
@@ -836,4 +845,217 @@ fn provenance_follows_the_runtime_where_the_peer_guesses_by_file_name() {
         assert!(!k["launches"].as_array().unwrap().is_empty(), "{k}");
     }
     eprintln!("labels: katlas {n}/{n}, peer {peer_right}/{n}");
+}
+
+// --- katlas's hipfire-ar rows through hipfire's own Atlas ---------------------------------------
+
+/// A stand-in for `bench_qwen35_mq4` in `dir`: writes `err` to stderr, then exits `status`.
+fn stand_in_bench(dir: &Path, err: &str, status: i32) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(dir.join("bench.stderr"), err).unwrap();
+    let p = dir.join("bench_qwen35_mq4");
+    std::fs::write(&p, format!("#!/bin/sh\ncat '{}' >&2\nexit {status}\n", dir.join("bench.stderr").display())).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+/// `katlas collect hipfire-ar --profile` with `bench` (one run), exported as v0: the rows.
+fn katlas_ar_export(dir: &Path, bench: &Path, model: &Path) -> Vec<Value> {
+    let o = katlas(
+        dir,
+        &[
+            "collect",
+            "hipfire-ar",
+            "--profile",
+            "--runs",
+            "1",
+            "--set",
+            &format!("binary={}", s(bench)),
+            "--set",
+            &format!("model={}", s(model)),
+            "--output",
+            "rows.jsonl",
+        ],
+    );
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&o.stderr));
+    ok(&katlas(dir, &["corpus", "export", "--file", "rows.jsonl", "--format", "hipfire-v0", "--output", "export.jsonl"]));
+    lines(&std::fs::read_to_string(dir.join("export.jsonl")).unwrap())
+}
+
+/// hipfire's own `collect-ar` of `bench` (profiled both phases, graph on, as the katlas preset
+/// runs it): its rows. `arch` is what a hipfire user passes on a host without a GPU.
+fn peer_collect_ar(dir: &Path, bench: &Path, model: &Path, arch: &str) -> Vec<Value> {
+    let out = dir.join("peer_rows.jsonl");
+    let _ = std::fs::remove_file(&out);
+    let script = peer_script();
+    let args = [
+        s(&script),
+        "collect-ar",
+        "--bench",
+        s(bench),
+        "--model",
+        s(model),
+        "--prefill",
+        "128",
+        "--gen",
+        "50",
+        "--graph",
+        "--profile-prefill",
+        "--profile-decode",
+        "--arch",
+        arch,
+        "--output",
+        s(&out),
+    ];
+    ok(&python(dir, &args, None));
+    lines(&std::fs::read_to_string(&out).unwrap())
+}
+
+/// hipfire's `SUBCOMMAND --row FILE --row-index I --isa ISA` on one row.
+fn peer_on_row(dir: &Path, sub: &str, row: &Value, isa: &Path, tag: &str) -> String {
+    let f = dir.join(format!("row-{tag}.jsonl"));
+    std::fs::write(&f, format!("{row}\n")).unwrap();
+    ok(&python(dir, &[s(&peer_script()), sub, "--row", s(&f), "--row-index", "0", "--isa", s(isa)], None))
+}
+
+/// hipfire's ISA export of the committed gfx1201 object (the native decoder; no ROCm).
+fn exported_isa(dir: &Path) -> PathBuf {
+    let hsaco = repo().join("crates/katlas-isa/tests/fixtures/kernels.gfx1201.hsaco");
+    ok(&katlas(dir, &["isa", "scan", s(&hsaco), "--no-cache", "--export", "hipfire-v0", "-o", "h.json"]));
+    dir.join("h.json")
+}
+
+/// What hipfire's suggest decides from a row: the metric, the target it reads, its fit read and
+/// every suggestion's title, lever, score and risk.
+fn decisions(v: &Value) -> Value {
+    let picks: Vec<Value> =
+        v["suggestions"].as_array().unwrap().iter().map(|x| serde_json::json!([x["title"], x["lever_type"], x["score"], x["risk"]])).collect();
+    serde_json::json!({
+        "metric": v["metric"],
+        "target": {"arch": v["target"]["arch"], "phase": v["target"]["phase"], "quant": v["target"]["quant"]},
+        "fit_read": v["fit_read"],
+        "suggestions": picks,
+    })
+}
+
+/// The bench's real stderr, collected by katlas on a host with no GPU and exported as v0, reads
+/// in hipfire's Atlas as hipfire's own `collect-ar` rows of the same run do: the same phases
+/// (`decode_ar`), quant, arch (the bench's `GPU:` line; hipfire itself needs `--arch`), metric
+/// per phase (`prefill_tok_s` for prefill), fit read, suggestions and fit view.
+#[test]
+fn collected_rows_read_in_hipfires_atlas_as_its_own() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let model = dir.join("qwen3.5-9b.mq4");
+    std::fs::write(&model, b"not a model").unwrap();
+    let text = hipfire_streams::bench_qwen35_mq4(s(&model), true).err;
+    assert!(text.contains("\nGPU: gfx1100\n"));
+    let bench = stand_in_bench(dir, &text, 0);
+    let ours = katlas_ar_export(dir, &bench, &model);
+    let peer = peer_collect_ar(dir, &bench, &model, "gfx1100");
+    let isa = exported_isa(dir);
+    assert_eq!((ours.len(), peer.len()), (2, 2));
+    let phases: Vec<&str> = ours.iter().map(|r| r["phase"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["prefill", "decode_ar"], "hipfire's phase names");
+    for (a, b) in ours.iter().zip(&peer) {
+        assert_eq!(a["phase"], b["phase"]);
+        assert_eq!(a["quant"], "mq4");
+        assert_eq!(a["quant"], b["quant"]);
+        assert_eq!(a["arch"], "gfx1100", "the bench's GPU: line");
+        let _: AtlasRow = serde_json::from_value(a.clone()).expect("hipfire-atlas reads it");
+    }
+    // The prefill row's run also printed the decode rate; hipfire's rules never see it there.
+    assert!(ours[0]["metrics"].get("gen_tok_s").is_none() && ours[0]["katlas_other_phase_metrics"]["gen_tok_s"].is_number(), "{}", ours[0]);
+    for (i, (a, b)) in ours.iter().zip(&peer).enumerate() {
+        let tag = a["phase"].as_str().unwrap();
+        let (sa, sb): (Value, Value) = (
+            serde_json::from_str(&peer_on_row(dir, "suggest", a, &isa, &format!("k{i}"))).unwrap(),
+            serde_json::from_str(&peer_on_row(dir, "suggest", b, &isa, &format!("p{i}"))).unwrap(),
+        );
+        assert_eq!(decisions(&sa), decisions(&sb), "{tag}: hipfire's suggest on katlas's row vs on its own");
+        assert_eq!(sa["metric"], if i == 0 { "prefill_tok_s" } else { "gen_tok_s" });
+        let (va, vb) = (peer_on_row(dir, "render-fit", a, &isa, &format!("k{i}")), peer_on_row(dir, "render-fit", b, &isa, &format!("p{i}")));
+        let (la, lb): (Vec<&str>, Vec<&str>) = (va.lines().collect(), vb.lines().collect());
+        assert_eq!(la.len(), lb.len(), "{va}\n---\n{vb}");
+        for (x, y) in la.iter().zip(&lb) {
+            if x.contains(" | ") {
+                // `arch | workload | quant | phase | shape`: the workload and shape are named by
+                // each collector; arch, quant and phase are what the rules read.
+                let (fx, fy): (Vec<&str>, Vec<&str>) = (x.split(" | ").collect(), y.split(" | ").collect());
+                assert_eq!((fx[0], fx[2], fx[3]), (fy[0], fy[2], fy[3]), "{x}\n{y}");
+            } else {
+                same_text(x, y, &format!("render-fit {tag}"));
+            }
+        }
+        if i == 1 {
+            assert!(va.contains("likely limit      memory/launch, not matrix throughput"), "{va}");
+        }
+    }
+}
+
+/// The ISA export's categories are hipfire's own `isa_category` of each opcode: the script run
+/// on the exported opcode counts gives back the exported category counts, and its fit view's
+/// salu/control lane counts them all (katlas's `other`, s_code_end padding among it, included).
+#[test]
+fn isa_export_categories_are_hipfires_isa_category_of_each_opcode() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let isa = exported_isa(dir);
+    let h: Value = serde_json::from_str(&std::fs::read_to_string(&isa).unwrap()).unwrap();
+    let code = format!(
+        "import json, collections, importlib.util\n\
+         spec = importlib.util.spec_from_file_location('kernel_atlas', {script:?})\n\
+         ka = importlib.util.module_from_spec(spec); spec.loader.exec_module(ka)\n\
+         h = json.load(open({isa:?}))\n\
+         out = []\n\
+         for o in h['objects']:\n    c = collections.Counter()\n    for op, n in o['instruction_summary']['opcode_counts'].items():\n        c[ka.isa_category(op)] += n\n    out.append(dict(c))\n\
+         print(json.dumps(out))\n",
+        script = s(&peer_script()),
+        isa = s(&isa),
+    );
+    let peer: Vec<Value> = serde_json::from_str(&ok(&python(dir, &["-c", &code], None))).unwrap();
+    let objects = h["objects"].as_array().unwrap();
+    assert_eq!(objects.len(), peer.len());
+    let mut salu_control = 0;
+    for (o, p) in objects.iter().zip(&peer) {
+        let ours = &o["instruction_summary"]["category_counts"];
+        assert_eq!(ours, p, "{}", o["path"]);
+        let katlas_other = o["instruction_summary"]["katlas_category_counts"]["other"].as_u64().unwrap_or(0);
+        assert!(katlas_other == 0 || ours.get("other").is_none(), "katlas's `other` opcodes are hipfire's salu here: {ours}");
+        salu_control += ["salu", "branch", "wait", "smem"].iter().map(|c| ours[*c].as_u64().unwrap_or(0)).sum::<u64>();
+    }
+    let row = dir.join("row.json");
+    std::fs::write(&row, r#"{"schema": "hipfire.kernel_atlas.v0", "arch": "gfx1201", "workload": "w", "phase": "decode_ar", "metrics": {}}"#).unwrap();
+    let view = ok(&python(dir, &[s(&peer_script()), "render-fit", "--row", s(&row), "--isa", s(&isa)], None));
+    let lane = view.lines().find(|l| l.starts_with("salu/control ")).unwrap_or_else(|| panic!("{view}"));
+    assert!(lane.trim_end().ends_with(&format!(" {salu_control}")), "{lane}\n{view}");
+}
+
+/// A bench that panics in its gen phase (the argmax-on-NaN panic the bench's own comment names)
+/// has printed PREFILL_SUMMARY: katlas keeps those numbers on the prefill error row, exported
+/// with `status: error`; hipfire's own collector writes one error row with no metric.
+#[test]
+fn a_gen_panic_keeps_the_prefill_numbers_hipfire_drops() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let model = dir.join("qwen3.5-9b.mq4");
+    std::fs::write(&model, b"not a model").unwrap();
+    let text = hipfire_streams::bench_qwen35_mq4_gen_panic(s(&model), true).err;
+    let bench = stand_in_bench(dir, &text, hipfire_streams::PANIC_EXIT);
+    let ours = katlas_ar_export(dir, &bench, &model);
+    let peer = peer_collect_ar(dir, &bench, &model, "gfx1100");
+    assert_eq!(peer.len(), 1, "hipfire: one base row for a failed run");
+    assert_eq!((peer[0]["status"].as_str(), peer[0].get("metrics")), (Some("error"), None), "{}", peer[0]);
+    let pre = ours.iter().find(|r| r["phase"] == "prefill").unwrap();
+    assert_eq!(pre["status"], "error");
+    let line = text.lines().find(|l| l.starts_with("PREFILL_SUMMARY")).unwrap();
+    let mut n = 0;
+    for (k, v) in line.split_whitespace().skip(1).map(|t| t.split_once('=').unwrap()) {
+        assert_eq!(pre["metrics"][k].as_f64(), Some(v.parse::<f64>().unwrap()), "{k}: {}", pre["metrics"]);
+        n += 1;
+    }
+    assert_eq!(n, 6);
+    assert!(pre["stderr_tail"].as_str().unwrap().contains("panicked at"), "{pre}");
+    let dec = ours.iter().find(|r| r["phase"] == "decode_ar").unwrap();
+    assert_eq!((dec["status"].as_str(), dec["metrics"].as_object().map(|m| m.values().filter(|v| v.is_number()).count())), (Some("error"), Some(0)));
 }

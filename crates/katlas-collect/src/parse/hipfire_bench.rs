@@ -169,6 +169,11 @@ fn section_line(t: &str, section: Option<&str>, source: &str, n: u64, out: &mut 
     Ok(t == "per-token ms:" || t.starts_with("NOTE:") || re.warmup_total.is_match(t) || re.prefill_run.is_match(t))
 }
 
+/// `gfx1100`, `gfx90a`, `gfx1151`: an AMD arch name as `rdna_compute::Gpu::arch` holds it.
+pub(crate) fn is_arch_atom(s: &str) -> bool {
+    s.strip_prefix("gfx").is_some_and(|r| !r.is_empty() && r.len() <= 5 && r.bytes().all(|c| c.is_ascii_alphanumeric()))
+}
+
 pub fn parse(r: &mut dyn BufRead, source: &str, _opts: &ParserOptions) -> Result<ParseOutput, ParseError> {
     let re = res();
     let mut out = ParseOutput::new("hipfire-bench", source);
@@ -185,6 +190,12 @@ pub fn parse(r: &mut dyn BufRead, source: &str, _opts: &ParserOptions) -> Result
             let v = num(&c["n"], source, n, "graph_blob_count")?;
             out.route.insert("graph_blob_count".into(), json!(v as u64));
             out.metrics.insert("graph_blob_count".into(), Metric::new(v, Some("blobs")));
+            return Ok(());
+        }
+        // `GPU: gfx1100` (`gpu.arch`, before the weights load): the arch the bench ran on, which
+        // the row keeps where the host's own probe finds no GPU.
+        if let Some(a) = t.strip_prefix("GPU:").map(str::trim).filter(|a| is_arch_atom(a)) {
+            out.route.insert("arch".into(), json!(a));
             return Ok(());
         }
         if let Some(rest) = t.strip_prefix("[hipfire]") {

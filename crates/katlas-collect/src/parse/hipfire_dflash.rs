@@ -117,6 +117,11 @@ pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<
     let mut loose = BTreeMap::new();
     for_each_line(r, source, |n, line| {
         let t = line.trim();
+        // `gpu: gfx1100`, the demo's own line: the arch where the host's probe finds no GPU.
+        if let Some(a) = t.strip_prefix("gpu:").map(str::trim).filter(|a| super::hipfire_bench::is_arch_atom(a)) {
+            out.route.insert("arch".into(), json!(a));
+            return Ok(());
+        }
         if t.starts_with("=== BENCH METRICS") {
             in_metrics = true;
             in_profile = false;

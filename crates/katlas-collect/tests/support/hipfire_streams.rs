@@ -49,6 +49,23 @@ pub const DECODE_KERNELS: &Entries = &[
 /// HIPFIRE_DPM_WARMUP_SECS=3); `profile` is HIPFIRE_PROFILE=1 and HIPFIRE_PROFILE_DECODE=1.
 /// All of it is stderr: the bench has no `println!`.
 pub fn bench_qwen35_mq4(model_path: &str, profile: bool) -> Streams {
+    bench_qwen35_mq4_run(model_path, profile, false)
+}
+
+/// The exit status of a Rust program that panicked.
+pub const PANIC_EXIT: i32 = 101;
+
+/// The same run dying in its graph-captured warmup, the panic the bench's own comment names
+/// ("the existing argmax-on-NaN panic in graph-captured gen warmup blocks the end-of-run
+/// SUMMARY"): `llama::argmax`'s `partial_cmp(b).unwrap()` on a NaN logit
+/// (crates/hipfire-runtime/src/llama.rs:4325). Everything up to PREFILL_SUMMARY is printed,
+/// then the warmup header, the graph capture and Rust's panic message; the exit status is
+/// [`PANIC_EXIT`].
+pub fn bench_qwen35_mq4_gen_panic(model_path: &str, profile: bool) -> Streams {
+    bench_qwen35_mq4_run(model_path, profile, true)
+}
+
+fn bench_qwen35_mq4_run(model_path: &str, profile: bool, panic_in_warmup: bool) -> Streams {
     let mut e = String::new();
     macro_rules! eprintln {
         () => {
@@ -100,6 +117,12 @@ pub fn bench_qwen35_mq4(model_path: &str, profile: bool) -> Streams {
     eprintln!("\n=== warmup ({warmup_len} tokens — untimed, lets JIT settle) ===");
     // qwen35::forward_scratch, first graph capture (HIPFIRE_GRAPH=1).
     eprintln!("[hipGraph] captured {} blobs, instantiated", 388);
+    if panic_in_warmup {
+        // std's default panic hook, main thread, no RUST_BACKTRACE.
+        eprintln!("thread 'main' panicked at crates/hipfire-runtime/src/llama.rs:4325:51:\ncalled `Option::unwrap()` on a `None` value");
+        eprintln!("note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace");
+        return Streams { err: e, out: String::new() };
+    }
     let warmup_ms: f64 = 160.21;
     eprintln!("  total: {warmup_ms:.1}ms  avg: {:.2}ms/tok", warmup_ms / warmup_len as f64);
     dpm_warmup(&mut e, secs);
