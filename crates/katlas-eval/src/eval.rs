@@ -342,10 +342,11 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
     // A check a candidate failed is run on the baseline too: one that fails there as well
     // cannot tell this candidate's change from what was already broken (a library's own test
     // red on this GPU or Triton version), so it makes the comparison invalid, not incorrect.
+    // Only a check that ran and failed: SKIP and BLOCKED stay the candidate's (fail closed).
     let failed: Vec<(String, String)> = correctness
         .iter()
         .flatten()
-        .filter(|c| !c.outcome.is_pass())
+        .filter(|c| c.outcome == katlas_model::ledger::RouteOutcome::Fail)
         .map(|c| (c.claim.clone(), c.check.clone()))
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
@@ -360,12 +361,16 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
         for (claim, route) in &spec.correctness {
             if failed.iter().any(|(c, _)| c == claim) {
                 let on_base = routes::run_route(claim, route.as_ref(), &spec.sides[0].side.cwd, &env);
-                broken_on_baseline.extend(on_base.into_iter().filter(|c| !c.outcome.is_pass() && failed.contains(&(c.claim.clone(), c.check.clone()))));
+                broken_on_baseline.extend(
+                    on_base
+                        .into_iter()
+                        .filter(|c| c.outcome == katlas_model::ledger::RouteOutcome::Fail && failed.contains(&(c.claim.clone(), c.check.clone()))),
+                );
             }
         }
     }
     for k in 1..n {
-        for c in correctness[k].iter().filter(|c| !c.outcome.is_pass()) {
+        for c in correctness[k].iter().filter(|c| c.outcome == katlas_model::ledger::RouteOutcome::Fail) {
             if let Some(b) = broken_on_baseline.iter().find(|b| b.claim == c.claim && b.check == c.check) {
                 pre[k].push(format!(
                     "correctness {} `{}` fails on the baseline too ({}{}): it cannot judge this candidate; fix the route or choose checks that pass on the baseline",
