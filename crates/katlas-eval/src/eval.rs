@@ -343,9 +343,13 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
     // cannot tell this candidate's change from what was already broken (a library's own test
     // red on this GPU or Triton version), so it makes the comparison invalid, not incorrect.
     // Only a check that ran and failed: SKIP and BLOCKED stay the candidate's (fail closed).
+    // Sides that share a tree (an ad-hoc eval of two commands) would only repeat the same check.
+    let own_tree = |k: usize| spec.sides[k].side.cwd != spec.sides[0].side.cwd;
     let failed: Vec<(String, String)> = correctness
         .iter()
-        .flatten()
+        .enumerate()
+        .filter(|(k, _)| own_tree(*k))
+        .flat_map(|(_, c)| c)
         .filter(|c| c.outcome == katlas_model::ledger::RouteOutcome::Fail)
         .map(|c| (c.claim.clone(), c.check.clone()))
         .collect::<std::collections::BTreeSet<_>>()
