@@ -582,3 +582,33 @@ fn host_launches_are_counted_per_phase_and_a_graph_launch_is_one_launch() {
     assert_eq!(phase_metric(&out, "prefill", "host_launch_calls"), Some(pre));
     assert_eq!(phase_metric(&out, "prefill", "graph_launches"), None);
 }
+
+#[test]
+fn a_ttir_that_is_a_link_is_never_read() {
+    // A cache entry's `<name>.source` replaced by a link (to a file outside the cache): the
+    // kernel falls back to each tensor once instead of reading through the link.
+    let src = common::shared().join("triton-h200-bytes/liger-prefill");
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["trace.json.gz", "launches.jsonl"] {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    let outside = dir.path().join("outside.ttir");
+    for e in std::fs::read_dir(src.join("triton-cache")).unwrap().flatten() {
+        let to = dir.path().join("triton-cache").join(e.file_name());
+        std::fs::create_dir_all(&to).unwrap();
+        for f in std::fs::read_dir(e.path()).unwrap().flatten() {
+            let name = f.file_name().to_string_lossy().to_string();
+            if name == "_rms_norm_forward_kernel.source" {
+                std::fs::copy(f.path(), &outside).unwrap();
+                std::os::unix::fs::symlink(&outside, to.join(&name)).unwrap();
+            } else {
+                std::fs::copy(f.path(), to.join(&name)).unwrap();
+            }
+        }
+    }
+    let row = trace_row(&dir.path().join("trace.json.gz"));
+    let k = row.kernels.iter().find(|k| k.name == "_rms_norm_forward_kernel").unwrap();
+    assert_eq!(extra_str(k, "bytes_source"), Some("launch operands"));
+    let k = row.kernels.iter().find(|k| k.name == "_swiglu_forward_kernel").unwrap();
+    assert_eq!(extra_str(k, "bytes_source"), Some("launch operands by loads/stores"));
+}

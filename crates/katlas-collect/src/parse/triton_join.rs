@@ -127,7 +127,8 @@ pub fn read_cache(dir: &Path, names: &HashSet<&str>, warnings: &mut Vec<String>)
 
 /// The accesses of the kernel's TTIR (`<name>.source` in Triton 3, `<name>.ttir` before).
 fn read_access(dir: &Path, name: &str, warnings: &mut Vec<String>) -> Option<KernelAccess> {
-    let path = ["source", "ttir"].iter().map(|x| dir.join(format!("{name}.{x}"))).find(|p| p.is_file())?;
+    // A plain file only: a link in a cache entry could lead anywhere.
+    let path = ["source", "ttir"].iter().map(|x| dir.join(format!("{name}.{x}"))).find(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))?;
     let text = (|| {
         use std::io::Read;
         let f = std::fs::File::open(&path).map_err(|e| e.to_string())?;
