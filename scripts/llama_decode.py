@@ -17,6 +17,9 @@ key "katlas"): one per phase with its timings, one with versions.
                             SwiGLU, RoPE) before it is built
   --model gated-deltanet    flash-linear-attention's GatedDeltaNet instead of Llama
                             (chunked gated delta rule in prefill, fused recurrent in decode)
+  --cuda-graph              Llama only: a static KV cache, one decode step captured as a CUDA
+                            graph in the warmup pass and replayed once per new token (the host
+                            issues one graph launch per token, as serving engines do)
 """
 import argparse
 import contextlib
@@ -51,7 +54,10 @@ def main():
     p.add_argument("--liger", action="store_true")
     p.add_argument("--model", choices=["llama", "gated-deltanet"], default="llama")
     p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--cuda-graph", action="store_true")
     a = p.parse_args()
+    if a.cuda_graph and a.model != "llama":
+        p.error("--cuda-graph is for --model llama")
 
     torch.manual_seed(a.seed)
     dtype = getattr(torch, a.dtype)
@@ -97,8 +103,11 @@ def main():
         return stack
 
     measuring = [False]
+    graph = GraphDecode(model, cfg, a, dtype) if a.cuda_graph else None
 
     def generate(measure):
+        if graph is not None:
+            return graph.generate(measure, rf, ids)
         t = {}
         torch.cuda.synchronize()
         ranged = measure and a.cuda_profiler_range
@@ -159,8 +168,107 @@ def main():
         decode_ms_per_token=t["decode_s"] * 1e3 / a.new, new_tokens=a.new)
     rec(device=torch.cuda.get_device_name(), torch=torch.__version__, transformers=transformers.__version__,
         params_m=params / 1e6, hidden=a.hidden, layers=a.layers, dtype=a.dtype, model=a.model,
-        liger=a.liger, batch=a.batch, **versions,
+        liger=a.liger, batch=a.batch, cuda_graph=graph.mode if graph else None, **versions,
         profiled=bool(a.torch_trace or a.proton) or a.cuda_profiler_range)
+
+
+class GraphDecode:
+    """Prefill into a static KV cache, then one decode step (forward and argmax) captured as a
+    CUDA graph and replayed per token: the token and its cache position live in static tensors
+    the graph reads."""
+
+    def __init__(self, model, cfg, a, dtype):
+        import inspect
+        from transformers import StaticCache
+
+        self.model, self.a = model, a
+        want = {"config": cfg, "max_batch_size": a.batch, "max_cache_len": a.prompt + a.new + 4,
+                "device": "cuda", "dtype": dtype}
+        params = inspect.signature(StaticCache.__init__).parameters
+        self.cache = StaticCache(**{k: v for k, v in want.items() if k in params})
+        self.tok = torch.zeros((a.batch, 1), dtype=torch.long, device="cuda")
+        self.pos = torch.zeros((1,), dtype=torch.long, device="cuda")
+        self.graph = None
+
+    def step(self):
+        out = self.model(self.tok, past_key_values=self.cache, cache_position=self.pos, use_cache=True)
+        return out.logits[:, -1:].argmax(-1)
+
+    def rewind(self):
+        # transformers 5 static layers count their own write position on the device (the graph
+        # advances it); the capture's warmup steps moved it past the prompt.
+        for layer in getattr(self.cache, "layers", []):
+            n = getattr(layer, "cumulative_length", None)
+            if torch.is_tensor(n):
+                n.fill_(self.a.prompt)
+
+    def generate(self, measure, rf, ids):
+        a, t = self.a, {}
+        self.cache.reset()
+        torch.cuda.synchronize()
+        ranged = measure and a.cuda_profiler_range
+        if ranged and a.profile_range == "all":
+            torch.cuda.profiler.start()
+        t0 = time.perf_counter()
+        with rf("prefill"):
+            out = self.model(ids, past_key_values=self.cache, cache_position=torch.arange(a.prompt, device="cuda"), use_cache=True)
+            self.tok.copy_(out.logits[:, -1:].argmax(-1))
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        if self.graph is None:
+            self.pos.fill_(a.prompt)
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(2):
+                    self.step()
+            torch.cuda.current_stream().wait_stream(s)
+            try:
+                self.graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(self.graph):
+                    self.nxt = self.step()
+                self.mode = "torch.cuda.graph"
+            except Exception as e:  # a model that syncs inside its forward cannot be captured by hand
+                import sys
+
+                print(f"manual capture failed ({e}); torch.compile(mode='reduce-overhead') instead", file=sys.stderr)
+                torch.cuda.synchronize()
+                self.graph = Compiled(torch.compile(self.step, mode="reduce-overhead"))
+                for _ in range(3):
+                    self.graph.replay()
+                self.nxt = self.graph.out
+                self.mode = "torch.compile reduce-overhead"
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
+        self.rewind()
+        if ranged and a.profile_range == "decode":
+            torch.cuda.profiler.start()
+        for i in range(a.new):
+            with rf("decode"):
+                self.pos.fill_(a.prompt + i)
+                self.graph.replay()
+                self.tok.copy_(self.nxt)
+        torch.cuda.synchronize()
+        if ranged:
+            torch.cuda.profiler.stop()
+        t2 = time.perf_counter()
+        t["prefill_s"], t["decode_s"] = t1 - t0, t2 - t1
+        return t
+
+
+class Compiled:
+    """A compiled step under inductor's CUDA graph trees: each call replays its graph; the
+    output is copied into one tensor so the caller reads a fixed place."""
+
+    def __init__(self, fn):
+        self.fn, self.out = fn, None
+
+    def replay(self):
+        r = self.fn()
+        if self.out is None:
+            self.out = r.clone()
+        else:
+            self.out.copy_(r)
 
 
 if __name__ == "__main__":

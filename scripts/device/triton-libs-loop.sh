@@ -3,7 +3,7 @@
 # .devbin (a stripped release katlas). Run from the repository root on the device: scripts/device/triton-libs-loop.sh liger|fla
 # The katlas loop on third-party Triton kernels on the H200: collect (trace + Triton launch records),
 # fit, provenance --package, suggest, then real candidate patches judged by katlas eval with the
-# library's own tests as the correctness route. MODE=liger|fla.
+# library's own tests as the correctness route. MODE=liger|fla; CANDS=a,b runs only those candidates.
 set -u
 MODE=${1:-liger}
 R=$PWD; K=${KATLAS:-$R/.devbin/katlas}; W=/tmp/w; P=/tmp/proj
@@ -38,6 +38,7 @@ TASK=$(python3 -c "import json;print(json.load(open('$W/task.json'))['id'])" 2>>
 pack
 cand() { # name lever hypothesis python-edit
   local name=$1 lever=$2 hyp=$3 edit=$4
+  if [ -n "${CANDS:-}" ] && [[ ",$CANDS," != *",$name,"* ]]; then return; fi
   if [ $(( $(date +%s)-T0 )) -gt ${BUDGET:-330} ]; then step "skip $name (time)"; return; fi
   step "candidate $name"
   git checkout -q -- . && python3 -c "$edit" && git diff --stat >> $W/steps.txt
