@@ -29,7 +29,6 @@ impl CliError {
     pub fn bad_input(m: impl Display) -> Self {
         Self { code: exit::BAD_INPUT, message: m.to_string() }
     }
-    #[allow(dead_code)]
     pub fn missing_env(m: impl Display) -> Self {
         Self { code: exit::MISSING_ENV, message: m.to_string() }
     }
@@ -61,6 +60,18 @@ impl From<std::io::Error> for CliError {
         match e.kind() {
             StorageFull | ReadOnlyFilesystem | QuotaExceeded => Self::missing_env(e),
             _ => Self::bad_input(e),
+        }
+    }
+}
+
+impl From<katlas_collect::ParseError> for CliError {
+    /// A parser whose reader is missing here (an Nsight Compute report without `ncu_report`)
+    /// is the environment (3); anything else is the input's fault.
+    fn from(e: katlas_collect::ParseError) -> Self {
+        if e.missing_env {
+            Self::missing_env(e)
+        } else {
+            Self::bad_input(e)
         }
     }
 }

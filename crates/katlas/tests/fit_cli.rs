@@ -324,3 +324,123 @@ fn proton_tree_and_torch_trace_of_one_program_agree() {
         }
     }
 }
+
+/// An Nsight Compute report read through NVIDIA's own reader (the ncu-report wheel fetched by
+/// scripts/fetch-py-packages) against `ncu --import REPORT --csv --page raw --print-units base`
+/// of the same report, both made on the H200 (fixtures/ncu-rep-h200): every kernel's launches,
+/// times, DRAM bytes, registers, shared memory, launch geometry and every counter are equal
+/// (the CSV prints two decimals), and `fit` on either gives the same hot kernels, times and
+/// bandwidth. The source counters of the second report add up to NVIDIA's own source page
+/// (`--page source --print-source sass`) of that report.
+#[test]
+fn an_nsight_compute_report_reads_as_its_own_csv_import() {
+    let d = tempfile::tempdir().unwrap();
+    let site = cli::py_site();
+    let reader = [("KATLAS_NCU_REPORT_DIR", site.as_os_str())];
+    for name in ["liger-decode-triton", "rmsnorm-source"] {
+        let rep = fixture(&format!("ncu-rep-h200/{name}.ncu-rep"));
+        let csv = fixture(&format!("ncu-rep-h200/{name}.raw.csv"));
+        let (rep, csv) = (rep.to_str().unwrap(), csv.to_str().unwrap());
+        let r = json(&cli::katlas_env(d.path(), &["parse", "ncu-rep", rep, "--format", "json"], &reader));
+        let c = json(&katlas(d.path(), &["parse", "ncu-csv", csv, "--format", "json"]));
+        assert_eq!(r["route"], c["route"], "{name}: device and arch");
+        assert_eq!(r["route"]["arch"], "sm_90");
+        let (rk, ck) = (r["phases"][0]["kernels"].as_array().unwrap(), c["phases"][0]["kernels"].as_array().unwrap());
+        assert_eq!(rk.len(), ck.len(), "{name}: kernels");
+        assert!(!rk.is_empty());
+        for k in rk {
+            let kn = k["name"].as_str().unwrap();
+            let kc = ck.iter().find(|x| x["name"] == kn).unwrap_or_else(|| panic!("{name}: {kn} in the CSV"));
+            for key in ["calls", "registers", "shared_bytes", "block", "grid"] {
+                assert_eq!(k[key], kc[key], "{name}: {kn}: {key}");
+            }
+            for key in ["total_us", "bytes", "achieved_gbps"] {
+                let (a, b) = (k[key].as_f64().unwrap(), kc[key].as_f64().unwrap());
+                assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{name}: {kn}: {key} {a} vs {b}");
+            }
+            let (cr, cc) = (k["counters"].as_object().unwrap(), kc["counters"].as_object().unwrap());
+            assert!(cr.len() > 300, "{name}: {kn}: {} counters", cr.len());
+            assert_eq!(cr.keys().collect::<Vec<_>>(), cc.keys().collect::<Vec<_>>(), "{name}: {kn}: counter names");
+            for (m, v) in cr {
+                let (a, b) = (v.as_f64().unwrap(), cc[m].as_f64().unwrap());
+                assert!((a - b).abs() <= 0.006_f64.max(1e-6 * b.abs()), "{name}: {kn}: {m}: {a} vs {b}");
+            }
+        }
+        let fr = json(&cli::katlas_env(d.path(), &["fit", "--parse", "ncu-rep", rep, "--product", "NVIDIA H200", "--format", "json"], &reader));
+        let fc = json(&katlas(d.path(), &["fit", "--parse", "ncu-csv", csv, "--product", "NVIDIA H200", "--format", "json"]));
+        let hot = |v: &Value| -> Vec<(String, String, String)> {
+            v["kernels"].as_array().unwrap().iter().map(|k| (k["name"].to_string(), k["total_us"].to_string(), k["achieved_gbps"].to_string())).collect()
+        };
+        assert_eq!(hot(&fr), hot(&fc), "{name}: fit's hot kernels");
+        assert!(!hot(&fr).is_empty());
+    }
+    // Source counters: the report's per-PC instructions and samples, summed per source line,
+    // total what NVIDIA's source page of the same report lists per SASS instruction.
+    let r =
+        json(&cli::katlas_env(d.path(), &["parse", "ncu-rep", fixture("ncu-rep-h200/rmsnorm-source.ncu-rep").to_str().unwrap(), "--format", "json"], &reader));
+    let k = &r["phases"][0]["kernels"][0];
+    let (mut inst, mut samples, mut launches) = (0.0, 0.0, 0);
+    let page = std::fs::read_to_string(fixture("ncu-rep-h200/rmsnorm-source.source.csv")).unwrap();
+    let mut rd = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(page.as_bytes());
+    let mut header: Vec<String> = Vec::new();
+    for rec in rd.records() {
+        let rec = rec.unwrap();
+        match rec.get(0) {
+            Some("Kernel Name") => launches += 1,
+            Some("Address") => header = rec.iter().map(str::to_string).collect(),
+            _ if rec.len() == header.len() => {
+                let col = |n: &str| rec[header.iter().position(|h| h == n).unwrap()].replace(',', "").parse::<f64>().unwrap();
+                inst += col("Instructions Executed");
+                samples += col("# Samples");
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(k["calls"].as_u64(), Some(launches));
+    assert_eq!(k["extra"]["source_totals"]["inst_executed"].as_f64(), Some(inst), "{k}");
+    assert_eq!(k["extra"]["source_totals"]["pc_samples"].as_f64(), Some(samples), "{k}");
+    let lines = k["extra"]["source_lines"]["lines"].as_array().unwrap();
+    assert!(lines.len() >= 3, "{k}");
+    assert!(lines.iter().any(|l| l["file"].as_str().unwrap().ends_with("liger_kernel/ops/rms_norm.py")), "{lines:?}");
+    let top: f64 = lines.iter().map(|l| l["inst_executed"].as_f64().unwrap()).sum();
+    assert!(top > 0.0 && top <= inst, "{top} of {inst}");
+    // Two PC samples rank nothing: the lines go by instructions executed.
+    assert_eq!(k["extra"]["source_lines"]["ranked_by"], "inst_executed");
+    let counts: Vec<f64> = lines.iter().map(|l| l["inst_executed"].as_f64().unwrap()).collect();
+    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{counts:?}");
+}
+
+/// Without NVIDIA's reader a report cannot be read: exit 3 (the environment) with the install
+/// hint, never a crash or an empty table; a file that is no report is bad input (exit 2), and
+/// a report cut short keeps the launches before the cut.
+#[test]
+fn an_nsight_compute_report_without_a_reader_or_whole_is_a_clear_error() {
+    let d = tempfile::tempdir().unwrap();
+    let rep = fixture("ncu-rep-h200/liger-decode-triton.ncu-rep");
+    let none = std::ffi::OsStr::new("");
+    let bare = [("PYTHONPATH", none), ("PYTHONNOUSERSITE", std::ffi::OsStr::new("1")), ("PATH", std::ffi::OsStr::new("/usr/bin:/bin"))];
+    let o = cli::katlas_env(d.path(), &["parse", "ncu-rep", rep.to_str().unwrap()], &bare);
+    assert_eq!(cli::code(&o), 3, "{}", cli::stderr(&o));
+    let e = cli::stderr(&o);
+    assert!(e.contains("liger-decode-triton.ncu-rep") && e.contains("pip install ncu-report") && e.contains("KATLAS_NCU_REPORT_DIR"), "{e}");
+    let o = cli::katlas_env(d.path(), &["fit", "--parse", "ncu-rep", rep.to_str().unwrap()], &bare);
+    assert_eq!(cli::code(&o), 3, "{}", cli::stderr(&o));
+
+    let site = cli::py_site();
+    let reader = [("KATLAS_NCU_REPORT_DIR", site.as_os_str())];
+    let junk = d.path().join("junk.ncu-rep");
+    std::fs::write(&junk, (0..5000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect::<Vec<u8>>()).unwrap();
+    let o = cli::katlas_env(d.path(), &["parse", "ncu-rep", junk.to_str().unwrap()], &reader);
+    assert_eq!(cli::code(&o), 2, "{}", cli::stderr(&o));
+    assert!(cli::stderr(&o).contains("junk.ncu-rep") && cli::stderr(&o).contains("no kernel launch"), "{}", cli::stderr(&o));
+
+    let whole = std::fs::read(&rep).unwrap();
+    let cut = d.path().join("cut.ncu-rep");
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    let full = json(&cli::katlas_env(d.path(), &["parse", "ncu-rep", rep.to_str().unwrap(), "--format", "json"], &reader));
+    let o = cli::katlas_env(d.path(), &["parse", "ncu-rep", cut.to_str().unwrap(), "--format", "json"], &reader);
+    let part = json(&o);
+    let calls = |v: &Value| v["phases"][0]["kernels"].as_array().unwrap().iter().map(|k| k["calls"].as_u64().unwrap()).sum::<u64>();
+    assert!(calls(&part) > 0 && calls(&part) < calls(&full), "{} of {}", calls(&part), calls(&full));
+    assert!(cli::stderr(&o).contains("cut short"), "{}", cli::stderr(&o));
+}

@@ -29,7 +29,9 @@ pub mod json_lines;
 pub mod json_scan;
 pub mod kv;
 pub mod ncu;
+pub mod ncu_rep;
 pub mod proton;
+pub mod proton_trace;
 pub mod rocpd;
 pub mod rocprof;
 pub mod rocprof_dir;
@@ -182,14 +184,19 @@ pub struct ParseError {
     pub line: Option<u64>,
     pub key: Option<String>,
     pub message: String,
+    /// The input may be fine: a tool it needs is missing here (exit 3, not bad input).
+    pub missing_env: bool,
 }
 
 impl ParseError {
     pub fn new(source: &str, line: Option<u64>, message: impl Into<String>) -> Self {
-        Self { source: source.into(), line, key: None, message: message.into() }
+        Self { source: source.into(), line, key: None, message: message.into(), missing_env: false }
     }
     pub fn key(source: &str, line: u64, key: &str, message: impl Into<String>) -> Self {
-        Self { source: source.into(), line: Some(line), key: Some(key.into()), message: message.into() }
+        Self { source: source.into(), line: Some(line), key: Some(key.into()), message: message.into(), missing_env: false }
+    }
+    pub fn missing_env(source: &str, message: impl Into<String>) -> Self {
+        Self { missing_env: true, ..Self::new(source, None, message) }
     }
 }
 
@@ -239,8 +246,17 @@ pub const PARSERS: &[(&str, &str, ParseFn)] = &[
     ),
     ("rocprof-v1", "rocprof (v1) results.csv with BeginNs/EndNs and counter columns", rocprof::parse_v1),
     ("ncu-csv", "Nsight Compute `--csv --page raw` output", ncu::parse),
+    (
+        "ncu-rep",
+        "Nsight Compute report (.ncu-rep) through NVIDIA's ncu_report reader (the ncu-report wheel or an Nsight Compute install): what ncu-csv gives, plus top source lines when the report has source counters",
+        ncu_rep::parse_stream,
+    ),
     ("torch-trace", "torch.profiler Chrome trace JSON (optionally .gz), streamed", torch_trace::parse),
-    ("proton", "Triton Proton's hatchet tree (data=\"tree\", NAME.hatchet): scopes as phases, count and time per kernel, every metric Proton recorded", proton::parse),
+    (
+        "proton",
+        "Triton Proton's hatchet tree (data=\"tree\", NAME.hatchet: count, time and every metric per kernel) or trace output (data=\"trace\", NAME.chrome_trace: every launch, the timeline), told apart by the first byte; scopes as phases",
+        proton::parse,
+    ),
     (
         "triton-launches",
         "katlas's Triton launch records (data/python): tensor arguments, constexprs, num_warps, num_stages, shared, autotune choices",
@@ -307,6 +323,12 @@ pub fn parse_limited(name: &str, input: Input<'_>, opts: &ParserOptions, limits:
         return match input {
             Input::File(path) => rocpd::parse(path, opts, limits),
             _ => rocpd::parse_stream(&mut std::io::empty(), &source, opts),
+        };
+    }
+    if name == "ncu-rep" {
+        return match input {
+            Input::File(path) => ncu_rep::parse(path, opts, limits),
+            _ => ncu_rep::parse_stream(&mut std::io::empty(), &source, opts),
         };
     }
     let beside = match &input {

@@ -14,10 +14,10 @@ use serde_json::json;
 use std::io::{BufRead, Read};
 
 /// Metric-name prefixes that describe the device or the profiler, not the kernel.
-const DROP: &[&str] = &["device__attribute", "nvlink__", "numa__", "c2clink__", "profiler__"];
+pub(crate) const DROP: &[&str] = &["device__attribute", "nvlink__", "numa__", "c2clink__", "profiler__"];
 
 /// Factor to the base unit (byte, ns); `None` for units kept as they are.
-fn unit_factor(unit: &str) -> Option<(f64, &'static str)> {
+pub(crate) fn unit_factor(unit: &str) -> Option<(f64, &'static str)> {
     Some(match unit {
         "byte" => (1.0, "byte"),
         "Kbyte" | "KB" => (1e3, "byte"),
@@ -71,13 +71,7 @@ pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<
     let mut metric_cols: Vec<usize> = Vec::new();
     let mut units_done = false;
     let col = |n: &str| h.col(&[n]);
-    let time_c = col("gpu__time_duration.sum").or(col("gpu__time_duration.avg"));
-    let rd_c = col("dram__bytes_read.sum");
-    let wr_c = col("dram__bytes_write.sum");
-    let regs_c = col("launch__registers_per_thread");
-    let smem_static = col("launch__shared_mem_per_block_static");
-    let smem_dyn = col("launch__shared_mem_per_block_dynamic");
-    let smem_any = col("launch__shared_mem_per_block_allocated").or(col("launch__shared_mem_per_block"));
+    let time_c = TIME.iter().find_map(|m| col(m));
     if time_c.is_none() {
         out.warnings.push(format!("{source}:{}: no gpu__time_duration metric: kernels get calls but no time", line_base + 1));
     }
@@ -128,48 +122,104 @@ pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<
             let i = i?;
             parse_number(field(&rec, Some(i))?).map(|v| v * factors[i].unwrap_or(1.0))
         };
-        let k = acc.kernel(name);
-        let block = field(&rec, block_c).and_then(dim3);
-        let grid = field(&rec, grid_c).and_then(dim3);
-        let regs = val(regs_c).map(|v| v as u32);
-        let smem = match (val(smem_static), val(smem_dyn)) {
-            (Some(a), Some(b)) => Some((a + b) as u64),
-            _ => val(smem_any).map(|v| v as u64),
-        };
-        let s = &mut k.sample;
-        if s.calls == 0 {
-            s.block = block;
-            s.grid = grid;
-            s.registers = regs;
-            s.shared_bytes = smem;
-        } else if s.block != block || s.grid != grid {
-            s.extra.insert("launch_config_varies".into(), json!(true));
-        }
-        match val(time_c) {
-            Some(ns) => k.add_duration(ns / 1000.0),
-            None => {
-                k.add_call();
-                // A launch whose duration is there but not a number would count as a call
-                // with no time and lower the kernel's mean: keep the count on the record.
-                if let Some(raw) = time_c.and_then(|i| field(&rec, Some(i))) {
-                    let n = k.sample.extra.get("untimed_calls").and_then(|v| v.as_u64()).unwrap_or(0);
-                    k.sample.extra.insert("untimed_calls".into(), json!(n + 1));
+        let time = match time_c.and_then(|i| field(&rec, Some(i))) {
+            Some(raw) => match val(time_c) {
+                Some(ns) => Timed::Ns(ns),
+                None => {
                     out.warnings.push(format!(
                         "{source}:{line}: {}: not a number ({raw:?}); the launch counts as a call with no time (untimed_calls)",
                         h.names[time_c.unwrap()]
                     ));
+                    Timed::NotANumber
                 }
-            }
-        }
-        if let (Some(a), Some(b)) = (val(rd_c), val(wr_c)) {
-            k.add_bytes(a + b);
-        }
-        for &i in &metric_cols {
-            if let Some(v) = val(Some(i)) {
-                k.add_counter(&h.names[i], v);
-            }
+            },
+            None => Timed::Absent,
+        };
+        let block = field(&rec, block_c).and_then(dim3);
+        let launch = Launch::new(name, block, field(&rec, grid_c).and_then(dim3), time, |m| val(col(m)));
+        let counters = metric_cols.iter().filter_map(|&i| Some((h.names[i].as_str(), val(Some(i))?)));
+        launch.add_to(&mut acc, counters);
+    }
+    finish(&mut out, acc, opts, device, cc);
+    Ok(out)
+}
+
+/// A launch's time as the profiler gave it.
+pub(crate) enum Timed {
+    Ns(f64),
+    /// The duration metric is there but is not a number: a call with no time, kept on the record.
+    NotANumber,
+    /// No duration metric was collected.
+    Absent,
+}
+
+/// One kernel launch as Nsight Compute reports it, from the CSV raw page or from a report.
+pub(crate) struct Launch<'a> {
+    pub name: &'a str,
+    pub block: Option<[u32; 3]>,
+    pub grid: Option<[u32; 3]>,
+    pub time: Timed,
+    /// `dram__bytes_read.sum + dram__bytes_write.sum`.
+    pub dram_bytes: Option<f64>,
+    pub registers: Option<u32>,
+    pub shared_bytes: Option<u64>,
+}
+
+/// The duration metric, by preference.
+pub(crate) const TIME: [&str; 2] = ["gpu__time_duration.sum", "gpu__time_duration.avg"];
+
+impl<'a> Launch<'a> {
+    /// The launch's facts from its metrics (`metric` gives a value in bytes and ns by name).
+    pub(crate) fn new(name: &'a str, block: Option<[u32; 3]>, grid: Option<[u32; 3]>, time: Timed, metric: impl Fn(&str) -> Option<f64>) -> Self {
+        let shared_bytes = match (metric("launch__shared_mem_per_block_static"), metric("launch__shared_mem_per_block_dynamic")) {
+            (Some(a), Some(b)) => Some((a + b) as u64),
+            _ => metric("launch__shared_mem_per_block_allocated").or_else(|| metric("launch__shared_mem_per_block")).map(|v| v as u64),
+        };
+        Launch {
+            name,
+            block,
+            grid,
+            time,
+            dram_bytes: metric("dram__bytes_read.sum").zip(metric("dram__bytes_write.sum")).map(|(a, b)| a + b),
+            registers: metric("launch__registers_per_thread").map(|v| v as u32),
+            shared_bytes,
         }
     }
+
+    /// Add the launch and its counters (already in bytes and ns) to its kernel.
+    pub(crate) fn add_to<'c>(&self, acc: &mut PhaseAcc, counters: impl Iterator<Item = (&'c str, f64)>) {
+        let k = acc.kernel(self.name);
+        let s = &mut k.sample;
+        if s.calls == 0 {
+            s.block = self.block;
+            s.grid = self.grid;
+            s.registers = self.registers;
+            s.shared_bytes = self.shared_bytes;
+        } else if s.block != self.block || s.grid != self.grid {
+            s.extra.insert("launch_config_varies".into(), json!(true));
+        }
+        match self.time {
+            Timed::Ns(ns) => k.add_duration(ns / 1000.0),
+            Timed::NotANumber => {
+                k.add_call();
+                // A launch whose duration is not a number would lower the kernel's mean if
+                // counted as zero: keep the count on the record.
+                let n = k.sample.extra.get("untimed_calls").and_then(|v| v.as_u64()).unwrap_or(0);
+                k.sample.extra.insert("untimed_calls".into(), json!(n + 1));
+            }
+            Timed::Absent => k.add_call(),
+        }
+        if let Some(b) = self.dram_bytes {
+            k.add_bytes(b);
+        }
+        for (name, v) in counters {
+            k.add_counter(name, v);
+        }
+    }
+}
+
+/// The phase table and route of a parse of Nsight Compute launches.
+pub(crate) fn finish(out: &mut ParseOutput, acc: PhaseAcc, opts: &ParserOptions, device: Option<String>, cc: Option<String>) {
     let mut table = acc.finish(opts.phase.as_deref().unwrap_or("run"));
     for k in &mut table.kernels {
         k.extra.insert("counter_units".into(), json!("per-launch mean; bytes in byte, times in ns"));
@@ -181,5 +231,4 @@ pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<
     if let Some(c) = cc {
         out.route.insert("arch".into(), json!(format!("sm_{}", c.replace('.', ""))));
     }
-    Ok(out)
 }

@@ -230,7 +230,7 @@ impl Db {
             Some(c) => format!("{table}.{c}"),
             None => table.to_string(),
         };
-        ParseError { source: self.file.clone(), line: None, key: Some(key), message: message.into() }
+        ParseError { key: Some(key), ..ParseError::new(&self.file, None, message) }
     }
 
     fn sql_err(&self, table: &str, e: rusqlite::Error) -> ParseError {

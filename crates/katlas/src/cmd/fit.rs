@@ -164,7 +164,7 @@ fn pick(rows: Vec<(String, Row)>, a: &EvidenceArgs, what: &str) -> Result<(Strin
 fn row_from_parse(parser: &str, path: &Path, a: &EvidenceArgs, ctx: &Ctx) -> Result<(String, Row), CliError> {
     // A trace's Triton launch records and cache are read from beside it (`ParserOptions::with_triton_beside`).
     let opts = katlas_collect::ParserOptions { phase: a.phase.clone(), ..Default::default() };
-    let out = katlas_collect::parse_with(parser, katlas_collect::Input::File(path), &opts).map_err(|e| bad(e.to_string()))?;
+    let out = katlas_collect::parse_with(parser, katlas_collect::Input::File(path), &opts)?;
     for w in &out.warnings {
         say_err!("katlas: warning: {w}");
     }

@@ -102,8 +102,7 @@ pub fn run(args: &ParseArgs, ctx: &Ctx) -> CmdResult {
             return Err(CliError::bad_input(format!("{}: {why}", path.display())));
         }
         parse_with(parser, Input::File(&path), &opts)
-    }
-    .map_err(CliError::bad_input)?;
+    }?;
     let ops = match ctx.layout() {
         Ok(l) => OpRules::with_project(&l.rules_dir()).map_err(CliError::bad_input)?,
         Err(_) => OpRules::builtin(),

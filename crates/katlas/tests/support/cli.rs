@@ -10,6 +10,11 @@ use std::process::{Command, Output};
 
 /// `katlas ARGS` in `dir`.
 pub fn katlas(dir: &Path, args: &[&str]) -> Output {
+    katlas_env(dir, args, &[])
+}
+
+/// `katlas ARGS` in `dir` with `vars` set on top of the test environment.
+pub fn katlas_env(dir: &Path, args: &[&str], vars: &[(&str, &std::ffi::OsStr)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_katlas"))
         .args(args)
         .current_dir(dir)
@@ -17,6 +22,7 @@ pub fn katlas(dir: &Path, args: &[&str]) -> Output {
         .env("KATLAS_YES", "1")
         .env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config")
         .env_remove("KATLAS_ARCH")
+        .envs(vars.iter().copied())
         .output()
         .expect("katlas runs")
 }
@@ -65,8 +71,8 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
-/// The unpacked wheels of scripts/fetch-py-packages (liger-kernel, fla-core and
-/// flash-linear-attention, site-packages layout), under `KATLAS_FIXTURES` like every fetched
+/// The unpacked wheels of scripts/fetch-py-packages (liger-kernel, fla-core,
+/// flash-linear-attention and NVIDIA's ncu-report, site-packages layout), under `KATLAS_FIXTURES` like every fetched
 /// fixture, which must be there.
 pub fn py_site() -> PathBuf {
     let cache = std::env::var_os("KATLAS_FIXTURES").map(PathBuf::from).unwrap_or_else(|| repo().join(".cache/fixtures"));
