@@ -383,3 +383,92 @@ fn proton_hatchet_tree_of_a_real_h200_run() {
     assert_eq!(names, ["decode", "unannotated"]);
     assert_eq!(o.phase("unannotated").unwrap().launches, Some(want["prefill"].values().map(|k| k.0).sum()));
 }
+
+/// Proton's trace output (`data="trace"`) of the same program as the tree above, a third
+/// process (fixtures/proton-h200/README.md), gzipped: `--parse proton` tells it from the tree by
+/// its first byte. Every kernel event's `dur`, summed here per outermost scope and name by
+/// walking the JSON, is the parser's; so are each phase's busy time, window and gaps, the
+/// union of the launches' intervals computed here.
+#[test]
+fn proton_trace_output_of_a_real_h200_run() {
+    use std::io::Read;
+    let path = fixture("proton-h200/fla-decode-trace.chrome_trace.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap()).read_to_string(&mut text).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // Per phase: kernel name → durations, and the launches' (start, end) intervals.
+    type Phase = (BTreeMap<String, Vec<f64>>, Vec<(f64, f64)>);
+    let mut want: BTreeMap<String, Phase> = BTreeMap::new();
+    let mut first_seen: Vec<String> = Vec::new();
+    for e in v["traceEvents"].as_array().unwrap() {
+        let stack: Vec<&str> = e["args"]["call_stack"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+        assert_eq!((stack[0], stack.len()), ("ROOT", 3), "{e}");
+        let (name, ts, dur) = (e["name"].as_str().unwrap(), e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+        assert_eq!(stack[2], name);
+        if !first_seen.iter().any(|p| p == stack[1]) {
+            first_seen.push(stack[1].to_string());
+        }
+        let p = want.entry(stack[1].to_string()).or_default();
+        p.0.entry(name.to_string()).or_default().push(dur);
+        p.1.push((ts, ts + dur));
+    }
+    assert_eq!(first_seen, ["prefill", "decode"]);
+    let o = parse("proton", Input::File(&path)).unwrap();
+    assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+    assert_eq!(o.parser, "proton");
+    assert_eq!(o.artifacts["proton_data"], "trace");
+    let names: Vec<&str> = o.phases.iter().map(|p| p.phase.as_str()).collect();
+    assert_eq!(names, first_seen);
+    let mut all = (0u64, 0.0);
+    for (phase, (kernels, intervals)) in &want {
+        let t = o.phase(phase).unwrap();
+        assert_eq!(t.kernels.len(), kernels.len(), "{phase}");
+        assert_eq!(t.launches, Some(intervals.len() as u64), "{phase}");
+        for (name, durs) in kernels {
+            let k = t.kernel(name).unwrap_or_else(|| panic!("{phase}: {name} missing"));
+            let us: f64 = durs.iter().sum();
+            assert_eq!(k.calls, durs.len() as u64, "{phase} {name}");
+            assert!(close(k.total_us, us), "{phase} {name}: {} vs {us}", k.total_us);
+            // Every launch is in the trace: the spread is the file's (durations kept as f32).
+            let (min, max) = durs.iter().fold((f64::MAX, f64::MIN), |(a, b), d| (a.min(*d), b.max(*d)));
+            assert!((k.min_us.unwrap() - min).abs() < 1e-4 && (k.max_us.unwrap() - max).abs() < 1e-4, "{phase} {name}");
+            all.0 += durs.len() as u64;
+            all.1 += us;
+        }
+        assert!(t.kernels.windows(2).all(|w| w[0].total_us >= w[1].total_us), "{phase}: hottest first");
+        // The timeline: the union of the intervals, the window from first start to last end.
+        let mut iv = intervals.clone();
+        iv.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (mut busy, mut end, mut gaps) = (0.0, f64::MIN, Vec::new());
+        for (s, e) in &iv {
+            if end > f64::MIN {
+                gaps.push((s - end).max(0.0));
+            }
+            busy += (e - s.max(end)).max(0.0);
+            end = end.max(*e);
+        }
+        let window = end - iv[0].0;
+        let m = |k: &str| t.metrics[k].value;
+        assert!(close(m("gpu_busy_us"), busy), "{phase}: {} vs {busy}", m("gpu_busy_us"));
+        assert!(close(m("timeline_window_us"), window), "{phase}");
+        assert!(close(m("gpu_busy_pct"), 100.0 * busy / window), "{phase}");
+        gaps.sort_by(f64::total_cmp);
+        assert!(close(m("gap_median_us"), gaps[gaps.len().div_ceil(2) - 1]), "{phase}");
+        assert_eq!(m("launches"), intervals.len() as f64, "{phase}");
+    }
+    assert_eq!(o.metric("kernel_dispatches"), Some(all.0 as f64));
+    assert!(close(o.metric("gpu_kernel_us").unwrap(), all.1));
+    assert_eq!(o.route["streams"], serde_json::json!([7]));
+    assert_eq!(o.phase("decode").unwrap().kernels[0].name, "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT");
+    assert!(o
+        .phase("decode")
+        .unwrap()
+        .kernel("_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIN3c108BFloat16ENS0_9ArgMaxOpsIfEEjlLi4ELi4EEEEEvT1_")
+        .is_some());
+    // Named phases, as for the tree.
+    let opts = ParserOptions { phases: vec!["decode".into()], ..Default::default() };
+    let o = parse_with("proton", Input::File(&path), &opts).unwrap();
+    let names: Vec<&str> = o.phases.iter().map(|p| p.phase.as_str()).collect();
+    assert_eq!(names, ["unannotated", "decode"]);
+    assert_eq!(o.phase("unannotated").unwrap().launches, Some(want["prefill"].1.len() as u64));
+}

@@ -149,6 +149,32 @@ fn proton_trees_stop_at_the_input_and_node_caps_however_deep() {
     assert!(e.contains(&format!("[0]{}", ".children[0]".repeat(katlas_collect::parse::proton::MAX_DEPTH))), "the path of the skipped subtree: {e}");
 }
 
+/// Proton's trace output (an object, where the tree is an array): events that never end stop at
+/// the input cap, an event past the element cap stops at it, and members other than
+/// `traceEvents` are passed by counting brackets however deep, never held. Each error names the
+/// element or member being read.
+#[test]
+fn proton_traces_stop_at_the_input_and_element_caps() {
+    let small = Limits { max_line: 1 << 20, max_input: 8 << 20 };
+    let head = || std::io::Cursor::new(br#"{"displayTimeUnit":"us","traceEvents":["#.to_vec());
+    let event = br#"{"args":{"call_stack":["ROOT","decode","k"]},"cat":"kernel","dur":1.5,"name":"k","ph":"X","tid":7,"ts":1},"#;
+    let endless = head().chain(Cycle { data: event.to_vec(), pos: 0 });
+    let e = on_stream("proton", endless, small).unwrap_err().to_string();
+    assert!(e.contains("input is larger than the 8388608-byte limit (KATLAS_MAX_INPUT_BYTES"), "{e}");
+    assert!(e.contains(": traceEvents["), "named by the event being read: {e}");
+    // One event whose call stack never ends: stopped at the element cap.
+    let tiny = Limits { max_line: 64 << 10, max_input: 8 << 20 };
+    let long = head()
+        .chain(std::io::Cursor::new(br#"{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"call_stack":["#.to_vec()))
+        .chain(Cycle { data: br#""s","#.to_vec(), pos: 0 });
+    let e = on_stream("proton", long, tiny).unwrap_err().to_string();
+    assert!(e.contains("traceEvents[0]: value starting here is longer than the 65536-byte limit (KATLAS_MAX_LINE_BYTES)"), "{e}");
+    // A member nested without end before the events: skipped by counting, until the input cap.
+    let deep = std::io::Cursor::new(br#"{"otherData":"#.to_vec()).chain(Cycle { data: b"[".to_vec(), pos: 0 });
+    let e = on_stream("proton", deep, small).unwrap_err().to_string();
+    assert!(e.contains("otherData: ") && e.contains("KATLAS_MAX_INPUT_BYTES"), "{e}");
+}
+
 /// `data` repeated forever.
 struct Cycle {
     data: Vec<u8>,
@@ -257,6 +283,11 @@ fn mutated_inputs_never_panic_or_hang() {
         (
             "proton",
             br#"[{"children":[{"children":[{"children":[],"frame":{"name":"k","type":"function"},"metrics":{"count":2,"device_id":"0","device_type":"CUDA","time (ns)":3000,"bytes":64}}],"frame":{"name":"decode","type":"function"},"metrics":{}}],"frame":{"name":"ROOT","type":"function"},"metrics":{"count":0,"time (ns)":0}},{"CUDA":{"0":{"arch":"90"}}}]"#.to_vec(),
+        ),
+        // Proton's trace output, two streams, one object a line.
+        (
+            "proton",
+            b"{\"displayTimeUnit\":\"us\",\"traceEvents\":[{\"args\":{\"call_stack\":[\"ROOT\",\"decode\",\"k\"]},\"cat\":\"kernel\",\"dur\":1.5,\"name\":\"k\",\"ph\":\"X\",\"tid\":7,\"ts\":0.5}]}\n{\"displayTimeUnit\":\"us\",\"traceEvents\":[{\"args\":{\"call_stack\":[\"ROOT\",\"_Z1fv\"]},\"cat\":\"kernel\",\"dur\":2,\"name\":\"_Z1fv\",\"ph\":\"X\",\"tid\":9,\"ts\":1}]}\n".to_vec(),
         ),
     ];
     for p in names() {

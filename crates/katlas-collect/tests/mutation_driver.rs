@@ -1,6 +1,6 @@
 //! The hostile-input suite's mutation driver for every output and profiler parser
 //! (issue 15): 10,000 mutated inputs per parser, made from real samples (hipfire outputs,
-//! rocprofv3 CSVs, an ncu CSV, a torch trace slice, a Proton tree, rows), each under a time bound
+//! rocprofv3 CSVs, an ncu CSV, a torch trace slice, a Proton tree and trace slice, rows), each under a time bound
 //! (no input may take 5 s) and the whole run under a memory bound (peak RSS < 1 GiB).
 //! Any panic, hang or breach fails the test naming the parser, the input's number and seed,
 //! and leaves the input in `target/mutation-failures/` to reproduce. A new parser in the
@@ -56,6 +56,14 @@ fn seeds(parser: &str) -> Vec<Vec<u8>> {
     // Only Proton's own list grows: the other parsers keep the inputs they always had.
     if parser == "proton" {
         all.push(read("proton-h200/fla-decode.hatchet"));
+        // Its trace output (`data="trace"`): the first events of the real file, closed.
+        use std::io::Read;
+        let f = std::fs::File::open(fixtures().join("proton-h200/fla-decode-trace.chrome_trace.gz")).unwrap();
+        let mut s = Vec::new();
+        flate2::read::GzDecoder::new(f).take(4_000).read_to_end(&mut s).unwrap();
+        let text = String::from_utf8_lossy(&s);
+        let last = text.rfind("},{\"args\"").unwrap_or(text.len());
+        all.push(format!("{}}}]}}\n", &text[..last]).into_bytes());
     }
     // The parser's own format first, so most mutations reach deep into it.
     let own = match parser {

@@ -16,7 +16,8 @@
 //! Phases are scopes: with `phases` given, the innermost enclosing scope of one of those names;
 //! with none, the outermost scope. Kernels outside every such scope go to `unannotated` when
 //! the profile has one, else to `phase` (default `run`), as in `torch-trace`. Proton's trace
-//! output (`data="trace"`, a JSON object) is refused: no real one could be checked.
+//! output (`data="trace"`, JSON objects where the tree is an array) is read by
+//! [`super::proton_trace`], chosen here by the first byte.
 //!
 //! Hostile input: the tree is walked with an explicit stack (no recursion), nodes nested deeper
 //! than [`MAX_DEPTH`] are skipped with a warning, the tree is capped at [`MAX_NODES`] nodes, and
@@ -153,13 +154,13 @@ fn path(stack: &[Open]) -> String {
     p
 }
 
-fn scan_err(source: &str, at: &str, e: ScanError) -> ParseError {
+pub(super) fn scan_err(source: &str, at: &str, e: ScanError) -> ParseError {
     ParseError::new(source, Some(e.line), format!("{at}: {} (byte offset {})", e.message, e.offset))
 }
 
 /// Skip the value at the cursor without holding it: an object or array of any size or nesting
 /// is passed by counting brackets (one counter, no stack); a scalar is read as one value.
-fn skip<R: Read>(sc: &mut Scanner<R>) -> Result<(), ScanError> {
+pub(super) fn skip<R: Read>(sc: &mut Scanner<R>) -> Result<(), ScanError> {
     if !matches!(sc.peek()?, Some(b'{' | b'[')) {
         return sc.value().map(|_| ());
     }
@@ -199,14 +200,8 @@ pub fn parse_capped(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, max
     let top = |e: ScanError| scan_err(source, "top level", e);
     match sc.peek().map_err(top)? {
         Some(b'[') => sc.bump(),
-        Some(b'{') => {
-            let line = sc.line();
-            return Err(ParseError::new(
-                source,
-                Some(line),
-                "a JSON object, not Proton's hatchet tree (a JSON array `[tree, devices]`, what `data=\"tree\"`, the default, writes); Proton's trace output (`data=\"trace\"`) is not read",
-            ));
-        }
+        // Proton's trace output (`data="trace"`): one JSON object per stream.
+        Some(b'{') => return super::proton_trace::parse_scanner(&mut sc, source, opts),
         // MessagePack's fixarray and array headers: the binary tree later Proton versions write.
         Some(0x90..=0x9f | 0xdc | 0xdd) => {
             return Err(ParseError::new(
@@ -826,8 +821,10 @@ mod tests {
         assert!(e.contains("byte offset"), "{e}");
         let e = run(&doc(&[])[..40], &ParserOptions::default()).unwrap_err().to_string();
         assert!(e.contains("truncated"), "{e}");
-        let e = run(r#"{"traceEvents": []}"#, &ParserOptions::default()).unwrap_err().to_string();
-        assert!(e.contains("Proton's trace output (`data=\"trace\"`) is not read"), "{e}");
+        // An object is Proton's trace output, read by `proton_trace`.
+        let o = run(r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}]}"#, &ParserOptions::default()).unwrap();
+        assert_eq!((o.parser.as_str(), &o.artifacts["proton_data"]), ("proton", &json!("trace")));
+        assert_eq!(o.phase("run").unwrap().kernel("k").unwrap().total_us, 2.0);
         let e = run_bytes(b"\x92\x83\xa5frame", &ParserOptions::default()).unwrap_err().to_string();
         assert!(e.contains("MessagePack, not JSON"), "{e}");
         let e = run("[1, {}]", &ParserOptions::default()).unwrap_err().to_string();
