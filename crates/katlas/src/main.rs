@@ -103,6 +103,20 @@ enum Command {
     Trust(cmd::trust::TrustArgs),
 }
 
+/// Clap's own usage errors in katlas's voice (`katlas: error: …`, exit 2); help and version
+/// print as clap prints them.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind::*;
+    if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
+        let _ = e.print();
+        return ExitCode::from(if e.use_stderr() { ctx::exit::BAD_INPUT } else { 0 });
+    }
+    let text = e.render().to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    eprint!("katlas: error: {text}");
+    ExitCode::from(ctx::exit::BAD_INPUT)
+}
+
 fn main() -> ExitCode {
     // Die quietly on a closed pipe (`katlas … | head`) like other Unix tools
     // instead of panicking in println!.
@@ -122,7 +136,10 @@ fn main() -> ExitCode {
         }
         default_hook(info);
     }));
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
     let mut ctx = Ctx::new(cli.project.clone());
     ctx.yes = cli.yes;
     let result = match &cli.command {

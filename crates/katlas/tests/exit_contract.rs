@@ -48,3 +48,28 @@ fn a_missing_program_is_named_as_written_and_exits_3() {
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stderr).contains("program `/nonexistent/prog` not found"), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// A usage error speaks like every other katlas error (`katlas: error: …`, exit 2), with clap's
+/// own explanation and its usage line or pointer to --help after it; help and version still go
+/// to stdout with exit 0.
+#[test]
+fn usage_errors_are_katlas_errors_and_help_is_success() {
+    let run = |args: &[&str]| Command::new(KATLAS).args(args).env("NO_COLOR", "1").output().unwrap();
+    for args in [&["fit", "--no-such-flag"][..], &["no-such-command"][..], &["eval", "-n", "many"][..]] {
+        let o = run(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with("katlas: error: "), "{args:?}: {err}");
+        assert!(!err.contains("katlas: error: error:"), "{args:?}: {err}");
+        assert!(err.contains("Usage:") || err.contains("--help"), "{args:?}: {err}");
+    }
+    for args in [&["--help"][..], &["fit", "--help"][..], &["--version"][..]] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        assert!(!o.stdout.is_empty() && o.stderr.is_empty(), "{args:?}");
+    }
+    // No subcommand: the help, as a usage error.
+    let o = run(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("Usage:"));
+}
