@@ -77,6 +77,18 @@ pub fn parse_stream(_r: &mut dyn BufRead, source: &str, _opts: &ParserOptions) -
 pub fn parse(path: &Path, opts: &ParserOptions, limits: &Limits) -> Result<ParseOutput, ParseError> {
     let source = path.display().to_string();
     let err = |m: String| ParseError::new(&source, None, m);
+    // What the reader is handed is a regular file, looked at first: a stream, a device or a
+    // compressed copy never reaches NVIDIA's parser.
+    let mut head = [0u8; 4];
+    let got = {
+        use std::io::Read;
+        let mut f = katlas_corpus::input::open_regular(path).map_err(|e| err(e.to_string()))?;
+        f.read(&mut head).map_err(|e| err(e.to_string()))?
+    };
+    if got >= 2 && head[..2] == [0x1f, 0x8b] {
+        return Err(err("gzip-compressed: decompress it first (NVIDIA's reader reads a report in place)".into()));
+    }
+    let nvr = got == 4 && &head == b"NVR\0";
     let abs = std::path::absolute(path).map_err(|e| err(e.to_string()))?;
     let dir = tempfile::tempdir().map_err(|e| err(format!("no scratch directory for the reader: {e}")))?;
     let python = std::env::var(PYTHON_ENV).unwrap_or_else(|_| "python3".into());
@@ -106,7 +118,12 @@ pub fn parse(path: &Path, opts: &ParserOptions, limits: &Limits) -> Result<Parse
     }
     let f = std::fs::File::open(&run.stdout).map_err(|e| err(format!("the reader's output: {e}")))?;
     let mut out = ParseOutput::new("ncu-rep", &source);
-    read_actions(&mut BufReader::new(f), &source, opts, limits, &mut out)?;
+    read_actions(&mut BufReader::new(f), &source, opts, limits, &mut out).map_err(|mut e| {
+        if !nvr {
+            e.message.push_str(" (it does not start with the `NVR` header of Nsight Compute reports)");
+        }
+        e
+    })?;
     Ok(out)
 }
 
