@@ -302,3 +302,49 @@ phases = ["solve"]
     assert_eq!(r.arch.as_deref(), Some("gfx942"));
     assert_eq!(r.metric("launches"), Some(9.0));
 }
+
+/// A workload read by `kv` with a profile read by `json-lines`: both parsers see the same
+/// stdout, and kv must not take the JSON record apart into metrics named `"calls"` or `{"katlas"`.
+#[test]
+fn kv_beside_json_lines_keeps_to_its_own_lines() {
+    let spec = r#"
+command = ["cat", "out.txt"]
+parsers = ["kv"]
+phases = ["decode"]
+[profile]
+parsers = ["json-lines"]
+"#;
+    let (d, mut o, ls) = setup(spec);
+    let out = concat!(
+        "tok_s=12.5\n",
+        "lat_ms: 3\n",
+        "{\"katlas\": 1, \"kernels\": [{\"name\": \"k\", \"calls\": 3, \"avg_us\": 2.5}]}\n",
+        "{\"katlas\": 1, \"avg_us\": 4.5, \"calls\": 7}\n",
+        "[1, \"x: 2\"]\n",
+        "retry \"calls\": 5 {\"x\"=6\n",
+        "{\"katlas\": 1, \"bad key\": 8}\n",
+    );
+    std::fs::write(d.path().join("out.txt"), out).unwrap();
+    o.profile = true;
+    let rep = collect(&ls, &o).unwrap();
+    assert_eq!((rep.rows_ok, rep.rows_error), (1, 0));
+    let rows = rows(o.output.as_ref().unwrap());
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(r.origin.as_ref().unwrap().parsers, vec!["kv".to_string(), "json-lines".to_string()]);
+    let names: Vec<&str> = r.metrics.keys().map(String::as_str).collect();
+    // kv's two keys and the json-lines record's two.
+    assert_eq!(names, ["avg_us", "calls", "lat_ms", "tok_s"], "{:?}", r.metrics);
+    assert_eq!(r.metric("tok_s"), Some(12.5));
+    assert_eq!(r.metric("lat_ms"), Some(3.0));
+    // The json-lines record's values, not kv's reading of the kernel line (3, 2.5).
+    assert_eq!(r.metric("calls"), Some(7.0));
+    assert_eq!(r.metric("avg_us"), Some(4.5));
+    assert_eq!(r.kernels.len(), 1);
+    assert_eq!(r.kernels[0].name, "k");
+    // A record's key that is no name is dropped where the row is built, and the row says where it was.
+    let warnings = r.artifacts["parse_warnings"].as_array().unwrap();
+    let stdout = Path::new(r.origin.as_ref().unwrap().run_dir.as_ref().unwrap()).join("stdout");
+    let want = format!("{}:7: parser `json-lines`: metric name \"bad key\" is not a name; dropped", d.path().join(stdout).display());
+    assert!(warnings.iter().any(|w| w.as_str() == Some(want.as_str())), "{warnings:?}");
+}

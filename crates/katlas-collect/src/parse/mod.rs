@@ -304,8 +304,108 @@ fn source_of(input: &Input<'_>) -> String {
     }
 }
 
-/// Parse under the given limits.
+/// Parse under the given limits. Metric names that are not names (a JSON
+/// fragment such as `{"katlas"`, a quoted word, text with spaces) are dropped
+/// here, each with a warning, so no caller's rows ever carry one.
 pub fn parse_limited(name: &str, input: Input<'_>, opts: &ParserOptions, limits: &Limits) -> Result<ParseOutput, ParseError> {
+    let source = source_of(&input);
+    let text = match &input {
+        Input::Text { text, .. } => Rescan::Text(text),
+        Input::File(p) => Rescan::File(p),
+        Input::Reader { .. } => Rescan::Gone,
+    };
+    let mut out = parse_unscreened(name, input, opts, limits)?;
+    screen_metric_names(&mut out, name, &source, framing(name), text, limits);
+    Ok(out)
+}
+
+/// The longest metric name kept; longer is a line, not a name.
+pub const MAX_METRIC_NAME: usize = 200;
+
+/// Whether `k` can name a metric: non-empty, bounded, and free of what only text
+/// around a name carries (whitespace, control characters, quotes, braces,
+/// brackets, backslashes, `=`, `,`, `;`). Parsers' own names (`kernel_time_us`,
+/// `decode.tok_s`, `tok/s`, `sm__throughput.avg.pct`) all pass.
+pub fn is_metric_name(k: &str) -> bool {
+    !k.is_empty()
+        && k.len() <= MAX_METRIC_NAME
+        && k.chars().all(|c| !c.is_whitespace() && !c.is_control() && !matches!(c, '"' | '\'' | '`' | '{' | '}' | '[' | ']' | '\\' | '=' | ',' | ';'))
+}
+
+/// Where the parsed text can be read again to locate a dropped name's line.
+enum Rescan<'a> {
+    Text(&'a str),
+    File(&'a Path),
+    Gone,
+}
+
+fn screen_metric_names(out: &mut ParseOutput, parser: &str, source: &str, framing: Framing, text: Rescan<'_>, limits: &Limits) {
+    let mut dropped: Vec<String> = Vec::new();
+    let mut screen = |m: &mut BTreeMap<String, Metric>| {
+        m.retain(|k, _| {
+            let ok = is_metric_name(k);
+            if !ok && !dropped.contains(k) {
+                dropped.push(k.clone());
+            }
+            ok
+        })
+    };
+    screen(&mut out.metrics);
+    for p in &mut out.phases {
+        screen(&mut p.metrics);
+    }
+    for r in &mut out.rows {
+        screen(&mut r.metrics);
+    }
+    if dropped.is_empty() {
+        return;
+    }
+    let lines = if framing == Framing::Lines { first_lines_with(&dropped, text, limits) } else { vec![None; dropped.len()] };
+    for (k, line) in dropped.iter().zip(lines) {
+        let at = line.map(|l| format!(":{l}")).unwrap_or_default();
+        let shown: String = k.chars().take(60).collect();
+        let more = if shown.len() < k.len() { "…" } else { "" };
+        out.warnings.push(format!("{source}{at}: parser `{parser}`: metric name {shown:?}{more} is not a name; dropped"));
+    }
+}
+
+/// The 1-based line each name first occurs on, read again under the same limits;
+/// `None` where the input cannot be read again (stdin) or the name is not there verbatim.
+fn first_lines_with(names: &[String], text: Rescan<'_>, limits: &Limits) -> Vec<Option<u64>> {
+    let mut found = vec![None; names.len()];
+    let mut r = match text {
+        Rescan::Text(t) => input::open_text(t, Framing::Lines, limits),
+        Rescan::File(p) => match input::open_file(p, Framing::Lines, limits) {
+            Ok(r) => r,
+            Err(_) => return found,
+        },
+        Rescan::Gone => return found,
+    };
+    // A json-lines name is a dotted path of JSON keys: its last key, as JSON spells it, is in the line.
+    let needles: Vec<[String; 2]> = names
+        .iter()
+        .map(|k| {
+            let leaf = k.rsplit('.').next().unwrap_or(k);
+            let quoted = serde_json::to_string(leaf).unwrap_or_default();
+            [k.clone(), quoted]
+        })
+        .collect();
+    let _ = for_each_line(&mut *r, "", |n, line| {
+        for (i, ks) in needles.iter().enumerate() {
+            if found[i].is_none() && ks.iter().any(|k| !k.is_empty() && line.contains(k.as_str())) {
+                found[i] = Some(n);
+            }
+        }
+        // Stop reading once every name is placed.
+        if found.iter().all(Option::is_some) {
+            return Err(ParseError::new("", None, ""));
+        }
+        Ok(())
+    });
+    found
+}
+
+fn parse_unscreened(name: &str, input: Input<'_>, opts: &ParserOptions, limits: &Limits) -> Result<ParseOutput, ParseError> {
     let f = lookup(name)?;
     let framing = framing(name);
     let source = source_of(&input);
@@ -415,6 +515,27 @@ mod tests {
         assert_eq!(parse_number("1,24"), None);
         assert_eq!(parse_number("abc"), None);
         assert_eq!(parse_number("nan"), None);
+    }
+
+    #[test]
+    fn names_that_are_not_names_never_leave_a_parser() {
+        let text = "noise\n{\"katlas\": 1, \"tok s\": 2, \"ok\": {\"x\\\"y\": 3, \"fine\": 4}}\n";
+        let o = parse_with("json-lines", Input::Text { text, source: "out" }, &ParserOptions::default()).unwrap();
+        let names: Vec<&str> = o.metrics.keys().map(String::as_str).collect();
+        assert_eq!(names, ["ok.fine"]);
+        assert_eq!(
+            o.warnings,
+            [
+                "out:2: parser `json-lines`: metric name \"ok.x\\\"y\" is not a name; dropped",
+                "out:2: parser `json-lines`: metric name \"tok s\" is not a name; dropped",
+            ]
+        );
+        for good in ["tok_s", "decode.tok_s", "tok/s", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "a:b", "p50-ms"] {
+            assert!(is_metric_name(good), "{good}");
+        }
+        for bad in ["", "{\"katlas\"", "\"calls\"", "'w'", "a b", "x\u{1b}[2J", "k=v", "[0]", &"x".repeat(MAX_METRIC_NAME + 1)] {
+            assert!(!is_metric_name(bad), "{bad}");
+        }
     }
 
     #[test]
