@@ -394,11 +394,23 @@ fn stopped(k: &KernelFit) -> bool {
     k.findings.iter().any(|f| f.kind == FindingKind::Stop)
 }
 
+/// A kernel's limit findings as the brief reads them: a kernel that needs bytes first (a
+/// memory-bound op of unknown bandwidth) has that one only; the limits after it (occupancy,
+/// launch shape) cannot say what bounds it without them. `--verbose` keeps them all.
+fn read_limits(k: &KernelFit) -> Vec<&Finding> {
+    let limits = k.findings.iter().filter(|f| f.kind == FindingKind::Limit);
+    if k.emitted.contains("needs_bytes") {
+        limits.take(1).collect()
+    } else {
+        limits.collect()
+    }
+}
+
 /// Limit rules that hold on several hot kernels, with the kernels, in rule order of first use.
 fn common_rules(v: &FitView) -> Vec<(String, Vec<&KernelFit>)> {
     let mut out: Vec<(String, Vec<&KernelFit>)> = Vec::new();
     for k in &v.kernels {
-        for f in k.findings.iter().filter(|f| f.kind == FindingKind::Limit) {
+        for f in read_limits(k) {
             match out.iter_mut().find(|(r, _)| *r == f.rule) {
                 Some((_, ks)) => ks.push(k),
                 None => out.push((f.rule.clone(), vec![k])),
@@ -426,6 +438,9 @@ fn timeline_line(v: &FitView) -> Option<String> {
         if let (Some(per), Some(steps)) = (n("launches_per_step"), n("steps")) {
             s.push_str(&format!(" ({} per step, {} steps)", fmt_num(per, Some(0)), fmt_num(steps, Some(0))));
         }
+        if let (Some(g), Some(r)) = (n("graph_launches").filter(|g| *g > 0.0), n("graph_replayed_kernels")) {
+            s.push_str(&format!(", {} of them graph launches replaying {} kernels", fmt_num(g, Some(0)), fmt_num(r, Some(0))));
+        }
     }
     if let Some(a) = n("kernel_avg_us") {
         s.push_str(&format!("; kernels avg {} us", fmt_num(a, Some(2))));
@@ -439,12 +454,22 @@ fn timeline_line(v: &FitView) -> Option<String> {
     Some(s)
 }
 
-fn kernel_row(d: &mut Doc, k: &KernelFit, nv: bool) {
+/// The phase caveat that says graph-replayed kernels have no shapes, and the command for bytes.
+const GRAPH_REPLAY_RULE: &str = "graph_replay_no_shapes";
+
+/// `short`: the fit read already says how replayed kernels get bytes; each row names only why.
+fn kernel_row(d: &mut Doc, k: &KernelFit, nv: bool, short: bool) {
     let t = &k.throughput;
     let bw = match (t.bw_gbps, t.bw_pct_of_peak) {
         (Some(b), Some(p)) => format!("{} GB/s = {}% of peak ({})", fmt_num(b, Some(1)), fmt_num(p, Some(1)), t.bw_source.as_deref().unwrap_or("-")),
         (Some(b), None) => format!("{} GB/s ({})", fmt_num(b, Some(1)), t.bw_source.as_deref().unwrap_or("-")),
-        _ => k.bytes_note.as_deref().map_or_else(|| "bandwidth unknown".into(), |n| format!("bandwidth unknown: {n}")),
+        _ => match k.bytes_note.as_deref() {
+            Some(n) if short && k.signals.contains_key("graph_replayed_calls") => {
+                format!("bandwidth unknown: {} (see the caveat)", n.split_once("): ").map_or(n.to_string(), |(why, _)| format!("{why})")))
+            }
+            Some(n) => format!("bandwidth unknown: {n}"),
+            None => "bandwidth unknown".into(),
+        },
     };
     let occ = k.occupancy.as_ref().map(|o| format!("; occupancy {}/{} {} ({})", o.achieved, o.max, o.unit, o.limiter.name())).unwrap_or_default();
     let op = k.op.as_ref().map(|o| format!(" ({}.{})", o.family, o.role)).unwrap_or_default();
@@ -567,8 +592,7 @@ fn fit_brief(v: &FitView, md: bool) -> String {
         if shown == 3 {
             break;
         }
-        let own =
-            k.findings.iter().find(|f| f.kind == FindingKind::Limit && !is_common(&f.rule) && headline.as_ref() != Some(&(f.rule.clone(), f.kernel.clone())));
+        let own = read_limits(k).into_iter().find(|f| !is_common(&f.rule) && headline.as_ref() != Some(&(f.rule.clone(), f.kernel.clone())));
         if let Some(f) = own {
             d.item(format!("{}: {}", k.short_name, brief_finding(f)));
             shown += 1;
@@ -588,8 +612,9 @@ fn fit_brief(v: &FitView, md: bool) -> String {
     }
 
     d.h("Hot kernels");
+    let graph_caveat = v.caveats.iter().any(|f| f.rule == GRAPH_REPLAY_RULE);
     for k in &v.kernels {
-        kernel_row(&mut d, k, nvidia(v));
+        kernel_row(&mut d, k, nvidia(v), graph_caveat);
     }
     if let Some(q) = &v.quant {
         d.kv("quant", format!("{} ({} bits/weight): {}", q.label, fmt_num(q.bits_per_weight, None), q.fit_question));

@@ -15,8 +15,18 @@ use std::path::Path;
 
 /// A row from a torch trace, built the way `katlas fit --parse torch-trace` builds it.
 pub fn trace_row(path: &Path) -> Row {
-    let out = katlas_collect::parse_with("torch-trace", katlas_collect::Input::File(path), &Default::default()).unwrap();
-    let t = out.phases.iter().find(|t| !t.kernels.is_empty()).expect("a phase with kernels");
+    trace_phase_row(path, None)
+}
+
+/// The row of one phase, as `katlas fit --parse torch-trace FILE --phase P` builds it (the
+/// first phase with kernels without one).
+fn trace_phase_row(path: &Path, phase: Option<&str>) -> Row {
+    let opts = katlas_collect::parse::ParserOptions { phase: phase.map(str::to_string), ..Default::default() };
+    let out = katlas_collect::parse_with("torch-trace", katlas_collect::Input::File(path), &opts).unwrap();
+    let t = match phase {
+        Some(p) => out.phases.iter().find(|t| t.phase == p).expect("the phase asked for"),
+        None => out.phases.iter().find(|t| !t.kernels.is_empty()).expect("a phase with kernels"),
+    };
     let mut row = Row::new("llama_decode", t.phase.clone());
     row.origin = Some(Origin { kind: "parse".into(), file: Some(path.display().to_string()), parsers: vec!["torch-trace".into()], ..Default::default() });
     row.metrics.extend(out.metrics.clone());
@@ -736,4 +746,170 @@ fn proton_trace_tree_and_torch_trace_of_one_program_agree() {
             other => panic!("{phase}: gpu_busy_pct {other:?}"),
         }
     }
+}
+
+/// The real graph-replayed decode (fixtures/torch-h200-graph): HF Llama, 4 layers, 16 decode
+/// tokens each replayed from one CUDA graph, torch.profiler on an H200.
+fn graph_decode() -> (std::path::PathBuf, serde_json::Value) {
+    let path = common::shared().join("torch-h200-graph/llama-graph-decode.json.gz");
+    let mut text = String::new();
+    katlas_collect::parse::open_maybe_gz(&path).unwrap().read_to_string(&mut text).unwrap();
+    (path.clone(), serde_json::from_str(&text).unwrap())
+}
+
+/// What the trace itself says of its `decode` ranges, read with serde_json alone.
+struct DecodeFacts {
+    graph_launches: f64,
+    /// Kernels of the decode GPU ranges: replayed by a graph launch, launched one by one.
+    replayed: f64,
+    plain: f64,
+    /// Host launch calls inside the decode host ranges (a driver call inside a runtime call on
+    /// the same thread is the same launch) and their mean duration.
+    host_calls: f64,
+    host_us: f64,
+    /// The same over the whole trace.
+    all_host_us: f64,
+    busy_us: f64,
+}
+
+fn decode_facts(v: &serde_json::Value) -> DecodeFacts {
+    let evs = v["traceEvents"].as_array().unwrap();
+    let num = |e: &serde_json::Value, k: &str| e[k].as_f64().unwrap();
+    let ranges = |cat: &str| -> Vec<(f64, f64)> {
+        evs.iter().filter(|e| e["cat"] == cat && e["name"] == "decode").map(|e| (num(e, "ts"), num(e, "ts") + num(e, "dur"))).collect()
+    };
+    let (host, gpu) = (ranges("user_annotation"), ranges("gpu_user_annotation"));
+    let inside = |rs: &[(f64, f64)], t: f64| rs.iter().any(|r| r.0 <= t && t <= r.1);
+    let apis = &katlas_collect::parse::timeline::rules().launch_apis;
+    let api = |e: &&serde_json::Value| (e["cat"] == "cuda_runtime" || e["cat"] == "cuda_driver") && apis.iter().any(|a| e["name"] == a.as_str());
+    let calls: Vec<&serde_json::Value> = evs.iter().filter(api).collect();
+    let runtime: Vec<(&serde_json::Value, f64, f64)> =
+        calls.iter().filter(|e| e["cat"] == "cuda_runtime").map(|e| (&e["tid"], num(e, "ts"), num(e, "ts") + num(e, "dur"))).collect();
+    let own = |e: &&&serde_json::Value| e["cat"] == "cuda_runtime" || !runtime.iter().any(|r| *r.0 == e["tid"] && r.1 <= num(e, "ts") && num(e, "ts") <= r.2);
+    let mean = |v: &[&&serde_json::Value]| v.iter().map(|e| num(e, "dur")).sum::<f64>() / v.len() as f64;
+    let all: Vec<&&serde_json::Value> = calls.iter().filter(own).collect();
+    let mine: Vec<&&serde_json::Value> = all.iter().copied().filter(|e| inside(&host, num(e, "ts"))).collect();
+    let graph: Vec<i64> = calls.iter().filter(|e| e["name"] == "cudaGraphLaunch").map(|e| e["args"]["correlation"].as_i64().unwrap()).collect();
+    let kernels: Vec<&serde_json::Value> = evs.iter().filter(|e| e["cat"] == "kernel" && inside(&gpu, num(e, "ts"))).collect();
+    let replayed = kernels.iter().filter(|k| k["args"]["correlation"].as_i64().is_some_and(|c| graph.contains(&c))).count() as f64;
+    let graph_in_decode = calls.iter().filter(|e| e["name"] == "cudaGraphLaunch" && inside(&host, num(e, "ts"))).count() as f64;
+    let mut iv: Vec<(f64, f64)> = kernels.iter().map(|k| (num(k, "ts"), num(k, "ts") + num(k, "dur"))).collect();
+    iv.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut busy, mut end) = (0.0, f64::MIN);
+    for (a, b) in iv {
+        busy += (b - a.max(end)).max(0.0);
+        end = end.max(b);
+    }
+    DecodeFacts {
+        graph_launches: graph_in_decode,
+        replayed,
+        plain: kernels.len() as f64 - replayed,
+        host_calls: mine.len() as f64,
+        host_us: mean(&mine),
+        all_host_us: mean(&all),
+        busy_us: busy,
+    }
+}
+
+#[test]
+fn the_graph_decodes_launches_and_host_time_are_its_own_and_a_graph_launch_is_one_launch() {
+    let (path, v) = graph_decode();
+    let want = decode_facts(&v);
+    // The recording: 16 tokens, one graph launch each, every step's kernels replayed.
+    assert_eq!(want.graph_launches, 16.0);
+    assert!(want.replayed >= 100.0 * want.graph_launches, "{} replayed", want.replayed);
+    // `--phase decode` (what `katlas fit --parse torch-trace FILE --phase decode` passes) and
+    // `--phases prefill,decode` read the same decode: its ranges, not the whole trace.
+    let one = katlas_collect::parse::ParserOptions { phase: Some("decode".into()), ..Default::default() };
+    let both = katlas_collect::parse::ParserOptions { phases: vec!["prefill".into(), "decode".into()], ..Default::default() };
+    for opts in [one, both] {
+        let out = katlas_collect::parse_with("torch-trace", katlas_collect::Input::File(&path), &opts).unwrap();
+        let m = |k: &str| phase_metric(&out, "decode", k).unwrap_or_else(|| panic!("{:?}: decode has no {k}", opts.phases));
+        assert_eq!(m("graph_launches"), want.graph_launches);
+        assert_eq!(m("graph_replayed_kernels"), want.replayed);
+        // What the host issued: one per graph launch, one per kernel launched on its own.
+        assert_eq!(m("launches"), want.graph_launches + want.plain);
+        assert_eq!(m("host_launch_calls"), want.host_calls);
+        assert_eq!(m("launches"), m("host_launch_calls"), "every launch the GPU shows was issued inside the decode range");
+        assert!((m("host_launch_us") - want.host_us).abs() < 1e-6, "{} vs {}", m("host_launch_us"), want.host_us);
+        assert!((m("host_launch_us") - want.all_host_us).abs() > 1.0, "the whole trace's host time per launch is not decode's");
+        // Timeline facts of the decode alone; the mean is per kernel, not per launch.
+        assert!((m("gpu_busy_us") - want.busy_us).abs() < 0.01, "{} vs {}", m("gpu_busy_us"), want.busy_us);
+        assert!((m("kernel_avg_us") - want.busy_us / (want.replayed + want.plain)).abs() < 1e-6);
+        let decode = out.phases.iter().find(|t| t.phase == "decode").unwrap();
+        assert_eq!(decode.kernels.iter().map(|k| k.calls).sum::<u64>() as f64, want.replayed + want.plain);
+    }
+}
+
+#[test]
+fn the_graph_decode_fit_read_says_replays_have_no_op_shapes_and_names_the_counters_command() {
+    let (path, v) = graph_decode();
+    let want = decode_facts(&v);
+    let rules = Rules::builtin().unwrap();
+    let fit = fit_of(&trace_phase_row(&path, Some("decode")), &rules);
+    let c = fit.caveats.iter().find(|f| f.rule == "graph_replay_no_shapes").expect("the graph caveat in the fit read");
+    assert!(c.kernel.is_none(), "the phase's caveat, said once");
+    assert_eq!(c.numbers.get("graph_replayed_kernels"), Some(&katlas_advise::expr::Val::Num(want.replayed)));
+    assert_eq!(c.numbers.get("graph_launches"), Some(&katlas_advise::expr::Val::Num(want.graph_launches)));
+    for words in ["no op shapes", "no bytes or FLOPs from shapes", "katlas collect WORKLOAD --profile", "dram__bytes_read.sum", "--graph-profiling node"] {
+        assert!(c.text.contains(words), "`{words}` in {}", c.text);
+    }
+    let text = katlas_advise::render::fit_text(&fit);
+    let read = text.split("HOT KERNELS").next().unwrap();
+    assert!(read.contains("[rule graph_replay_no_shapes]") && read.contains("--graph-profiling node"), "{read}");
+    // The timeline line counts the graph launches beside the launches.
+    assert!(
+        read.contains(&format!(
+            "{} launches, {} of them graph launches replaying {} kernels",
+            want.graph_launches + want.plain,
+            want.graph_launches,
+            want.replayed
+        )),
+        "{read}"
+    );
+    // Each hot kernel says why it has no bandwidth; the caveat says how to get it, once.
+    let hot = text.split("HOT KERNELS").nth(1).unwrap();
+    assert_eq!(hot.matches("(CUDA graph replay").count(), fit.kernels.len(), "{hot}");
+    assert!(!hot.contains("dram__bytes_read"), "{hot}");
+}
+
+#[test]
+fn occupancy_never_leads_on_a_memory_bound_kernel_whose_bandwidth_is_unknown() {
+    let (path, _) = graph_decode();
+    let rules = Rules::builtin().unwrap();
+    let fit = fit_of(&trace_phase_row(&path, Some("decode")), &rules);
+    // The decode is busy most of its window: not launch-bound, so a kernel's limit leads.
+    assert!(fit.likely_limit.iter().all(|f| f.rule != "host_bound"));
+    let lead = fit.likely_limit.first().expect("a likely limit");
+    let top = &fit.kernels[0];
+    assert!(top.name.starts_with("nvjet_"), "the hottest kernel is cuBLAS's decode GEMM: {}", top.name);
+    assert_eq!(lead.kernel.as_deref(), Some(top.name.as_str()));
+    assert_eq!(lead.rule, "bandwidth_unknown", "{}", lead.text);
+    assert!(lead.text.contains("bandwidth unknown") && lead.text.contains("decode phase `decode`") && lead.text.contains("ncu"), "{}", lead.text);
+    // Occupancy and launch shape hold on it, and still do not lead.
+    let rules_on_top: Vec<&str> = top.findings.iter().map(|f| f.rule.as_str()).collect();
+    assert!(rules_on_top.contains(&"low_occupancy") && rules_on_top.contains(&"grid_underfill"), "{rules_on_top:?}");
+    for k in fit.kernels.iter().filter(|k| k.signals.get("memory_class") == Some(&katlas_advise::expr::Val::Bool(true))) {
+        let first = k.findings.iter().find(|f| f.kind == katlas_advise::rules::FindingKind::Limit).unwrap();
+        assert_eq!(first.rule, "bandwidth_unknown", "{}", k.name);
+    }
+    let text = katlas_advise::render::fit_text(&fit);
+    let read = text.split("HOT KERNELS").next().unwrap();
+    let limit = read.lines().find(|l| l.contains("likely limit")).unwrap();
+    assert!(!limit.contains("warps per SM sub-partition") && !limit.contains("the GPU is not filled"), "{limit}");
+    assert!(!read.contains("[rule low_occupancy]"), "a kernel that needs bytes shows that, not its occupancy:\n{read}");
+
+    // A memory-bound kernel of an eager trace with its bytes taken away: the one-token GEMV
+    // (M = 1 from shapes) leads with bandwidth unknown and the counters command, not occupancy.
+    let mut row = llama();
+    let gemv = row.kernels.iter_mut().filter(|k| k.name.starts_with("nvjet_sm90_tst_64x8")).max_by(|a, b| a.total_us.total_cmp(&b.total_us)).unwrap();
+    gemv.bytes = None;
+    gemv.extra.remove("bytes_source");
+    let name = gemv.name.clone();
+    let fit = fit_of(&row, &rules);
+    let k = fit.kernels.iter().find(|k| k.name == name).unwrap();
+    let first = k.findings.iter().find(|f| f.kind == katlas_advise::rules::FindingKind::Limit).unwrap();
+    assert_eq!(first.rule, "bandwidth_unknown", "{}", first.text);
+    assert!(first.text.contains("one-token GEMV: M = 1 from shapes") && first.text.contains("dram__bytes_read.sum"), "{}", first.text);
+    assert!(k.findings.iter().any(|f| f.rule == "low_occupancy"));
 }

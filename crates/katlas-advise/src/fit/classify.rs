@@ -132,3 +132,41 @@ pub(super) fn fusion_neighbours(st: &FitSettings, list: &[KernelSample]) -> BTre
     }
     out
 }
+
+/// Why a kernel's op class is memory-bound — its time is the bytes it moves over the bandwidth,
+/// so bandwidth is what reads it first — or `None`: a one-token GEMV (`decode_gemv`); a GEMM or
+/// attention of a decode phase that no `[settings] batched_words` mark batched and no shapes
+/// give an M above 1 (one query token reads every weight or the whole KV cache once); an
+/// elementwise op; a reduction or norm. Reads the op signals `fit_kernel` has set.
+pub(super) fn memory_class(st: &FitSettings, s: &crate::expr::Signals, name: &str, op: Option<&OpClass>, x: &KernelSample) -> Option<String> {
+    use crate::expr::Val;
+    let flag = |k: &str| matches!(s.get(k), Some(Val::Bool(true)));
+    let word = |k: &str| match s.get(k) {
+        Some(Val::Str(w)) => Some(w.clone()),
+        _ => None,
+    };
+    let op_text = op.map(|o| format!("op {}.{}", o.family, o.role));
+    if flag("decode_gemv") {
+        return Some(format!("a one-token GEMV: {}", word("gemv_evidence").unwrap_or_default()));
+    }
+    let phase = word("phase").unwrap_or_default();
+    let lname = name.to_ascii_lowercase();
+    let lphase = phase.to_ascii_lowercase();
+    let batched = |n: &str| st.batched_words.iter().any(|w| n.contains(w.as_str()));
+    let m_above_1 = x.extra.get("shapes_m_max").and_then(|v| v.as_f64()).is_some_and(|m| m > 1.0);
+    let decode = flag("phase_decode") && !flag("phase_prefill") && !batched(&lphase) && !m_above_1;
+    if decode && flag("is_gemm") && !batched(&lname) {
+        return Some(format!("a GEMM of decode phase `{phase}`, {}", op_text.unwrap_or_else(|| "GEMM by name".into())));
+    }
+    // Attention kernels use matrix instructions at any batch: only the phase says batched.
+    if decode && op.is_some_and(|o| o.family.eq_ignore_ascii_case("attention")) {
+        return Some(format!("attention of decode phase `{phase}`, {}: one query token reads the KV cache", op_text.unwrap_or_default()));
+    }
+    if flag("is_elementwise") {
+        return Some(format!("elementwise: {}", op_text.unwrap_or_else(|| "`elementwise` in the name".into())));
+    }
+    if flag("is_reduction") {
+        return Some(format!("a reduction: {}", op_text.unwrap_or_else(|| "`reduce` in the name".into())));
+    }
+    None
+}

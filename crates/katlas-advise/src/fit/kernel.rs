@@ -1,7 +1,7 @@
 //! One kernel's signals: profile numbers, bandwidth and compute against the product's
 //! ceilings, ISA resources, occupancy, instruction mix, launch geometry; then its rules.
 
-use super::classify::{gemv_evidence, is_gemm_like, is_library_kernel, is_projection, is_route_env, knob_reaches, phase_kind, small_transform};
+use super::classify::{gemv_evidence, is_gemm_like, is_library_kernel, is_projection, is_route_env, knob_reaches, memory_class, phase_kind, small_transform};
 use super::evaluate::eval_rules;
 use super::profile::{bytes_label, bytes_source, from_shapes};
 use super::scope::{object_label, Pair};
@@ -37,6 +37,12 @@ pub(super) fn phase_signals(row: Option<&Row>) -> Signals {
     if let Some(w) = r.metrics.get("timeline_window_us") {
         s.insert("timeline_window_ms".into(), Val::Num(w.value / 1e3));
     }
+    // A timeline with no graph launch replayed none: the graph rules decide, not wait.
+    if s.contains_key("gpu_busy_pct") {
+        for k in ["graph_launches", "graph_replayed_kernels"] {
+            s.entry(k.into()).or_insert(Val::Num(0.0));
+        }
+    }
     let torch = r.origin.as_ref().is_some_and(|o| o.parsers.iter().any(|p| p == "torch-trace")) || r.metrics.contains_key("trace_events");
     s.insert("framework".into(), Val::Str(if torch { "torch" } else { "other" }.into()));
     s
@@ -55,6 +61,15 @@ pub fn arch_signals(atom: Option<&Atom>, s: &mut Signals) {
     s.insert("matrix_capable".into(), Val::Bool(!a.matrix.is_empty()));
     let units: Vec<String> = a.matrix.keys().cloned().collect();
     s.insert("matrix_units".into(), Val::Str(if units.is_empty() { "none".into() } else { units.join(", ") }));
+    s.insert("counters_command".into(), Val::Str(counters_command(a.vendor).into()));
+}
+
+/// The command that gets per-kernel DRAM bytes on a vendor's GPUs.
+pub(super) fn counters_command(v: Vendor) -> &'static str {
+    match v {
+        Vendor::Nvidia => katlas_collect::parse::torch_trace::COUNTERS_COMMAND,
+        Vendor::Amd => "rocprofv3 --kernel-trace --pmc FETCH_SIZE WRITE_SIZE --output-format rocpd -d OUT_DIR -- APP, read with `katlas parse rocprofv3 OUT_DIR` (or katlas collect WORKLOAD --profile with that profile)",
+    }
 }
 
 pub(super) fn simds_of(atom: &Atom, product: &Product) -> f64 {
@@ -182,6 +197,13 @@ pub(super) fn fit_kernel(
     s.insert("is_reduction".into(), Val::Bool(in_fams(&st.reduction_families) || lname.contains("reduce")));
     s.insert("library_kernel".into(), Val::Bool(is_library_kernel(&st.library_prefixes, &name)));
     if let Some(x) = sample {
+        let why = memory_class(st, &s, &name, op.as_ref(), x);
+        s.insert("memory_class".into(), Val::Bool(why.is_some()));
+        if let Some(w) = why {
+            s.insert("memory_class_evidence".into(), Val::Str(w));
+        }
+    }
+    if let Some(x) = sample {
         let (small, why) = small_transform(st, x);
         s.insert("small_transform".into(), Val::Bool(small));
         if let Some(w) = why {
@@ -242,6 +264,16 @@ pub(super) fn fit_kernel(
             s.insert("bytes_source".into(), Val::Str(src.to_string()));
         }
         kf.bytes_note = x.extra.get("bytes_note").and_then(|v| v.as_str()).map(str::to_string);
+        s.insert("bw_unknown".into(), Val::Bool(bw.is_none()));
+        if bw.is_none() {
+            let how = kf.bytes_note.clone().or_else(|| ctx.atom.map(|a| format!("{} gets DRAM bytes", counters_command(a.vendor))));
+            if let Some(h) = how {
+                s.insert("bytes_how".into(), Val::Str(h));
+            }
+        }
+        if let Some(n) = x.extra.get("graph_replayed_calls").and_then(|v| v.as_f64()) {
+            s.insert("graph_replayed_calls".into(), Val::Num(n));
+        }
         triton_signals(x, &mut kf, &mut s);
         if let Some((gbps, src)) = bw {
             kf.throughput.bw_gbps = Some(gbps);

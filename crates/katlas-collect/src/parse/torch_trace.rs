@@ -335,7 +335,7 @@ fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), Strin
         }
         "gpu_user_annotation" => {
             if let (Some(name), Some(ts), Some(dur)) = (ev.name, ev.ts, ev.dur) {
-                if opts.phases.iter().any(|p| p == name.as_ref()) {
+                if delimits(opts, &name) {
                     st.ranges.push((ts, ts + dur, name.into_owned()));
                 }
             }
@@ -343,6 +343,17 @@ fn event(st: &mut State, bytes: &[u8], opts: &ParserOptions) -> Result<(), Strin
         _ => {}
     }
     Ok(())
+}
+
+/// Whether a `record_function` range of this name is a phase: one of `phases`, else the
+/// `phase` asked for. A table named `decode` must hold the decode range's kernels, never the
+/// whole trace's (prefill included) when the trace marks where decode is.
+fn delimits(opts: &ParserOptions, name: &str) -> bool {
+    if opts.phases.is_empty() {
+        opts.phase.as_deref() == Some(name)
+    } else {
+        opts.phases.iter().any(|p| p == name)
+    }
 }
 
 /// A CPU op or annotation: read leniently (only what the timeline and shapes use), since
@@ -386,7 +397,7 @@ fn host_op(st: &mut State, bytes: &[u8], annotation: bool, opts: &ParserOptions)
     let op: HostOp = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     let name = op.name.as_deref().unwrap_or("");
     // The host side of a phase (`record_function`): the launch calls made inside it are its.
-    if annotation && opts.phases.iter().any(|p| p == name) {
+    if annotation && delimits(opts, name) {
         let num = |r: Option<&RawValue>| r.and_then(|r| r.get().parse::<f64>().ok());
         if let (Some(ts), Some(dur)) = (num(op.ts), num(op.dur)) {
             st.host_ranges.push((ts, ts + dur, name.to_string()));
@@ -596,6 +607,11 @@ fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions, join: Option<&
                 None
             };
             let mut tl = super::timeline::metrics(&b, n, host, if one_phase { steps } else { None });
+            // Per kernel, not per launch: a graph launch replays hundreds of kernels.
+            let kernels = intervals[i].len();
+            if kernels > 0 {
+                tl.insert("kernel_avg_us".into(), Metric::new(b.busy_us / kernels as f64, Some("us")));
+            }
             if let Some((_, graphs)) = issued.get(&i).filter(|(_, g)| !g.is_empty()) {
                 let replayed_kernels = intervals[i].len() as u64 - issued[&i].0;
                 tl.insert("graph_launches".into(), Metric::new(graphs.len() as f64, Some("launches")));
@@ -638,6 +654,9 @@ pub const OP_OPERANDS: &str = "op operands";
 
 /// The command that gets DRAM counters for kernels the trace cannot give bytes for.
 pub const COUNTERS_COMMAND: &str = "katlas collect WORKLOAD --profile with an ncu-csv profile (ncu --csv --page raw --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum)";
+
+/// How ncu counts a replayed graph's kernels (Nsight Compute CLI, `--graph-profiling`).
+pub const GRAPH_NODES: &str = "ncu profiles each kernel node of a replayed graph as its own kernel: --graph-profiling node, the default";
 
 /// Bytes and FLOPs from shapes of one kernel's calls.
 #[derive(Default)]
@@ -697,7 +716,10 @@ impl ShapeAcc {
         } else if self.graph_replays > 0 {
             k.extra.insert(
                 "bytes_note".into(),
-                json!(format!("no op in the trace (CUDA graph replay, {} of {} calls): {COUNTERS_COMMAND} gets DRAM bytes", self.graph_replays, k.calls)),
+                json!(format!(
+                    "no op in the trace (CUDA graph replay, {} of {} calls): no op shapes, so no bytes from shapes; {COUNTERS_COMMAND} gets DRAM bytes ({GRAPH_NODES})",
+                    self.graph_replays, k.calls
+                )),
             );
         } else if self.outside_ops > 0 {
             k.extra.insert(
@@ -713,6 +735,9 @@ impl ShapeAcc {
                 "bytes_note".into(),
                 json!(format!("op `{op}` launched {n} kernels per call: its operand bytes are not any one kernel's; a Triton launch record or {COUNTERS_COMMAND} gives them")),
             );
+        }
+        if self.graph_replays > 0 {
+            k.extra.insert("graph_replayed_calls".into(), json!(self.graph_replays));
         }
         if self.calls == 0 {
             return;
