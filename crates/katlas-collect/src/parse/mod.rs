@@ -141,7 +141,9 @@ pub struct ParserOptions {
     /// `json-lines`: only objects carrying this key are records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marker: Option<String>,
-    /// Phase name for tables that carry no phase of their own (profiler files).
+    /// Phase name for tables that carry no phase of their own (profiler files); for a torch
+    /// trace with no `phases`, the `record_function` range of this name is the phase (kernels
+    /// outside it are `unannotated`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
     /// `torch-trace`: GPU annotation (`record_function`) names that delimit phases.

@@ -24,7 +24,8 @@ pub struct ParseArgs {
     /// List the parsers and exit.
     #[arg(long)]
     pub list: bool,
-    /// Phase name for tables without one (profiler files).
+    /// Phase name for tables without one (profiler files); torch-trace without --phases: the
+    /// record_function range of this name is the phase, kernels outside it `unannotated`.
     #[arg(long)]
     pub phase: Option<String>,
     /// torch-trace: GPU annotation names, rocpd: roctx range names, that delimit phases (comma-separated).
