@@ -128,6 +128,49 @@ fn bad_input_exits_2() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// `latest` as ROW: the corpus's newest row by capture time, not by where it was written; narrowed
+/// by --workload/--phase; one resolver for fit, suggest and task. An empty corpus is exit 2 naming it.
+#[test]
+fn latest_is_the_newest_corpus_row() {
+    let d = project();
+    let p = d.path();
+    let o = katlas(p, &["fit", "latest"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let corpus = p.join(".katlas/corpus");
+    assert!(err.contains("`latest`") && err.contains("no rows") && err.contains(&corpus.display().to_string()), "{err}");
+    // The hipfire rows newest first, so the newest row is the first one written.
+    let text = std::fs::read_to_string(p.join("rows.jsonl")).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.reverse();
+    std::fs::write(p.join("reversed.jsonl"), lines.join("\n") + "\n").unwrap();
+    ok(&katlas(p, &["corpus", "import", "reversed.jsonl"]));
+    let rows = json(&katlas(p, &["corpus", "ls", "--format", "json"]))["rows"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 3);
+    let newest = |f: &dyn Fn(&Value) -> bool| -> String {
+        let r = rows.iter().filter(|r| f(r)).max_by_key(|r| r["captured_at"].as_str().unwrap().to_string()).unwrap();
+        r["id"].as_str().unwrap().to_string()
+    };
+    let header = |args: &[&str]| json(&katlas(p, args))["header"].clone();
+    let h = header(&["fit", "latest", "--format", "json"]);
+    assert_eq!(h["row_id"].as_str().unwrap(), newest(&|_| true));
+    assert!(h["row_source"].as_str().unwrap().ends_with(":1"), "{h}");
+    let h = header(&["fit", "latest", "--phase", "decode_ar", "--format", "json"]);
+    assert_eq!(h["row_id"].as_str().unwrap(), newest(&|r| r["phase"] == "decode_ar"));
+    let h = header(&["fit", "latest", "--workload", "qwen3.5-27b", "--format", "json"]);
+    assert_eq!(h["row_id"].as_str().unwrap(), newest(&|r| r["workload"] == "qwen3.5-27b"));
+    let decode = newest(&|r| r["phase"] == "decode_ar");
+    let t = json(&katlas(p, &["task", "latest", "--phase", "decode_ar", "--format", "json"]));
+    assert_eq!(t["origin"]["row_id"].as_str().unwrap(), decode);
+    assert_eq!(t["kernel"], "gemv_hfq4g256_residual");
+    let q = json(&katlas(p, &["suggest", "latest", "--phase", "decode_ar", "--format", "json"]));
+    assert!(q.to_string().contains(&decode), "suggest names the row it read");
+    let o = katlas(p, &["fit", "latest", "--workload", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("workload `nope`") && err.contains("3 rows"), "{err}");
+}
+
 fn ledger_line(lever: &str, kernel: &str, verdict: &str, disposition: Value) -> String {
     let v = serde_json::json!({
         "schema": "katlas.ledger.v1", "id": format!("led-{verdict}"), "recorded_at": "2026-11-30T10:00:00Z",

@@ -24,15 +24,16 @@ pub enum FitFormat {
 /// Where the evidence comes from (shared by fit, suggest and task).
 #[derive(Debug, Clone, clap::Args)]
 pub struct EvidenceArgs {
-    /// A row id (or unique prefix) in the corpus, a JSON/JSONL file of rows
-    /// (katlas.row.v1 or hipfire.kernel_atlas.v0), or with --parse a profiler file.
+    /// A row id (or unique prefix) in the corpus, `latest` (the corpus's newest row; with
+    /// --workload/--phase the newest of those), a JSON/JSONL file of rows (katlas.row.v1 or
+    /// hipfire.kernel_atlas.v0), or with --parse a profiler file.
     #[arg(value_name = "ROW")]
     pub row: Option<String>,
     /// Parse ROW as a profiler file with this collect parser (ncu-csv, torch-trace,
     /// rocprofv3, rocpd, hipfire-bench …).
     #[arg(long, value_name = "PARSER")]
     pub parse: Option<String>,
-    /// Pick the row (or parsed phase) of this phase.
+    /// Pick the row (or parsed phase) of this phase; with ROW `latest`, the newest row of it.
     #[arg(long)]
     pub phase: Option<String>,
     /// Pick the N-th matching row of a file (1-based).
@@ -48,7 +49,8 @@ pub struct EvidenceArgs {
     /// Arch atom when neither row nor product names one (ISA-only fits).
     #[arg(long, value_name = "ATOM")]
     pub arch: Option<String>,
-    /// Workload name for a parsed profiler file (default: the file name).
+    /// Workload name for a parsed profiler file (default: the file name); with ROW `latest`,
+    /// the newest row of this workload.
     #[arg(long)]
     pub workload: Option<String>,
 }
@@ -233,6 +235,9 @@ pub fn load_row(a: &EvidenceArgs, ctx: &Ctx) -> Result<Option<(String, Row)>, Cl
         }
         return row_from_parse(parser, &p, a, ctx).map(Some);
     }
+    if spec == LATEST {
+        return newest_row(a, ctx).map(Some);
+    }
     let p = ctx.resolve(Path::new(spec));
     if p.is_file() {
         let rows = rows_of_file(&p)?;
@@ -266,9 +271,51 @@ pub fn load_row(a: &EvidenceArgs, ctx: &Ctx) -> Result<Option<(String, Row)>, Cl
     }
 }
 
+/// The ROW that names the corpus's newest row. Row ids are hex, so it is never an id prefix;
+/// a rows file of that name is `./latest`.
+pub const LATEST: &str = "latest";
+
+/// `latest`: the corpus row captured last (of `--workload` and `--phase` when given); rows of
+/// one second keep the corpus's order, the one written last wins.
+fn newest_row(a: &EvidenceArgs, ctx: &Ctx) -> Result<(String, Row), CliError> {
+    if a.index.is_some() {
+        return Err(bad("--index picks among a file's rows; `latest` is one row (narrow it with --workload and --phase)"));
+    }
+    let layout = ctx.layout()?;
+    let dir = layout.corpus_dir();
+    let rep = if dir.exists() { katlas_corpus::read_all::<Row>(&dir, Some(ROW_SCHEMA))? } else { Default::default() };
+    let total = rep.records.len();
+    let filters: Vec<String> =
+        [a.workload.as_ref().map(|w| format!("workload `{w}`")), a.phase.as_ref().map(|p| format!("phase `{p}`"))].into_iter().flatten().collect();
+    let newest = rep
+        .records
+        .into_iter()
+        .enumerate()
+        .filter(|(_, l)| a.workload.as_ref().is_none_or(|w| &l.record.workload == w))
+        .filter(|(_, l)| a.phase.as_ref().is_none_or(|p| l.record.phase.eq_ignore_ascii_case(p)))
+        .max_by_key(|(i, l)| (captured_key(&l.record.captured_at), *i));
+    let Some((_, l)) = newest else {
+        return Err(bad(if total == 0 {
+            format!("`latest`: the corpus at {} has no rows (record some with `katlas collect` or `katlas corpus import`)", dir.display())
+        } else {
+            format!("`latest`: no row of {} among the {total} rows of the corpus at {}", filters.join(", "), dir.display())
+        }));
+    };
+    let r = &l.record;
+    say_err!("katlas: note: latest row: {} ({} {}, captured {})", r.id, r.workload, r.phase, r.captured_at);
+    Ok((format!("corpus {}:{}", l.file.display(), l.line), l.record))
+}
+
+/// A capture time to order rows by: RFC 3339 with any offset or fraction, as UTC; a row
+/// whose time does not read as one sorts before every row whose time does.
+fn captured_key(t: &str) -> Option<(i64, u32)> {
+    let t = chrono::DateTime::parse_from_rfc3339(t.trim()).ok()?;
+    Some((t.timestamp(), t.timestamp_subsec_nanos()))
+}
+
 pub fn load(a: &EvidenceArgs, ctx: &Ctx) -> Result<Loaded, CliError> {
     if a.row.is_none() && a.isa.is_none() {
-        return Err(bad("give a ROW (corpus id, rows file, or --parse PARSER FILE) and/or --isa MANIFEST"));
+        return Err(bad("give a ROW (corpus id, `latest`, rows file, or --parse PARSER FILE) and/or --isa MANIFEST"));
     }
     let rules_dir = ctx.layout().ok().map(|l| l.rules_dir());
     let rules = Rules::load(rules_dir.as_deref()).map_err(bad)?;
