@@ -6,7 +6,7 @@
 //! otherwise), the same direction as the ledger's `gain`. The JSON keeps both
 //! `relative_change` (the metric's raw direction) and `gain`.
 
-use katlas_model::ledger::{Effect, EvalResult, Goal, LedgerEntry, Protocol, Verdict};
+use katlas_model::ledger::{Effect, EvalResult, EvalSide, Goal, LedgerEntry, Protocol, Verdict};
 
 /// The words for a positive and a negative gain: "faster"/"slower" for a metric whose
 /// name says which way is better (a time or a rate), "better"/"worse" otherwise.
@@ -68,10 +68,66 @@ fn level(l: f64) -> String {
 
 /// The gain interval of an effect (positive = better).
 pub fn gain_interval(e: &Effect, goal: Goal) -> [f64; 2] {
-    match goal {
-        Goal::Maximize => e.ci,
-        Goal::Minimize => [-e.ci[1], -e.ci[0]],
+    goal.gain_interval(e.ci)
+}
+
+/// The gain interval of an effect with its level, as every table prints it:
+/// `[+3.73%, +56.31%] at 99.5%`.
+pub fn gain_interval_text(e: &Effect, goal: Goal) -> String {
+    katlas_model::ledger::gain_interval_text(gain_interval(e, goal), e.ci_level)
+}
+
+/// What an entry compared, short enough for a table cell: `v1.2 → candidate (working
+/// tree)`, `KV=0 → KV=1`, or the two commands of an ad-hoc eval, whose sides are both
+/// called baseline and candidate and differ only in what they ran.
+pub fn compared(e: &LedgerEntry) -> String {
+    fn short(s: &str, max: usize) -> String {
+        if s.chars().count() <= max {
+            s.to_string()
+        } else {
+            s.chars().take(max - 1).chain(std::iter::once('…')).collect()
+        }
     }
+    // `sh -c CMD` is how every command side runs; the CMD is what the person typed.
+    let command = |s: &EvalSide| match s.command.as_slice() {
+        [sh, c, cmd] if sh == "sh" && c == "-c" => cmd.clone(),
+        argv => argv.join(" "),
+    };
+    let (b, c) = (&e.baseline, &e.candidate);
+    let side = |s: &EvalSide| match &s.git_ref {
+        // A full commit id says no more in 40 characters than in 12.
+        Some(r) if r.len() > 12 && r.bytes().all(|x| x.is_ascii_hexdigit()) => r[..12].to_string(),
+        Some(r) => short(r, 40),
+        None => short(&s.label, 40),
+    };
+    let (cb, cc) = (command(b), command(c));
+    let plain = |s: &EvalSide| s.git_ref.is_none() && s.knobs.is_empty();
+    if plain(b) && plain(c) && !cb.is_empty() {
+        if cb == cc {
+            return format!("A/A: {}", short(&cb, 60));
+        }
+        if cb.chars().count() <= 40 && cc.chars().count() <= 40 {
+            return format!("{cb} → {cc}");
+        }
+        // Long commands mostly share their start (`./bench --model … --impl old|new`): cut
+        // from the word before the first difference, so the cell shows what differs.
+        let (xb, xc): (Vec<char>, Vec<char>) = (cb.chars().collect(), cc.chars().collect());
+        let mut k = xb.iter().zip(&xc).take_while(|(x, y)| x == y).count();
+        let word_start = |mut k: usize| {
+            while k > 0 && !xb[k - 1].is_whitespace() {
+                k -= 1;
+            }
+            k
+        };
+        k = word_start(k);
+        while k > 0 && xb[k - 1].is_whitespace() {
+            k -= 1;
+        }
+        k = word_start(k);
+        let tail = |x: &[char]| if k > 0 { format!("…{}", x[k..].iter().collect::<String>()) } else { x.iter().collect() };
+        return format!("{} → {}", short(&tail(&xb), 40), short(&tail(&xc), 40));
+    }
+    format!("{} → {}", side(b), side(c))
 }
 
 /// What a verdict sentence needs, from an eval result or a ledger entry alike.
@@ -278,6 +334,65 @@ mod tests {
         let r = result(Goal::Maximize, [0.0, 0.1], 0.05, Verdict::Unstable);
         let n = notes(&r, 0.05);
         assert!(n[0].contains("--settle") && n[0].contains(&format!("a 5.0% effect would need about {} runs/side", runs_needed(0.02, 0.05))), "{n:?}");
+    }
+
+    #[test]
+    fn compared_names_what_each_kind_of_eval_ran() {
+        let side = |label: &str, git_ref: Option<&str>, cmd: &str| EvalSide {
+            label: label.into(),
+            git_ref: git_ref.map(str::to_string),
+            command: vec!["sh".into(), "-c".into(), cmd.into()],
+            ..Default::default()
+        };
+        let entry = |b: EvalSide, c: EvalSide| LedgerEntry {
+            schema: String::new(),
+            id: "x".into(),
+            recorded_at: String::new(),
+            task_id: None,
+            eval_id: None,
+            lever: None,
+            kernel: None,
+            arch: None,
+            phase: None,
+            shape: None,
+            quant: None,
+            hypothesis: None,
+            metric: "time_ms".into(),
+            goal: Goal::Minimize,
+            baseline: b,
+            candidate: c,
+            protocol: Protocol::default(),
+            samples: Default::default(),
+            verdict: Verdict::Improved,
+            reasons: vec![],
+            effect: None,
+            noise_threshold: 0.01,
+            correctness: vec![],
+            cross_host: false,
+            mechanism: None,
+            disposition: katlas_model::ledger::Disposition::Promote,
+        };
+        // Ad-hoc: both sides are called baseline and candidate; their commands tell them apart.
+        let e = entry(side("baseline", None, "./bench --impl old"), side("candidate", None, "./bench --impl new"));
+        assert_eq!(compared(&e), "./bench --impl old → ./bench --impl new");
+        let long = "x".repeat(80);
+        let e = entry(side("baseline", None, &long), side("candidate", None, "y"));
+        assert_eq!(compared(&e), format!("{}… → y", "x".repeat(39)));
+        let (old, new) = ("./bench --model llama-3.1-8b-instruct --quant q4_k_m --impl old", "./bench --model llama-3.1-8b-instruct --quant q4_k_m --impl new");
+        assert_eq!(compared(&entry(side("baseline", None, old), side("candidate", None, new))), "…--impl old → …--impl new");
+        let e = entry(side("baseline", None, "./bench"), side("baseline (again)", None, "./bench"));
+        assert_eq!(compared(&e), "A/A: ./bench");
+        // Refs: a commit id shortened, a name kept; the working tree by its label.
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        let e = entry(side("baseline 0123456789ab", Some(sha), "make b"), side("candidate (working tree)", None, "make b"));
+        assert_eq!(compared(&e), "0123456789ab → candidate (working tree)");
+        let e = entry(side("baseline v1", Some("v1"), "make b"), side("candidate v2", Some("v2"), "make b"));
+        assert_eq!(compared(&e), "v1 → v2");
+        let mut b = side("KV=0", None, "./bench");
+        b.knobs.insert("KV".into(), "0".into());
+        let mut c = side("KV=1", None, "./bench");
+        c.knobs.insert("KV".into(), "1".into());
+        assert_eq!(compared(&entry(b, c)), "KV=0 → KV=1");
     }
 
     #[test]

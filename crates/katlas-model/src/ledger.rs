@@ -212,6 +212,45 @@ impl Goal {
             Goal::Minimize => "minimize",
         }
     }
+
+    /// A relative change of the metric, signed so + = better for this goal (the ledger's `gain`).
+    pub fn gain(self, relative_change: f64) -> f64 {
+        match self {
+            Goal::Maximize => relative_change,
+            Goal::Minimize => -relative_change,
+        }
+    }
+
+    /// An interval of the relative change as an interval of the gain, low end first.
+    pub fn gain_interval(self, ci: [f64; 2]) -> [f64; 2] {
+        match self {
+            Goal::Maximize => ci,
+            Goal::Minimize => [-ci[1], -ci[0]],
+        }
+    }
+}
+
+/// A gain (+ = better) as `eval`, `ledger` and `report` print it: `+34.37%`.
+pub fn gain_text(gain: f64) -> String {
+    format!("{:+.2}%", gain * 100.0)
+}
+
+/// A gain interval with the confidence level it was taken at, as `eval`, `ledger` and
+/// `report` print it: `[+3.73%, +56.31%] at 99.5%`. The level goes with the numbers
+/// because an adaptive eval's interval is at its look's level, not at 95%.
+pub fn gain_interval_text(interval: [f64; 2], level: f64) -> String {
+    format!("{} at {}", gain_range_text(interval), level_text(level))
+}
+
+/// A gain interval without its level, for a table whose header names the one level of all
+/// its rows: `[+3.73%, +56.31%]`.
+pub fn gain_range_text(interval: [f64; 2]) -> String {
+    format!("[{}, {}]", gain_text(interval[0]), gain_text(interval[1]))
+}
+
+/// A confidence level as the interval's text names it: `95.0%`, `99.5%`.
+pub fn level_text(level: f64) -> String {
+    format!("{:.1}%", level * 100.0)
 }
 
 impl fmt::Display for Goal {
@@ -603,5 +642,16 @@ mod tests {
         assert_eq!(Goal::infer_with_unit("p50", Some("us")), Some(Goal::Minimize));
         assert_eq!(Goal::infer_with_unit("bw", Some("GB/s")), Some(Goal::Maximize));
         assert_eq!(Goal::infer_with_unit("score", None), None);
+    }
+
+    #[test]
+    fn a_gain_is_the_change_signed_by_the_goal_with_its_level() {
+        // A time that fell 34.37% is a +34.37% gain; its interval flips and reorders.
+        assert_eq!(Goal::Minimize.gain(-0.3437), 0.3437);
+        assert_eq!(Goal::Minimize.gain_interval([-0.5631, -0.0373]), [0.0373, 0.5631]);
+        assert_eq!(Goal::Maximize.gain_interval([-0.5631, -0.0373]), [-0.5631, -0.0373]);
+        assert_eq!(gain_text(0.3437), "+34.37%");
+        assert_eq!(gain_interval_text([0.0373, 0.5631], 0.995), "[+3.73%, +56.31%] at 99.5%");
+        assert_eq!(gain_interval_text([-0.02, 0.01], 0.95), "[-2.00%, +1.00%] at 95.0%");
     }
 }

@@ -1,6 +1,7 @@
 //! What the report reads from the query index (docs/corpus.md, "Query index"): which rows to
 //! fit, the trends of the chosen row's metrics, the evals with their samples, the ledger.
 
+use katlas_model::ledger::Goal;
 use katlas_store::trend::{self, By, Trend};
 use rusqlite::{Connection, OptionalExtension};
 
@@ -91,12 +92,37 @@ pub struct EvalDist {
     pub goal: Option<String>,
     pub verdict: Option<String>,
     pub relative_change: Option<f64>,
+    /// The interval of `relative_change` (the metric's raw direction) at `ci_level`.
     pub ci: Option<[f64; 2]>,
+    pub ci_level: Option<f64>,
+    /// `relative_change` signed so + = better for the goal.
+    pub gain: Option<f64>,
     pub sides: Vec<Side>,
 }
 
 fn pair(lo: Option<f64>, hi: Option<f64>) -> Option<[f64; 2]> {
     Some([lo?, hi?])
+}
+
+/// The gain interval (+ = better) of an interval of the raw change under the goal the index
+/// recorded, with its level; `None` without all three.
+fn gain_interval(goal: &Option<String>, ci: Option<[f64; 2]>, level: Option<f64>) -> Option<([f64; 2], f64)> {
+    let goal: Goal = goal.as_deref()?.parse().ok()?;
+    Some((goal.gain_interval(ci?), level?))
+}
+
+impl EvalDist {
+    /// The verdict's interval as a gain interval (+ = better) and the level it was taken at.
+    pub fn gain_interval(&self) -> Option<([f64; 2], f64)> {
+        gain_interval(&self.goal, self.ci, self.ci_level)
+    }
+}
+
+impl LedgerRow {
+    /// The verdict's interval as a gain interval (+ = better) and the level it was taken at.
+    pub fn gain_interval(&self) -> Option<([f64; 2], f64)> {
+        gain_interval(&self.goal, self.ci, self.ci_level)
+    }
 }
 
 /// The newest `limit` evals (and how many there are), each with its sides and samples. Samples
@@ -105,7 +131,7 @@ pub fn evals(conn: &Connection, limit: usize) -> Res<(Vec<EvalDist>, usize)> {
     let total: i64 = conn.query_row("SELECT COUNT(*) FROM evals", [], |r| r.get(0)).map_err(sql)?;
     let mut st = conn
         .prepare(
-            "SELECT eval_id, created_at, task_id, metric, goal, verdict, relative_change, ci_lo, ci_hi FROM evals \
+            "SELECT eval_id, created_at, task_id, metric, goal, verdict, relative_change, ci_lo, ci_hi, ci_level, gain FROM evals \
              ORDER BY created_at DESC, eval_id LIMIT ?1",
         )
         .map_err(sql)?;
@@ -120,6 +146,8 @@ pub fn evals(conn: &Connection, limit: usize) -> Res<(Vec<EvalDist>, usize)> {
                 verdict: r.get(5)?,
                 relative_change: r.get(6)?,
                 ci: pair(r.get(7)?, r.get(8)?),
+                ci_level: r.get(9)?,
+                gain: r.get(10)?,
                 sides: Vec::new(),
             })
         })
@@ -169,9 +197,14 @@ pub struct LedgerRow {
     pub kernel: Option<String>,
     pub arch: Option<String>,
     pub metric: Option<String>,
+    pub goal: Option<String>,
     pub verdict: Option<String>,
     pub relative_change: Option<f64>,
+    /// The interval of `relative_change` (the metric's raw direction) at `ci_level`.
     pub ci: Option<[f64; 2]>,
+    pub ci_level: Option<f64>,
+    /// `relative_change` signed so + = better for the goal.
+    pub gain: Option<f64>,
     pub disposition: Option<String>,
     pub baseline: Option<String>,
     pub candidate: Option<String>,
@@ -184,7 +217,7 @@ pub fn ledger(conn: &Connection, limit: usize) -> Res<(Vec<LedgerRow>, usize)> {
     let mut st = conn
         .prepare(
             "SELECT recorded_at, lever, kernel, arch, metric, verdict, relative_change, ci_lo, ci_hi, disposition, \
-             baseline_label, candidate_label, cross_host FROM ledger ORDER BY recorded_at DESC, id LIMIT ?1",
+             baseline_label, candidate_label, cross_host, goal, ci_level, gain FROM ledger ORDER BY recorded_at DESC, id LIMIT ?1",
         )
         .map_err(sql)?;
     let rows = st
@@ -202,6 +235,9 @@ pub fn ledger(conn: &Connection, limit: usize) -> Res<(Vec<LedgerRow>, usize)> {
                 baseline: r.get(10)?,
                 candidate: r.get(11)?,
                 cross_host: r.get::<_, Option<i64>>(12)?.unwrap_or(0) != 0,
+                goal: r.get(13)?,
+                ci_level: r.get(14)?,
+                gain: r.get(15)?,
             })
         })
         .map_err(sql)?

@@ -7,6 +7,7 @@ use crate::roofline::Roofline;
 use crate::svg::num;
 use crate::{ChosenFit, Report, Section};
 use katlas_advise::render;
+use katlas_model::ledger::{gain_interval_text, gain_range_text, gain_text, level_text};
 use katlas_model::text::{printable, printable_lines};
 use katlas_store::trend::Trend;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
@@ -26,12 +27,14 @@ fn opt(v: Option<f64>) -> String {
     v.map(num).unwrap_or_else(|| "-".into())
 }
 
-fn pct(v: Option<f64>) -> String {
-    v.map(|p| format!("{:+.1}%", 100.0 * p)).unwrap_or_else(|| "-".into())
+/// A gain (+ = better) as `katlas eval` prints it.
+fn gain(v: Option<f64>) -> String {
+    v.map(gain_text).unwrap_or_else(|| "-".into())
 }
 
-fn interval(ci: Option<[f64; 2]>) -> String {
-    ci.map(|c| format!("[{:+.1}%, {:+.1}%]", 100.0 * c[0], 100.0 * c[1])).unwrap_or_else(|| "-".into())
+/// A gain interval with its level, as `katlas eval` prints it.
+fn gain_interval(g: Option<([f64; 2], f64)>) -> String {
+    g.map(|(ci, level)| gain_interval_text(ci, level)).unwrap_or_else(|| "-".into())
 }
 
 fn text(v: &Option<String>) -> String {
@@ -246,7 +249,7 @@ fn evals(s: &Section<EvalDist>) -> Markup {
                 h3 { "eval " span class="name" { (printable(&e.eval_id)) } }
                 p class="note" {
                     (text(&e.created_at)) ": " (text(&e.metric)) " (" (text(&e.goal)) "), verdict " b { (text(&e.verdict)) }
-                    ", change " (pct(e.relative_change)) " " (interval(e.ci))
+                    ", gain " (gain(e.gain)) " (+ = better), interval " (gain_interval(e.gain_interval()))
                     @if let Some(t) = &e.task_id { ", task " span class="name" { (printable(t)) } }
                     "."
                     @for sd in &e.sides {
@@ -266,12 +269,29 @@ fn evals(s: &Section<EvalDist>) -> Markup {
 }
 
 fn ledger(s: &Section<LedgerRow>) -> Markup {
+    // The header names the level when every interval shown has the same one (a fixed plan's
+    // 95%); an adaptive eval's interval is at its look's level, so mixed rows each name theirs.
+    let mut levels: Vec<String> = s.items.iter().filter_map(|e| e.gain_interval()).map(|(_, l)| level_text(l)).collect();
+    levels.sort();
+    levels.dedup();
+    let one_level = match levels.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    };
+    let interval_head = match &one_level {
+        Some(l) => format!("{l} gain interval"),
+        None => "gain interval (level per row)".to_string(),
+    };
+    let interval_cell = |e: &LedgerRow| match (e.gain_interval(), &one_level) {
+        (Some((ci, _)), Some(_)) => gain_range_text(ci),
+        (g, _) => gain_interval(g),
+    };
     html! {
         section id="ledger" {
             h2 { "Ledger" }
             @if s.items.is_empty() { (empty(&s.empty)) } @else {
                 table {
-                    tr { th { "recorded" } th { "lever" } th { "kernel" } th { "arch" } th { "metric" } th { "verdict" } th { "change" } th { "95% CI" } th { "baseline → candidate" } th { "disposition" } }
+                    tr { th { "recorded" } th { "lever" } th { "kernel" } th { "arch" } th { "metric" } th { "verdict" } th { "gain (+ = better)" } th { (interval_head) } th { "baseline → candidate" } th { "disposition" } }
                     @for e in &s.items {
                         tr {
                             td { (text(&e.recorded_at)) }
@@ -280,8 +300,8 @@ fn ledger(s: &Section<LedgerRow>) -> Markup {
                             td { (text(&e.arch)) }
                             td { (text(&e.metric)) }
                             td { b { (text(&e.verdict)) } }
-                            td class="n" { (pct(e.relative_change)) }
-                            td class="n" { (interval(e.ci)) }
+                            td class="n" { (gain(e.gain)) }
+                            td class="n" { (interval_cell(e)) }
                             td { (text(&e.baseline)) " → " (text(&e.candidate)) @if e.cross_host { " (cross-host)" } }
                             td { (text(&e.disposition)) }
                         }

@@ -209,6 +209,7 @@ pub fn ledger_cells(e: &LedgerEntry, source: &str, line: u64) -> Vec<Val> {
         eff.map(|x| x.relative_change).into(),
         eff.map(|x| x.ci[0]).into(),
         eff.map(|x| x.ci[1]).into(),
+        eff.map(|x| x.ci_level).into(),
         eff.map(|x| x.gain).into(),
         eff.and_then(|x| x.p_value).into(),
         e.noise_threshold.into(),
@@ -240,6 +241,8 @@ pub fn eval_result(r: &EvalResult, source: &str, batch: &mut Batch) {
             eff.map(|x| x.relative_change).into(),
             eff.map(|x| x.ci[0]).into(),
             eff.map(|x| x.ci[1]).into(),
+            eff.map(|x| x.ci_level).into(),
+            eff.map(|x| x.gain).into(),
             (&r.ledger_id).into(),
         ],
     );

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Bumped whenever a table or view of the store changes; a store of another version is refused.
-pub const STORE_VERSION: i64 = 2;
+pub const STORE_VERSION: i64 = 3;
 /// Records per push transaction.
 pub const BATCH_RECORDS: usize = 5000;
 /// Key of the advisory lock that serialises creating the schema.

@@ -72,6 +72,43 @@ fn aa_calibrates_the_noise_threshold() {
     assert!((stdout_json(&o)["noise_threshold"].as_f64().unwrap() - t).abs() < 1e-12);
 }
 
+/// The `compared` cell of each `ledger ls` row, by id prefix.
+fn compared_cells(p: &Path) -> Vec<(String, String)> {
+    let o = katlas(p, &["ledger", "ls"]);
+    assert_eq!(code(&o), 0);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let cells = |l: &str| l.trim_matches(|c| c == '│' || c == ' ').split('┆').map(|c| c.trim().to_string()).collect::<Vec<_>>();
+    let mut rows = out.lines().filter(|l| l.starts_with('│')).map(cells);
+    let head = rows.next().unwrap_or_else(|| panic!("no table: {out}"));
+    let i = head.iter().position(|h| h == "compared").unwrap_or_else(|| panic!("no `compared` column in {head:?}"));
+    rows.map(|r| (r[0].clone(), r[i].clone())).collect()
+}
+
+#[test]
+fn ledger_ls_names_what_each_eval_compared() {
+    let d = project();
+    let p = d.path();
+    let run = |args: &[&str]| {
+        let o = katlas(p, &[&["eval"][..], args, &["--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json"]].concat());
+        stdout_json(&o)["ledger_id"].as_str().unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&o.stderr))).to_string()
+    };
+    // Two ad-hoc evals: both sides are `baseline` and `candidate`; only the commands differ.
+    let first = run(&["--baseline", "echo tok_s=100", "--candidate", "echo tok_s=120"]);
+    let second = run(&["--baseline", "echo tok_s=100", "--candidate", "echo tok_s=90"]);
+    let variant = run(&["--command", "echo tok_s=$((100 + KV))", "--variant", "KV=0", "--variant", "KV=7"]);
+    let rows = compared_cells(p);
+    let cell = |id: &str| rows.iter().find(|(k, _)| id.starts_with(k.as_str())).map(|(_, c)| c.clone()).unwrap_or_else(|| panic!("{id} in {rows:?}"));
+    assert_eq!(cell(&first), "echo tok_s=100 → echo tok_s=120");
+    assert_eq!(cell(&second), "echo tok_s=100 → echo tok_s=90");
+    assert_eq!(cell(&variant), "KV=0 → KV=7");
+    let show = String::from_utf8_lossy(&katlas(p, &["ledger", "show", &second]).stdout).into_owned();
+    assert!(show.lines().any(|l| l == "compared:    echo tok_s=100 → echo tok_s=90"), "{show}");
+    // The JSON carries what the column is made of: each side's label, ref and command.
+    let j = stdout_json(&katlas(p, &["ledger", "show", &second, "--format", "json"]));
+    assert_eq!(j["candidate"]["command"], serde_json::json!(["sh", "-c", "echo tok_s=90"]), "{j}");
+    assert_eq!(j["baseline"]["label"], "baseline", "{j}");
+}
+
 #[test]
 fn env_variant_and_route_change() {
     let d = project();

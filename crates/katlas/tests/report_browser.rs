@@ -331,3 +331,64 @@ fn report_of_an_empty_project_says_why_each_section_is_empty() {
     assert!(empty[4].contains("No eval recorded") && empty[5].contains("No ledger entry"), "{empty:?}");
     assert_eq!(v.check["plots"], json!([]));
 }
+
+/// The cell under `column` of the CLI table row whose first cell is `label`.
+fn cli_cell(out: &str, label: &str, column: &str) -> String {
+    let cells = |l: &str| l.trim_matches(|c| c == '│' || c == ' ').split('┆').map(|c| c.trim().to_string()).collect::<Vec<_>>();
+    let mut rows = out.lines().filter(|l| l.starts_with('│')).map(cells);
+    let head = rows.next().unwrap_or_else(|| panic!("no table:\n{out}"));
+    let i = head.iter().position(|h| h == column).unwrap_or_else(|| panic!("no column {column} in {head:?}"));
+    rows.find(|r| r[0] == label).unwrap_or_else(|| panic!("no row {label}:\n{out}"))[i].clone()
+}
+
+/// The rows of the page's ledger table as the browser lays them out (innerText: a tab
+/// between cells, a line per row), header first.
+fn ledger_table(text: &str) -> Vec<Vec<String>> {
+    let at = text.find("recorded\tlever").unwrap_or_else(|| panic!("no ledger table:\n{text}"));
+    text[at..].lines().take_while(|l| l.contains('\t')).map(|l| l.split('\t').map(|c| c.trim().to_string()).collect()).collect()
+}
+
+#[test]
+fn report_shows_an_eval_with_the_cli_gain_sign_numbers_and_level() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("proj");
+    std::fs::create_dir_all(p.join(".katlas")).unwrap();
+    // A time that falls by a third, for real (the wall-time check sees the runs get shorter):
+    // the raw change is negative, the gain positive. `--alpha 0.005` puts a fixed plan's
+    // interval at 99.5%, where a report that assumed 95% would mislabel it.
+    let side =
+        |f: &str, sleep: &str, ms: u32| format!("sleep {sleep}; n=$(cat {f} 2>/dev/null || echo 0); echo $((n+1)) > {f}; echo time_ms=$(({ms} + n % 3))");
+    let eval = |extra: &[&str], a: &str, b: &str| {
+        let args = [&["eval", "--baseline", a, "--candidate", b, "--metric", "time_ms", "--telemetry", "false", "--warmups", "0"][..], extra].concat();
+        ok(&katlas(&p, &args))
+    };
+    let out = eval(&["-n", "6", "--alpha", "0.005"], &side("a", "0.3", 300), &side("b", "0.2", 200));
+    let gain = cli_cell(&out, "candidate", "gain (+ = better)");
+    let interval = cli_cell(&out, "candidate", "gain interval");
+    assert!(gain.starts_with('+') && interval.starts_with("[+") && interval.ends_with("] at 99.5%"), "{out}");
+    ok(&katlas(&p, &["report", "--out", "report.html"]));
+    let page = p.join("report.html");
+    let v = visit(&page, &d.path().join("profile"));
+    let text = v.check["text"].as_str().unwrap();
+    assert!(text.contains(&format!("gain {gain} (+ = better), interval {interval}")), "the eval as the CLI printed it:\n{text}");
+    let t = ledger_table(text);
+    let col = |name: &str| t[0].iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name} in {:?}", t[0]));
+    assert_eq!(t.len(), 2, "{t:?}");
+    assert_eq!(t[1][col("gain (+ = better)")], gain, "{t:?}");
+    // One level for the whole table: the header names it, the cells hold the numbers.
+    assert_eq!(t[1][col("99.5% gain interval")], interval.trim_end_matches(" at 99.5%"), "{t:?}");
+
+    // A second eval at the plain 95%: the levels differ, so each row names its own.
+    let out95 = eval(&["-n", "4"], &side("c", "0.3", 300), &side("e", "0.2", 200));
+    let interval95 = cli_cell(&out95, "candidate", "gain interval");
+    assert!(interval95.ends_with(" at 95.0%"), "{out95}");
+    ok(&katlas(&p, &["report", "--out", "report.html"]));
+    let v = visit(&page, &d.path().join("profile"));
+    let t = ledger_table(v.check["text"].as_str().unwrap());
+    let i = t[0].iter().position(|h| h == "gain interval (level per row)").unwrap_or_else(|| panic!("{:?}", t[0]));
+    let mut cells: Vec<&str> = t[1..].iter().map(|r| r[i].as_str()).collect();
+    cells.sort();
+    let mut want = vec![interval.as_str(), interval95.as_str()];
+    want.sort();
+    assert_eq!(cells, want, "{t:?}");
+}

@@ -33,7 +33,7 @@ use twox_hash::XxHash3_64;
 mod segments;
 
 /// Bumped whenever a table or view changes: an index of another version is rebuilt.
-pub const INDEX_VERSION: i64 = 2;
+pub const INDEX_VERSION: i64 = 3;
 /// Lines parsed together (in parallel) before their records are inserted.
 /// Small enough that the first chunk of a file is soon parsed (the inserter waits for it),
 /// large enough to keep the parsing threads busy.

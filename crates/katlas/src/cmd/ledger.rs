@@ -3,7 +3,7 @@
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, say_err, say_line, table, Format, FormatArg};
 use katlas_eval::ledger::{find, read, Filter};
-use katlas_model::ledger::{LedgerEntry, Verdict};
+use katlas_model::ledger::{gain_text, LedgerEntry, Verdict};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -101,20 +101,22 @@ fn ls(a: &LsArgs, ctx: &Ctx) -> CmdResult {
         print_json(&entries);
         return Ok(ExitCode::SUCCESS);
     }
-    let mut t = table(a.format.format, &["id", "recorded", "task", "lever", "kernel", "arch", "metric", "verdict", "gain", "gain interval", "disposition"]);
+    let mut t =
+        table(a.format.format, &["id", "recorded", "task", "compared", "lever", "kernel", "arch", "metric", "verdict", "gain", "gain interval", "disposition"]);
     for e in &entries {
         let fx = e.effect.as_ref();
         t.add_row(vec![
             e.id[..12.min(e.id.len())].to_string(),
             e.recorded_at.clone(),
             e.task_id.clone().unwrap_or_else(|| "-".into()),
+            katlas_eval::words::compared(e),
             e.lever.clone().unwrap_or_else(|| "-".into()),
             e.kernel.clone().unwrap_or_else(|| "-".into()),
             e.arch.clone().unwrap_or_else(|| "-".into()),
             e.metric.clone(),
             e.verdict.to_string(),
-            fx.map(|x| format!("{:+.2}%", x.gain * 100.0)).unwrap_or_else(|| "-".into()),
-            fx.map(|x| gain_interval(x, e.goal)).unwrap_or_else(|| "-".into()),
+            fx.map(|x| gain_text(x.gain)).unwrap_or_else(|| "-".into()),
+            fx.map(|x| katlas_eval::words::gain_interval_text(x, e.goal)).unwrap_or_else(|| "-".into()),
             e.disposition.to_string(),
         ]);
     }
@@ -135,6 +137,7 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
     say_line!("id:          {}", e.id);
     say_line!("recorded:    {}", e.recorded_at);
     say_line!("task/eval:   {} / {}", e.task_id.as_deref().unwrap_or("-"), e.eval_id.as_deref().unwrap_or("-"));
+    say_line!("compared:    {}", katlas_eval::words::compared(e));
     say_line!("lever:       {}   kernel: {}", e.lever.as_deref().unwrap_or("-"), e.kernel.as_deref().unwrap_or("-"));
     say_line!(
         "arch:        {}   phase: {}   shape: {}   quant: {}",
@@ -172,10 +175,9 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         // One sign convention with `eval` and `ledger ls`: the gain and its interval, + = better.
         let (better, worse) = katlas_eval::words::better_worse(&e.metric);
         say_line!(
-            "gain:        {:+.2}% (+ = {better}, - = {worse}), interval {} at {:.1}%, Mann-Whitney p = {}; {} changed {:+.2}%",
-            x.gain * 100.0,
-            gain_interval(x, e.goal),
-            x.ci_level * 100.0,
+            "gain:        {} (+ = {better}, - = {worse}), interval {}, Mann-Whitney p = {}; {} changed {:+.2}%",
+            gain_text(x.gain),
+            katlas_eval::words::gain_interval_text(x, e.goal),
             x.p_value.map(|p| format!("{p:.4}")).unwrap_or_else(|| "-".into()),
             e.metric,
             x.relative_change * 100.0,
@@ -197,10 +199,4 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
         say_line!("next: {n}");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The verdict's interval in the direction of `gain` (+ = better), as `eval` prints it.
-fn gain_interval(x: &katlas_model::ledger::Effect, goal: katlas_model::ledger::Goal) -> String {
-    let [lo, hi] = katlas_eval::words::gain_interval(x, goal);
-    format!("[{:+.2}%, {:+.2}%]", lo * 100.0, hi * 100.0)
 }

@@ -2,9 +2,7 @@
 
 use super::*;
 
-fn pct(x: f64) -> String {
-    format!("{:+.2}%", x * 100.0)
-}
+use katlas_model::ledger::gain_text;
 
 fn num(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.4}")).unwrap_or_else(|| "-".into())
@@ -34,12 +32,8 @@ pub fn print_report(r: &EvalReport, format: Format, color: bool, min_effect: f64
             s.summary.cv.map(|c| format!("{:.2}%", c * 100.0)).unwrap_or_else(|| "-".into()),
             s.summary.failed.to_string(),
             s.summary.throttled.to_string(),
-            e.map(|e| pct(e.gain)).unwrap_or_else(|| if i == 0 { "ref".into() } else { "-".into() }),
-            e.map(|e| {
-                let [lo, hi] = katlas_eval::words::gain_interval(e, res.goal);
-                format!("[{}, {}] at {:.1}%", pct(lo), pct(hi), e.ci_level * 100.0)
-            })
-            .unwrap_or_default(),
+            e.map(|e| gain_text(e.gain)).unwrap_or_else(|| if i == 0 { "ref".into() } else { "-".into() }),
+            e.map(|e| katlas_eval::words::gain_interval_text(e, res.goal)).unwrap_or_default(),
         ]);
     }
     println!("{t}");
@@ -52,8 +46,8 @@ pub fn print_report(r: &EvalReport, format: Format, color: bool, min_effect: f64
             e.resamples,
             e.bootstrap_ci
                 .map(|c| {
-                    let [lo, hi] = if res.goal == Goal::Minimize { [-c[1], -c[0]] } else { c };
-                    format!("[{}, {}]", pct(lo), pct(hi))
+                    let [lo, hi] = res.goal.gain_interval(c);
+                    format!("[{}, {}]", gain_text(lo), gain_text(hi))
                 })
                 .unwrap_or_else(|| "-".into())
         );
