@@ -3,6 +3,7 @@
 
 use crate::guard;
 use crate::ledger;
+use crate::noise;
 use crate::protocol::{Outcome, ProtocolError, Runner, Settings, Side};
 use crate::routes;
 use crate::tamper;
@@ -107,6 +108,10 @@ pub struct EvalSpec {
     pub threshold_source: Option<String>,
     /// Triton cache checks of a package task (sides carry their `TRITON_CACHE_DIR`).
     pub triton: Option<TritonCheck>,
+    /// An A/A calibration (`eval --aa`) and the widest band it may set: one that
+    /// [`noise::admit_result`] refuses appends no ledger entry, since it calibrated nothing
+    /// and its verdict is about the setup, not a change.
+    pub aa_max_band: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -621,7 +626,7 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
             disposition: chosen_disposition(m.disposition.as_ref(), verdicts[k]),
         });
     }
-    let result = EvalResult {
+    let mut result = EvalResult {
         schema: EVAL_RESULT_SCHEMA.into(),
         eval_id: spec.eval_id.clone(),
         task_id: spec.meta.task_id.clone(),
@@ -639,13 +644,16 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
         correctness: correctness.into_iter().flatten().collect(),
         cross_host,
         route_changes,
-        // Only an entry that was written has an id to cite.
-        ledger_id: spec.ledger_path.as_ref().and(entries.first().map(|e| e.id.clone())),
+        ledger_id: None,
     };
+    let aa_refused = spec.aa_max_band.is_some_and(|max| noise::admit_result(&result, max).is_err());
+    let ledger_path = spec.ledger_path.as_ref().filter(|_| !aa_refused);
+    // Only an entry that was written has an id to cite.
+    result.ledger_id = ledger_path.and(entries.first().map(|e| e.id.clone()));
     let rp = spec.dir.join("result.json");
     katlas_fs::write_atomic(&rp, (serde_json::to_string_pretty(&result).expect("result serialises") + "\n").as_bytes())
         .map_err(|source| ProtocolError::Io { path: rp.clone(), source })?;
-    if let Some(lp) = &spec.ledger_path {
+    if let Some(lp) = ledger_path {
         for e in &entries {
             ledger::append(lp, e)?;
         }

@@ -127,6 +127,26 @@ pub fn admit(verdict: katlas_model::ledger::Verdict, band: f64, cv: f64, runs: u
     Ok(())
 }
 
+/// What an A/A measured: the half-width of its interval, the larger robust CV of its sides,
+/// its runs per side.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AaMeasure {
+    pub band: f64,
+    pub cv: f64,
+    pub runs: u32,
+}
+
+/// [`admit`] on an A/A's result: what it measured when it may set a band, else why not.
+/// The eval asks before it writes the ledger (a refused A/A records no verdict) and the
+/// calibration asks again before it stores the band; both get the same answer.
+pub fn admit_result(res: &katlas_model::ledger::EvalResult, max_band: f64) -> Result<AaMeasure, String> {
+    let band = res.effects.first().map(|e| e.ci[0].abs().max(e.ci[1].abs())).unwrap_or(f64::NAN);
+    let cv = res.sides.iter().filter_map(|s| s.summary.cv).fold(0.0f64, f64::max);
+    let runs = res.protocol.n_per_side.iter().copied().min().unwrap_or(0);
+    admit(res.verdict, band, cv, runs, max_band)?;
+    Ok(AaMeasure { band, cv, runs })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -399,12 +399,10 @@ pub fn calibration(path: &Path, key: &str) -> Result<Option<Calibration>, PlanEr
 /// or `Ok(Err(why))` when the calibration is refused.
 pub fn record_aa(path: &Path, key: &str, r: &EvalReport, max_band: f64, now: &str) -> Result<Result<Calibration, String>, PlanError> {
     let res = &r.result;
-    let band = res.effects.first().map(|e| e.ci[0].abs().max(e.ci[1].abs())).unwrap_or(f64::NAN);
-    let cv = res.sides.iter().filter_map(|s| s.summary.cv).fold(0.0f64, f64::max);
-    let runs = res.protocol.n_per_side.iter().copied().min().unwrap_or(0);
-    if let Err(why) = noise::admit(res.verdict, band, cv, runs, max_band) {
-        return Ok(Err(why));
-    }
+    let noise::AaMeasure { band, cv, runs } = match noise::admit_result(res, max_band) {
+        Ok(m) => m,
+        Err(why) => return Ok(Err(why)),
+    };
     let mut map = noise::read(path).map_err(PlanError::BadInput)?;
     let c = Calibration {
         band: (band * 1e4).ceil() / 1e4,

@@ -88,6 +88,7 @@ fn spec(dir: &Path, name: &str, sides: Vec<SideInput>, plan: Plan, warmups: u32)
         project_root: dir.to_path_buf(),
         threshold_source: None,
         triton: None,
+        aa_max_band: None,
     }
 }
 

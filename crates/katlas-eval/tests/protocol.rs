@@ -65,6 +65,7 @@ fn spec(dir: &Path, sides: Vec<SideInput>, plan: Plan) -> EvalSpec {
         project_root: dir.to_path_buf(),
         threshold_source: None,
         triton: None,
+        aa_max_band: None,
     }
 }
 

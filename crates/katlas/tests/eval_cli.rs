@@ -72,6 +72,35 @@ fn aa_calibrates_the_noise_threshold() {
     assert!((stdout_json(&o)["noise_threshold"].as_f64().unwrap() - t).abs() < 1e-12);
 }
 
+/// The ledger's entries, one JSON value each (none when the file is absent).
+fn ledger_lines(p: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(p.join(".katlas/ledger.jsonl")).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn a_refused_aa_adds_no_ledger_entry() {
+    let d = project();
+    let p = d.path();
+    // Runs that swing between 70 and 130 (robust CV ~30%): the A/A is refused.
+    let noisy = "n=$(cat n1 2>/dev/null || echo 0); echo $((n+1)) > n1; echo tok_s=$((100 + ((n * 7) % 5 - 2) * 15))";
+    let o = katlas(p, &["eval", "--aa", "--command", noisy, "--metric", "tok_s", "-n", "8", "--telemetry", "false", "--format", "json"]);
+    assert_eq!(code(&o), 1, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("A/A calibration refused"), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = stdout_json(&o);
+    assert_eq!(r["ledger_id"], serde_json::Value::Null, "a refused A/A cites no ledger entry: {r}");
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p.join(format!(".katlas/evals/{}/result.json", r["eval_id"].as_str().unwrap()))).unwrap()).unwrap();
+    assert_eq!(stored["ledger_id"], serde_json::Value::Null, "{stored}");
+    assert_eq!(ledger_lines(p).len(), 0, "a refused A/A wrote {:?}", ledger_lines(p));
+    // A calibration that is admitted is recorded, as any verdict is.
+    let steady = "n=$(cat n2 2>/dev/null || echo 0); echo $((n+1)) > n2; echo tok_s=$((100 + n % 3))";
+    let o = katlas(p, &["eval", "--aa", "--command", steady, "--metric", "tok_s", "-n", "6", "--telemetry", "false", "--format", "json"]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let entries = ledger_lines(p);
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["id"], stdout_json(&o)["ledger_id"]);
+}
+
 /// The `compared` cell of each `ledger ls` row, by id prefix.
 fn compared_cells(p: &Path) -> Vec<(String, String)> {
     let o = katlas(p, &["ledger", "ls"]);

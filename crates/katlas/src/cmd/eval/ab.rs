@@ -57,6 +57,7 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
         project_root: root,
         threshold_source: Some(band.source),
         triton: None,
+        aa_max_band: None,
     };
     let report = run_with_progress(&spec, ctx, &metric, g)?;
     if a.format.format == Format::Json {

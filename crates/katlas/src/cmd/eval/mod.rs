@@ -443,6 +443,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         st.judge.beta = 0.0;
     }
     let min_effect = st.judge.min_effect.unwrap_or(0.05);
+    let max_band = ecfg.max_band.unwrap_or(katlas_eval::noise::DEFAULT_MAX_BAND);
     plan::check_programs(&sides)?;
     let sol = sol_spec(a, &metric)?;
     let spec = EvalSpec {
@@ -462,12 +463,13 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         project_root: root,
         threshold_source: Some(band.source),
         triton,
+        aa_max_band: a.aa.then_some(max_band),
     };
     let report = run_with_progress(&spec, ctx, &metric, g)?;
     print_report(&report, a.format.format, ctx.color, min_effect);
     if a.aa {
         // Exit 0 only when a band was stored: a refused calibration is a negative result.
-        let stored = record_aa(ctx, &noise_key, &report, ecfg.max_band.unwrap_or(katlas_eval::noise::DEFAULT_MAX_BAND))?;
+        let stored = record_aa(ctx, &noise_key, &report, max_band)?;
         return Ok(ExitCode::from(if stored { exit::OK } else { exit::NEGATIVE }));
     }
     let ok = katlas_eval::eval::meets(report.result.verdict, expect);
