@@ -91,7 +91,18 @@ fn finding_line(f: &Finding) -> String {
     format!("{} [rule {}: {}; {}]", f.text, f.rule, f.when.join(" & "), nums.join(", "))
 }
 
-fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize, nv: bool) {
+/// The likely-limit line when no limit rule decided: what would let one decide, and how to add it.
+fn undecided(v: &FitView) -> String {
+    if !v.evidence.profile {
+        return format!("unknown: no limit rule could decide without a profile; {}", crate::fit::PROFILE_HOW);
+    }
+    "unknown: no limit rule could decide: the kernels need bytes or FLOPs per call against a product ceiling (`--product`); \
+     add them with counters (`katlas collect WORKLOAD --profile`, or `katlas fit FILE --parse ncu-csv` or rocprofv3), \
+     or `bytes`/`flops` per call on each record of the workload's json-lines `kernels` (docs/collect.md, json-lines kernels)"
+        .into()
+}
+
+fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize, nv: bool, cpu: bool) {
     // ISA-only kernels of several arches share names: say which object each is.
     let title = match (&k.isa, k.calls) {
         (Some(i), None) => format!("{} [{}]", printable(&k.name), i.arch),
@@ -161,6 +172,16 @@ fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize, nv: bool) {
     if let Some(p) = t.memory_sol_pct {
         d.kv("memory SOL", format!("{}% (Nsight Compute, all memory units)", fmt_num(p, Some(1))));
     }
+    // A CPU function has no occupancy, ISA entry or matrix units: the scope note says so once.
+    if !cpu {
+        gpu_lines(d, k, width, nv);
+    }
+    for f in &k.findings {
+        d.item(format!("{}: {}", f.kind, finding_line(f)));
+    }
+}
+
+fn gpu_lines(d: &mut Doc, k: &KernelFit, width: usize, nv: bool) {
     let achieved = k.achieved_occupancy_pct.map(|p| format!("; achieved {}% of warp slots", fmt_num(p, Some(1)))).unwrap_or_default();
     match &k.occupancy {
         Some(o) => d.kv("occupancy", format!("{}/{} {} (limiter: {}; {}){achieved}", o.achieved, o.max, o.unit, o.limiter.name(), o.source)),
@@ -207,9 +228,6 @@ fn kernel_block(d: &mut Doc, k: &KernelFit, width: usize, nv: bool) {
         None => "unknown (no instruction mix)".into(),
     };
     d.kv("matrix units", format!("available: {avail} | used: {used}"));
-    for f in &k.findings {
-        d.item(format!("{}: {}", f.kind, finding_line(f)));
-    }
 }
 
 /// The reading against each candidate board when the atom's products differ (no `--product`):
@@ -314,7 +332,7 @@ fn fit_doc(v: &FitView, md: bool) -> String {
     d.h("Hot kernels");
     let width = 20;
     for k in &v.kernels {
-        kernel_block(&mut d, k, width, nvidia(v));
+        kernel_block(&mut d, k, width, nvidia(v), v.measured_on_cpu());
     }
 
     if let Some(q) = &v.quant {
@@ -335,7 +353,7 @@ fn fit_doc(v: &FitView, md: bool) -> String {
     match v.likely_limit.first() {
         Some(f) => d.kv("likely limit", finding_line(f)),
         None if !v.product_readings.is_empty() => {}
-        None => d.kv("likely limit", "unknown: no limit rule could decide (see missing evidence)"),
+        None => d.kv("likely limit", undecided(v)),
     }
     product_readings(&mut d, v, finding_line);
     for f in v.likely_limit.iter().skip(1) {
@@ -578,7 +596,7 @@ fn fit_brief(v: &FitView, md: bool) -> String {
     match v.likely_limit.first() {
         Some(f) => d.kv("likely limit", brief_finding(f)),
         None if !v.product_readings.is_empty() => {}
-        None => d.kv("likely limit", "unknown: no limit rule could decide (see missing evidence)"),
+        None => d.kv("likely limit", undecided(v)),
     }
     product_readings(&mut d, v, brief_finding);
     // The phase's caveats are among `v.caveats`, printed below with the kernels'.

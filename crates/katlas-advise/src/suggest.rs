@@ -308,9 +308,9 @@ fn findings_for<'a>(k: &'a KernelFit, rules: &Rules, names: &[String]) -> Vec<&'
     k.findings.iter().filter(|f| rules.fit.rules.iter().find(|r| r.id == f.rule).map(|r| r.emits.iter().any(|e| names.contains(e))).unwrap_or(false)).collect()
 }
 
-fn profile_line(k: &KernelFit, phase: Option<&str>) -> Option<String> {
+fn profile_line(k: &KernelFit, phase: Option<&str>, cpu: bool) -> Option<String> {
     let share = k.share_pct?;
-    let mut s = format!("{}: {}% of {} GPU time", k.short_name, fmt_num(share, Some(1)), phase.unwrap_or("phase"));
+    let mut s = format!("{}: {}% of {} {} time", k.short_name, fmt_num(share, Some(1)), phase.unwrap_or("phase"), if cpu { "CPU" } else { "GPU" });
     if let (Some(c), Some(a)) = (k.calls, k.avg_us) {
         s.push_str(&format!(", {c} calls x {} us", fmt_num(a, Some(1))));
     }
@@ -492,14 +492,17 @@ fn build_one(
         }
     }
     for k in kernels {
-        if let Some(l) = profile_line(k, phase) {
+        if let Some(l) = profile_line(k, phase, fit.measured_on_cpu()) {
             evidence.push(l);
         }
         for f in findings_for(k, rules, &watched) {
             if !fit_rules.contains(&f.rule) {
                 fit_rules.push(f.rule.clone());
             }
-            evidence.push(format!("[{}] {}", f.rule, f.text));
+            // A caveat is said once, below, as a caveat.
+            if f.kind != FindingKind::Caveat {
+                evidence.push(format!("[{}] {}", f.rule, f.text));
+            }
         }
     }
     for k in kernels {

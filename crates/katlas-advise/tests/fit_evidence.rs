@@ -61,3 +61,42 @@ fn gemv_roofline_needs_one_token_evidence() {
     assert_eq!(fired(&v, "gemv_roofline"), vec!["gemv_hfq4g256_residual"]);
     assert!(v.kernels[0].findings.iter().any(|f| f.text.contains("M = 1 from shapes on all 10 calls")));
 }
+
+/// `katlas isa scan` of the committed CUDA fatbin (sm_80, sm_90, sm_90a; no disassembler):
+/// its entries carry registers but no spill counts.
+fn fatbin_manifest(dir: &std::path::Path) -> IsaManifest {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../katlas-isa/tests/fixtures/kernels.fatbin");
+    let opts = katlas_isa::ScanOptions { disasm: katlas_isa::DisasmMode::Never, ..Default::default() };
+    let mut m = katlas_isa::scan(&[src], opts).unwrap_or_else(|e| panic!("scan: {e:?}"));
+    let p = dir.join("isa.json");
+    let mut f = std::fs::File::create(&p).unwrap();
+    katlas_isa::write_pretty(&mut m, &mut f).unwrap();
+    IsaManifest::read(&p).unwrap()
+}
+
+#[test]
+fn a_matched_isa_entry_is_never_missing() {
+    let rules = Rules::builtin().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let m = fatbin_manifest(d.path());
+    let mut row = Row::new("w", "decode");
+    row.arch = Some("sm_90".into());
+    row.kernels = vec![KernelSample { name: "saxpy".into(), calls: 10, total_us: 100.0, ..Default::default() }];
+    let v = fit(Some(&row), Some(&m), None, &rules);
+    assert_eq!(v.scope.matched.len(), 1, "{:?}", v.scope);
+    let missing: Vec<&str> = v.evidence.missing.iter().map(|m| m.evidence.as_str()).collect();
+    assert!(!missing.iter().any(|e| e.starts_with("an ISA manifest entry")), "1/1 matched, yet: {missing:?}");
+    // What the entry lacks is said as the entry's field, on that entry.
+    let spills = missing.iter().find(|e| e.starts_with("`spills` for saxpy")).unwrap_or_else(|| panic!("{missing:?}"));
+    assert!(spills.contains("sm_90") && spills.contains("does not record it"), "{spills}");
+    let text = katlas_advise::render::fit_text(&v);
+    assert!(text.contains("1/1 hot names matched") && !text.contains("an ISA manifest entry for the kernel"), "{text}");
+
+    // The name is in the manifest for other arches only: the scope says whose, and that is why
+    // the entry is missing for this one.
+    row.arch = Some("sm_89".into());
+    let v = fit(Some(&row), Some(&m), None, &rules);
+    assert!(v.scope.matched.is_empty());
+    let note = v.scope.notes.iter().find(|n| n.starts_with("saxpy: the ISA manifest has it")).unwrap_or_else(|| panic!("{:?}", v.scope.notes));
+    assert!(note.contains("only, not sm_89") && note.contains("sm_80"), "{note}");
+}

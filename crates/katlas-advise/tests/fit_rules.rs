@@ -147,3 +147,95 @@ fn bad_manifests_name_file_and_line() {
     let e = IsaManifest::read(&p).unwrap_err().to_string();
     assert!(e.contains("badfield.json") && e.contains("objects[0].kernels[0].name"), "{e}");
 }
+
+/// The decode lab's GEMV collected on its CPU backend (tests/fixtures/lab_cpu_row.sh).
+fn lab_cpu_row() -> Row {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lab_cpu_row.jsonl");
+    serde_json::from_str(std::fs::read_to_string(&p).unwrap().lines().next().unwrap()).unwrap()
+}
+
+#[test]
+fn one_kernel_gets_one_lead_limit_class() {
+    // The CPU GEMV reads 0% of the H200's bandwidth (latency-bound, measured) while its op class
+    // alone says a one-token GEMV is memory-bound: the measurement leads, the class is a caveat.
+    let row = lab_cpu_row();
+    let v = fit(&row, None, Some("NVIDIA H200"));
+    let rules = Rules::builtin().unwrap();
+    let class = |f: &katlas_advise::fit::Finding, what: &str| rules.fit.rules.iter().any(|r| r.id == f.rule && r.emits.iter().any(|e| e == what));
+    let k = &v.kernels[0];
+    let limits: Vec<_> = k.findings.iter().filter(|f| f.kind == katlas_advise::rules::FindingKind::Limit).collect();
+    assert!(limits.iter().any(|f| class(f, "latency_bound")), "{limits:?}");
+    assert!(!limits.iter().any(|f| class(f, "memory_bound")), "two lead classes: {limits:?}");
+    let roof = k.findings.iter().find(|f| f.rule == "gemv_roofline").expect("the roofline reading stays");
+    assert_eq!(roof.kind, katlas_advise::rules::FindingKind::Caveat);
+    assert!(roof.text.contains("secondary") && roof.text.contains("lead limit is latency"), "{}", roof.text);
+    assert!(!v.likely_limit.iter().any(|f| f.rule == "gemv_roofline"));
+    // JSON says what the text says.
+    let json = serde_json::to_value(&v).unwrap();
+    let lead_rules: Vec<&str> = json["likely_limit"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap()).collect();
+    assert!(!lead_rules.contains(&"gemv_roofline") && lead_rules.contains(&"idle_both"), "{lead_rules:?}");
+    for text in [katlas_advise::render::fit_text(&v), katlas_advise::render::fit_text_verbose(&v)] {
+        let limit_lines: Vec<&str> =
+            text.lines().filter(|l| l.contains("likely limit") || l.trim_start().starts_with("- limit:") || l.contains("also:")).collect();
+        assert!(limit_lines.iter().all(|l| !l.contains("memory-bound")), "{limit_lines:?}");
+        assert!(limit_lines.iter().any(|l| l.contains("latency-bound")), "{limit_lines:?}");
+    }
+    // A GEMV that does reach the ceiling keeps memory-bound as its lead (hipfire's decode row).
+    let hip = common::decode_row();
+    let v = fit(&hip, None, None);
+    let k = v.kernels.iter().find(|k| k.name == "gemv_hfq4g256_residual").unwrap();
+    assert!(k.findings.iter().any(|f| f.rule == "gemv_roofline" && f.kind == katlas_advise::rules::FindingKind::Limit));
+}
+
+#[test]
+fn a_cpu_row_read_against_a_gpu_gets_no_gpu_readings() {
+    let row = lab_cpu_row();
+    let v = fit(&row, None, Some("NVIDIA H200"));
+    assert!(v.measured_on_cpu());
+    let note = v.scope.notes.iter().find(|n| n.contains("measured on the CPU")).expect("the CPU note");
+    assert!(note.contains("a GPU run") && note.contains("katlas collect lab-decode"), "{note}");
+    for text in [katlas_advise::render::fit_text(&v), katlas_advise::render::fit_text_verbose(&v)] {
+        let low = text.to_lowercase();
+        for gpu in ["gpu time", "wave", "warp", "occupancy", "isa manifest", "launch geometry"] {
+            assert!(!low.contains(gpu), "`{gpu}` in a CPU row's read:\n{text}");
+        }
+    }
+    assert!(v.evidence.missing.iter().any(|m| m.evidence.starts_with("a GPU run of the workload")), "{:?}", v.evidence.missing);
+    let rules = Rules::builtin().unwrap();
+    let q = suggest(&v, Some(&row), ArchDb::builtin(), &rules, &SuggestOptions { ledger: None, provenance: &[], max: Some(50) });
+    let evidence: Vec<&String> = q.suggestions.iter().flat_map(|s| &s.evidence).collect();
+    assert!(evidence.iter().any(|e| e.contains("100.0% of decode CPU time")), "{evidence:?}");
+    assert!(!evidence.iter().any(|e| e.contains("GPU time")), "{evidence:?}");
+}
+
+#[test]
+fn undecided_reads_say_how_to_add_the_evidence() {
+    // No profile: the hipfire row without its kernels.
+    let mut row = common::decode_row();
+    row.kernels.clear();
+    let v = fit(&row, None, None);
+    let text = katlas_advise::render::fit_text(&v);
+    let head = text.lines().find(|l| l.contains("likely limit")).unwrap();
+    for how in ["katlas collect WORKLOAD --profile", "--parse ncu-csv", "json-lines `kernels`"] {
+        assert!(head.contains(how), "{head}");
+    }
+    let missing = v.evidence.missing.iter().find(|m| m.evidence.starts_with("a profile")).unwrap();
+    assert!(missing.evidence.contains("katlas collect WORKLOAD --profile"), "{}", missing.evidence);
+    // The example record is one the json-lines parser takes: its kernels are kernel samples.
+    let (_, tail) = missing.evidence.split_once("e.g. ").unwrap();
+    let record = &tail[..tail.find("]}").unwrap() + 2];
+    let rec: serde_json::Value = serde_json::from_str(record).unwrap_or_else(|e| panic!("{record}: {e}"));
+    assert!(rec.get("katlas").is_some() && rec["phase"] == "decode");
+    let ks: Vec<KernelSample> = serde_json::from_value(rec["kernels"].clone()).unwrap();
+    assert!(ks[0].calls > 0 && ks[0].total_us > 0.0 && ks[0].bytes.is_some());
+
+    // A profile without bytes or FLOPs: the kernels are hot, no limit rule decides.
+    let mut row = Row::new("w", "decode");
+    row.arch = Some("sm_90".into());
+    row.kernels = vec![sample("my_kernel", 10, 100.0, "misc", "unknown")];
+    let v = fit(&row, None, Some("NVIDIA H200"));
+    assert!(v.likely_limit.is_empty(), "{:?}", v.likely_limit);
+    let text = katlas_advise::render::fit_text(&v);
+    let head = text.lines().find(|l| l.contains("likely limit")).unwrap();
+    assert!(head.contains("no limit rule could decide") && head.contains("katlas collect WORKLOAD --profile") && head.contains("`bytes`"), "{head}");
+}

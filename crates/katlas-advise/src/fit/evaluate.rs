@@ -4,7 +4,7 @@
 use super::view::{Finding, KernelFit, Missing, Unknown};
 use crate::expr::{eval_all, render_template, Facts, Val};
 use crate::rules::{FindingKind, FitRule};
-use crate::signals::evidence_for;
+use crate::signals::{evidence_for, Source};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Findings of `rules` that hold on `s`, the signals they emit, and the unknown conditions
@@ -87,9 +87,25 @@ pub(super) fn readings(phase_findings: &[Finding], phase_unknown: &[Unknown], ph
             }
         }
         for u in &k.unknown {
-            missing.entry(evidence_for(&u.signal).to_string()).or_default().insert(u.rule.clone());
+            missing.entry(kernel_evidence(k, &u.signal)).or_default().insert(u.rule.clone());
         }
     }
     let missing = missing.into_iter().map(|(evidence, rules)| Missing { evidence, rules: rules.into_iter().filter(|r| !r.is_empty()).collect() }).collect();
     Readings { likely, left, stops, caveats, missing }
+}
+
+/// The evidence a kernel's unknown signal waits on. When the kernel did join an ISA manifest
+/// entry, "an ISA manifest entry" is not what is missing: the entry lacks the field, and the
+/// line says which entry and which field so it cannot contradict the scope's match count.
+fn kernel_evidence(k: &KernelFit, signal: &str) -> String {
+    match (crate::signals::get(signal).map(|d| d.from), &k.isa) {
+        (Some(Source::Isa), Some(i)) => {
+            format!("`{signal}` for {}: its ISA manifest entry ({} in {}, {}) does not record it", k.short_name, i.kernel, i.object, i.arch)
+        }
+        (Some(Source::Occupancy), Some(i)) => format!(
+            "occupancy inputs for {}: its ISA manifest entry ({} in {}, {}) lacks registers, LDS or wave size, or the arch database lacks {}",
+            k.short_name, i.kernel, i.object, i.arch, i.arch
+        ),
+        _ => evidence_for(signal).to_string(),
+    }
 }

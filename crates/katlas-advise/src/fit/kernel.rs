@@ -5,11 +5,11 @@ use super::classify::{gemv_evidence, is_gemm_like, is_library_kernel, is_project
 use super::evaluate::eval_rules;
 use super::profile::{bytes_label, bytes_source, from_shapes};
 use super::scope::{object_label, Pair};
-use super::view::{IsaFit, KernelFit, LaunchFit, MixBar, OccupancyFit};
+use super::view::{Finding, IsaFit, KernelFit, LaunchFit, MixBar, OccupancyFit};
 use crate::expr::{Facts, Signals, Val};
 use crate::isa::Kernel as IsaKernel;
 use crate::names::MatchLevel;
-use crate::rules::{RuleScope, Rules};
+use crate::rules::{FindingKind, RuleScope, Rules};
 use katlas_arch::{Atom, KernelResources, Product, Vendor};
 use katlas_collect::parse::triton_join::TritonFacts;
 use katlas_model::{KernelSample, Row};
@@ -452,9 +452,36 @@ pub(super) fn fit_kernel(
     let (findings, emitted, unknown) =
         eval_rules(rules.fit.rules.iter().filter(|r| r.scope == RuleScope::Kernel), Facts { values: &s, flags: &flags }, Some(&name));
     kf.findings = findings;
+    one_lead_class(&mut kf.findings, rules);
     flags.extend(emitted);
     kf.emitted = flags;
     kf.unknown = unknown;
     kf.signals = s;
     kf
+}
+
+/// A kernel gets one lead limit class. A measured reading that the kernel is far from its
+/// bandwidth ceiling (latency-bound) and a memory-bound reading from its op class alone (the
+/// roofline of a one-token GEMV) would otherwise both be called its limit: the measurement
+/// leads, and the class reading stays as a caveat saying what the ceiling would be. The
+/// emitted signals stay, so levers for both readings still trigger.
+fn one_lead_class(findings: &mut [Finding], rules: &Rules) {
+    let emits = |f: &Finding, what: &str| rules.fit.rules.iter().any(|r| r.id == f.rule && r.emits.iter().any(|e| e == what));
+    let Some(lead) =
+        findings.iter().find(|f| f.kind == FindingKind::Limit && emits(f, "latency_bound")).map(|f| (f.rule.clone(), f.numbers.get("bw_pct").cloned()))
+    else {
+        return;
+    };
+    for f in findings.iter_mut().filter(|f| f.kind == FindingKind::Limit && emits(f, "memory_bound")) {
+        let (who, what) = match (&f.kernel, f.text.split_once(": ")) {
+            (Some(k), Some((head, rest))) if head == k => (format!("{k}: "), rest.to_string()),
+            _ => (String::new(), f.text.clone()),
+        };
+        let measured = match &lead.1 {
+            Some(Val::Num(p)) => format!("measured at {}% of the bandwidth ceiling, it does not reach it", crate::expr::fmt_num(*p, Some(1))),
+            _ => "measured, it does not reach the bandwidth ceiling".into(),
+        };
+        f.kind = FindingKind::Caveat;
+        f.text = format!("{who}secondary, by op class alone: {what}; {measured}, so the lead limit is latency ({})", lead.0);
+    }
 }

@@ -30,9 +30,21 @@ use crate::expr::Facts;
 use crate::isa::{CodeObject, Kernel as IsaKernel};
 use crate::names::MatchLevel;
 use crate::rules::RuleScope;
+use crate::signals::Source;
 use katlas_arch::Vendor;
 use katlas_model::KernelSample;
 use std::collections::BTreeSet;
+
+/// How to add a profile, said wherever one is missing.
+pub const PROFILE_HOW: &str = "add one: `katlas collect WORKLOAD --profile` (the spec's [profile] switches), or read a profiler file: \
+`katlas fit FILE --parse ncu-csv` (or torch-trace, rocprofv3); a workload that times its own kernels prints a json-lines `kernels` record, \
+e.g. {\"katlas\":1,\"phase\":\"decode\",\"kernels\":[{\"name\":\"gemv_q4\",\"calls\":50,\"total_us\":7500,\"bytes\":2400000}]} \
+(total_us over all calls, bytes per call; docs/collect.md, json-lines kernels)";
+
+/// A row measured on the CPU (the lab's CPU backend): its arch or its `backend` parameter says so.
+pub fn measured_on_cpu(row: &katlas_model::Row) -> bool {
+    row.arch.as_deref().is_some_and(|a| a.eq_ignore_ascii_case("cpu")) || row.params.get("backend").is_some_and(|b| b.eq_ignore_ascii_case("cpu"))
+}
 
 pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     let rules = input.rules;
@@ -43,7 +55,15 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
     // Arch atom: explicit, row, product, then a manifest with a single arch.
     let (arch, arch_source) = choose_arch(input);
     let atom = arch.as_deref().and_then(|a| db.atom(a));
-    if let (Some(a), None) = (&arch, atom) {
+    let cpu = row.is_some_and(measured_on_cpu);
+    if cpu {
+        scope_notes.push(format!(
+            "the row was measured on the CPU: its kernels are CPU functions, so GPU readings (% of {}, a kernel's GPU resources) do not hold for them; \
+             a GPU read needs a GPU run of the workload (`katlas collect {} --set backend=cuda` or the spec's GPU backend)",
+            input.product.map(|p| format!("{p}'s ceilings")).unwrap_or_else(|| "a GPU's ceilings".into()),
+            row.map(|r| r.workload.as_str()).unwrap_or("WORKLOAD")
+        ));
+    } else if let (Some(a), None) = (&arch, atom) {
         scope_notes.push(format!("arch `{a}` is not in the arch database: no capability or occupancy reads"));
     }
     let atom_name = atom.map(|a| a.name.clone()).or(arch.clone());
@@ -131,7 +151,20 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
                     object: object_label(o),
                     also: also.clone(),
                 }),
-                None if input.isa.is_some() => scope.unmatched_hot.push(s.name.clone()),
+                None if input.isa.is_some() => {
+                    // A name the manifest holds for another arch only is not "no entry": say whose.
+                    if let Some((lvl, (o, k), _)) = best_match(&s.name, s.demangled.as_deref(), &isa_all) {
+                        scope_notes.push(format!(
+                            "{short}: the ISA manifest has it ({} match: {} in {}) for {} only, not {}; its resources are not read",
+                            lvl.as_str(),
+                            k.name,
+                            object_label(o),
+                            o.arch,
+                            atom_name.as_deref().unwrap_or("the row's arch")
+                        ));
+                    }
+                    scope.unmatched_hot.push(s.name.clone())
+                }
                 None => {}
             }
             let isa = m.map(|(lvl, pair, _)| (lvl, pair));
@@ -184,11 +217,20 @@ pub fn build_fit(input: &FitInput) -> Result<FitView, crate::AdviseError> {
         missing,
     };
     if !evidence.profile {
-        evidence
-            .missing
-            .insert(0, Missing { evidence: "a profile (per-kernel calls and times): without it no kernel can be called hot".into(), rules: vec![] });
+        evidence.missing.insert(
+            0,
+            Missing { evidence: format!("a profile (per-kernel calls and times): without it no kernel can be called hot; {PROFILE_HOW}"), rules: vec![] },
+        );
     }
-    if !evidence.isa {
+    if cpu {
+        // ISA, occupancy, launch and arch evidence are GPU evidence: a CPU function has none.
+        let gpu_only = [Source::Isa, Source::Occupancy, Source::Mix, Source::Launch, Source::Arch, Source::Counters].map(|s| s.evidence());
+        evidence.missing.retain(|m| !gpu_only.iter().any(|g| m.evidence.starts_with(g)));
+        evidence.missing.push(Missing {
+            evidence: "a GPU run of the workload (this row is CPU time): its GPU kernels, read against the GPU's ceilings and code objects".into(),
+            rules: vec![],
+        });
+    } else if !evidence.isa {
         evidence.missing.push(Missing {
             evidence: format!(
                 "an ISA manifest (`katlas isa scan`): {}",

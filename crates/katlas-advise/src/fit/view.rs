@@ -214,6 +214,13 @@ pub struct Unknown {
     pub rule: String,
 }
 
+impl FitView {
+    /// The row was measured on the CPU (its arch is `cpu`): GPU readings do not apply to it.
+    pub fn measured_on_cpu(&self) -> bool {
+        self.header.arch.as_deref().is_some_and(|a| a.eq_ignore_ascii_case("cpu"))
+    }
+}
+
 impl KernelFit {
     /// What the lever catalog and history read: the values and the emitted flags.
     pub fn facts(&self) -> Facts<'_> {
