@@ -94,7 +94,10 @@ fn finding_line(f: &Finding) -> String {
 /// The likely-limit line when no limit rule decided: what would let one decide, and how to add it.
 fn undecided(v: &FitView) -> String {
     if !v.evidence.profile {
-        return format!("unknown: no limit rule could decide without a profile; {}", crate::fit::PROFILE_HOW);
+        // The missing-evidence line carries the json-lines example; the headline stays one line.
+        return "unknown: no limit rule could decide without a profile; add one with `katlas collect WORKLOAD --profile` \
+                or `katlas fit FILE --parse ncu-csv` (or torch-trace, rocprofv3), or print a json-lines `kernels` record (example under missing evidence)"
+            .into();
     }
     "unknown: no limit rule could decide: the kernels need bytes or FLOPs per call against a product ceiling (`--product`); \
      add them with counters (`katlas collect WORKLOAD --profile`, or `katlas fit FILE --parse ncu-csv` or rocprofv3), \
