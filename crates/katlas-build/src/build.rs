@@ -6,8 +6,8 @@
 //! identity, flags, atom, source and every transitively included file), `out/<atom>/<name>.{hsaco,cubin}`,
 //! `logs/<atom>/<name>.log`, `manifest.json` (all current outputs) and `last.json` (this report).
 
-use crate::compiler::{Compiler, CompilerId, Kind, FETCH_HIP_HEADERS};
-use crate::config::Settings;
+use crate::compiler::{Compiler, CompilerId, Kind, HIP_HEADERS_HINT};
+use crate::config::{RootsFrom, Settings};
 use crate::error::{BuildError, Result};
 use crate::includes::includes;
 use crate::resolve::{resolve, Resolution, Via};
@@ -40,11 +40,14 @@ pub struct BuildOptions {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum JobStatus {
     Compiled,
     Cached,
     Failed,
+    /// Not compiled: its language's compiler (or, for a bare clang and a source that includes
+    /// `hip/…`, the HIP headers) is not installed. `message` says what to install.
+    MissingToolchain,
 }
 
 /// One (file, atom) compile.
@@ -58,19 +61,34 @@ pub struct JobResult {
     pub via: String,
     pub lang: String,
     pub status: JobStatus,
-    /// Code object, project-relative (absent on failure).
+    /// Code object, project-relative (absent on failure or a missing toolchain).
     #[serde(default)]
     pub output: Option<String>,
     /// The compiler log of this (file, atom), project-relative.
     pub log: String,
-    /// Cache key (md5).
+    /// Cache key (md5; empty for a missing toolchain).
     pub key: String,
     pub duration_ms: u64,
     #[serde(default)]
     pub exit_code: Option<i32>,
-    /// On failure: everything the compiler said (the log without the command line).
+    /// On failure: everything the compiler said (the log without the command line); for a
+    /// missing toolchain: what is missing and how to install it.
     #[serde(default)]
     pub message: Option<String>,
+}
+
+/// One toolchain this build lacked, with the jobs it kept from compiling.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MissingToolchain {
+    /// `hip` or `cuda`.
+    pub lang: String,
+    /// `compiler`, or `hip_headers` (a bare clang without HIP headers, for sources that include `hip/…`).
+    pub what: String,
+    /// Atoms with jobs left uncompiled.
+    pub atoms: Vec<String>,
+    pub jobs: usize,
+    /// What is missing, where katlas looked, and what to install or configure.
+    pub message: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -81,6 +99,12 @@ pub struct BuildSummary {
     pub failed: usize,
     /// Atoms with at least one failed compile.
     pub failed_atoms: Vec<String>,
+    /// Jobs not compiled for a missing toolchain.
+    #[serde(default)]
+    pub missing_toolchain: usize,
+    /// Atoms with at least one job not compiled for a missing toolchain.
+    #[serde(default)]
+    pub missing_atoms: Vec<String>,
     pub elapsed_ms: u64,
 }
 
@@ -93,9 +117,19 @@ pub struct BuildReport {
     pub matrix: Vec<String>,
     /// Atoms this build compiled for.
     pub atoms: Vec<String>,
+    /// The kernel roots read, project-relative.
+    #[serde(default)]
+    pub kernel_roots: Vec<String>,
+    /// Where they came from (`discovered`: none configured, the defaults provenance uses).
+    #[serde(default)]
+    pub kernel_roots_from: Option<RootsFrom>,
     #[serde(default)]
     pub touched: Option<Touched>,
     pub compilers: Vec<CompilerId>,
+    /// Toolchains not found, with the jobs they kept from compiling (those jobs are
+    /// `missing_toolchain`; every other job was compiled).
+    #[serde(default)]
+    pub missing_toolchains: Vec<MissingToolchain>,
     pub jobs: Vec<JobResult>,
     pub summary: BuildSummary,
     /// The `katlas.isa.v1` manifest of all current outputs, project-relative.
@@ -107,6 +141,21 @@ pub struct BuildReport {
     /// Problems scanning the outputs (they never hide compile results).
     #[serde(default)]
     pub isa_errors: Vec<String>,
+}
+
+impl BuildReport {
+    /// Exit code of the CLI contract: 1 when a compile failed (a finding about the code that
+    /// stands whatever gets installed), else 3 when a job was not compiled for a missing
+    /// toolchain (the matrix was not checked: missing environment), else 0.
+    pub fn exit_code(&self) -> u8 {
+        if self.summary.failed > 0 {
+            1
+        } else if self.summary.missing_toolchain > 0 {
+            3
+        } else {
+            0
+        }
+    }
 }
 
 /// A (file, atom) pair resolution picked but a `[[build.rule]]` keeps from compiling.
@@ -129,6 +178,8 @@ pub fn needs_hip_headers(src: &Path, include_dirs: &[PathBuf]) -> bool {
 }
 
 struct Planned<'a> {
+    /// Index of the resolution: jobs are reported in resolution order.
+    idx: usize,
     res: Resolution,
     src: &'a Source,
     compiler: &'a Compiler,
@@ -181,11 +232,15 @@ pub fn run_build_with_skips(s: &Settings, opts: &BuildOptions, progress: Option<
             return Err(BuildError::BadInput(format!("{}: no such file or directory", orig.display())));
         }
     }
-    let roots = if s.kernel_roots.is_empty() {
-        paths.iter().map(|p| if p.is_dir() { p.clone() } else { p.parent().map(Path::to_path_buf).unwrap_or_default() }).collect()
-    } else {
-        s.kernel_roots.clone()
-    };
+    // Configured roots bound PATH; discovered ones do not: a PATH outside them is a root too.
+    let mut roots = s.kernel_roots.clone();
+    if s.kernel_roots_from == RootsFrom::Discovered {
+        for p in &paths {
+            if !roots.iter().any(|r| p.starts_with(r)) {
+                roots.push(if p.is_dir() { p.clone() } else { p.parent().map(Path::to_path_buf).unwrap_or_default() });
+            }
+        }
+    }
     let sources = discover(s, &roots)?;
     let selected = |src: &Source| paths.is_empty() || paths.iter().any(|p| src.path.starts_with(p));
     if sources.iter().filter(|x| selected(x)).count() == 0 {
@@ -223,7 +278,8 @@ pub fn run_build_with_skips(s: &Settings, opts: &BuildOptions, progress: Option<
     katlas_fs::create_dir_all(&cache_dir).map_err(|e| BuildError::io(&cache_dir, e))?;
     let need: BTreeSet<Lang> = resolutions.iter().map(|r| r.lang).collect();
     let mut compilers: BTreeMap<Lang, Compiler> = BTreeMap::new();
-    let mut missing = Vec::new();
+    // One missing compiler stops only its own language's jobs.
+    let mut no_compiler: BTreeMap<Lang, String> = BTreeMap::new();
     for lang in need {
         let c = match lang {
             Lang::Hip => Compiler::hip(s, &cache_dir),
@@ -234,31 +290,26 @@ pub fn run_build_with_skips(s: &Settings, opts: &BuildOptions, progress: Option<
                 compilers.insert(lang, c);
             }
             Err(e) => {
-                let atoms: BTreeSet<&str> = resolutions.iter().filter(|r| r.lang == lang).map(|r| r.atom.as_str()).collect();
-                missing.push(format!("{e} (needed for {})", atoms.into_iter().collect::<Vec<_>>().join(" ")));
+                no_compiler.insert(lang, e);
             }
         }
-    }
-    if !missing.is_empty() {
-        return Err(BuildError::MissingEnv(missing.join("; ")));
     }
 
     let by_file: BTreeMap<&str, &Source> = sources.iter().map(|x| (x.file.as_str(), x)).collect();
     let mut plan = Vec::new();
     let mut outs: BTreeMap<PathBuf, String> = BTreeMap::new();
-    let mut headerless: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let mut wants_headers: BTreeMap<&str, bool> = BTreeMap::new();
-    for r in resolutions {
+    // (resolution index, job) of the jobs a missing toolchain keeps from compiling.
+    let mut missing_jobs: Vec<(usize, JobResult)> = Vec::new();
+    let mut missing: BTreeMap<(Lang, &'static str), MissingToolchain> = BTreeMap::new();
+    for (idx, r) in resolutions.into_iter().enumerate() {
         let src = by_file[r.file.as_str()];
-        let compiler = &compilers[&r.lang];
         let dir = src.path.parent().unwrap_or(Path::new("."));
-        let with_headers = r.lang == Lang::Hip && *wants_headers.entry(src.file.as_str()).or_insert_with(|| needs_hip_headers(&src.path, &s.include_dirs));
-        if with_headers && compiler.kind == Kind::Clang && compiler.hip_headers.is_none() {
-            headerless.entry(src.file.as_str()).or_default().insert(r.atom.clone());
-        }
-        let flags = compiler.flags(s, &r.atom, dir, with_headers);
-        let key = cache_key(s, compiler, &r.atom, &flags, src);
-        let out = bdir.join("out").join(&r.atom).join(format!("{}.{}", src.out_stem, compiler.out_ext()));
+        let ext = match r.lang {
+            Lang::Hip => "hsaco",
+            Lang::Cuda => "cubin",
+        };
+        let out = bdir.join("out").join(&r.atom).join(format!("{}.{ext}", src.out_stem));
         if let Some(prev) = outs.insert(out.clone(), src.file.clone()) {
             if prev != src.file {
                 return Err(BuildError::BadInput(format!(
@@ -271,18 +322,71 @@ pub fn run_build_with_skips(s: &Settings, opts: &BuildOptions, progress: Option<
             continue;
         }
         let log = bdir.join("logs").join(&r.atom).join(format!("{}.log", src.out_stem));
-        plan.push(Planned { res: r, src, compiler, flags, key, out, log });
-    }
-    if !headerless.is_empty() {
-        let (first, atoms) = headerless.iter().next().expect("not empty");
-        return Err(BuildError::MissingEnv(format!(
-            "no HIP headers: {} source(s) include hip/… headers (e.g. {first}, for {}) and {} has none of its own; \
-             run {FETCH_HIP_HEADERS} (katlas repository: HIP headers + device bitcode into .cache/hip-headers, no ROCm install), \
-             or point [build] hip_headers / KATLAS_HIP_HEADERS at them, or use hipcc",
-            headerless.len(),
-            atoms.iter().cloned().collect::<Vec<_>>().join(" "),
-            compilers[&Lang::Hip].id.path.as_deref().unwrap_or("clang"),
-        )));
+        let absent = match compilers.get(&r.lang) {
+            None => Some(("compiler", no_compiler[&r.lang].clone(), no_compiler[&r.lang].clone())),
+            Some(c) => {
+                let with_headers =
+                    r.lang == Lang::Hip && *wants_headers.entry(src.file.as_str()).or_insert_with(|| needs_hip_headers(&src.path, &s.include_dirs));
+                (with_headers && c.kind == Kind::Clang && c.hip_headers.is_none()).then(|| {
+                    let clang = c.id.path.as_deref().unwrap_or("clang");
+                    let why = match &c.hip_headers_error {
+                        Some(e) => format!("{e} (needed by sources that include hip/…)"),
+                        None => format!(
+                            "no HIP headers: sources that include hip/… need them and {clang} has none of its own; \
+                             none found in the project's .cache/hip-headers, $ROCM_PATH, /opt/rocm or /usr; {HIP_HEADERS_HINT}"
+                        ),
+                    };
+                    let job = match &c.hip_headers_error {
+                        Some(e) => format!("{} includes hip/… headers; {e}", src.file),
+                        None => format!("no HIP headers: {} includes hip/… headers and {clang} has none of its own; {HIP_HEADERS_HINT}", src.file),
+                    };
+                    ("hip_headers", why, job)
+                })
+            }
+        };
+        if let Some((what, group, message)) = absent {
+            // out/ holds what this build vouches for: an object it could not rebuild goes.
+            let _ = std::fs::remove_file(&out);
+            if let Some(d) = log.parent() {
+                let _ = katlas_fs::create_dir_all(d);
+            }
+            let _ = katlas_fs::write_atomic(&log, format!("# not compiled: missing toolchain\n{message}\n").as_bytes());
+            let m = missing.entry((r.lang, what)).or_insert_with(|| MissingToolchain {
+                lang: r.lang.as_str().into(),
+                what: what.into(),
+                atoms: Vec::new(),
+                jobs: 0,
+                message: group,
+            });
+            m.jobs += 1;
+            if !m.atoms.contains(&r.atom) {
+                m.atoms.push(r.atom.clone());
+            }
+            missing_jobs.push((
+                idx,
+                JobResult {
+                    atom: r.atom.clone(),
+                    kernel: r.kernel.clone(),
+                    file: src.file.clone(),
+                    via: via_name(r.via).into(),
+                    lang: r.lang.as_str().into(),
+                    status: JobStatus::MissingToolchain,
+                    output: None,
+                    log: s.rel(&log),
+                    key: String::new(),
+                    duration_ms: 0,
+                    exit_code: None,
+                    message: Some(message),
+                },
+            ));
+            continue;
+        }
+        let compiler = &compilers[&r.lang];
+        let with_headers = r.lang == Lang::Hip && wants_headers.get(src.file.as_str()).copied().unwrap_or(false);
+        debug_assert_eq!(ext, compiler.out_ext());
+        let flags = compiler.flags(s, &r.atom, dir, with_headers);
+        let key = cache_key(s, compiler, &r.atom, &flags, src);
+        plan.push(Planned { idx, res: r, src, compiler, flags, key, out, log });
     }
 
     let total = plan.len();
@@ -299,24 +403,36 @@ pub fn run_build_with_skips(s: &Settings, opts: &BuildOptions, progress: Option<
     };
     let jobs = opts.jobs.or(s.jobs).unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build().map_err(|e| BuildError::BadInput(format!("--jobs {jobs}: {e}")))?;
-    let results: Vec<JobResult> = pool.install(|| plan.par_iter().map(run_one).collect());
+    let ran: Vec<(usize, JobResult)> = pool.install(|| plan.par_iter().map(|p| (p.idx, run_one(p))).collect());
+    let mut all: Vec<(usize, JobResult)> = ran.into_iter().chain(missing_jobs).collect();
+    all.sort_by_key(|(i, _)| *i);
+    let results: Vec<JobResult> = all.into_iter().map(|(_, j)| j).collect();
 
-    let mut failed_atoms: Vec<String> = results.iter().filter(|r| r.status == JobStatus::Failed).map(|r| r.atom.clone()).collect();
-    failed_atoms.dedup();
-    let failed_atoms: Vec<String> = atoms.iter().filter(|a| failed_atoms.contains(a)).cloned().collect();
+    let atoms_with = |st: JobStatus| -> Vec<String> { atoms.iter().filter(|a| results.iter().any(|r| r.status == st && &r.atom == *a)).cloned().collect() };
+    let failed_atoms = atoms_with(JobStatus::Failed);
+    let missing_atoms = atoms_with(JobStatus::MissingToolchain);
+    let mut missing_toolchains: Vec<MissingToolchain> = missing.into_values().collect();
+    for m in &mut missing_toolchains {
+        m.atoms = atoms.iter().filter(|a| m.atoms.contains(a)).cloned().collect();
+    }
     let mut report = BuildReport {
         schema: BUILD_SCHEMA.into(),
         created_at: katlas_model::row::now_rfc3339(),
         matrix: s.matrix.clone(),
         atoms: atoms.clone(),
+        kernel_roots: roots.iter().map(|p| s.rel(p)).collect(),
+        kernel_roots_from: Some(s.kernel_roots_from),
         touched,
         compilers: compilers.values().map(|c| c.id.clone()).collect(),
+        missing_toolchains,
         summary: BuildSummary {
             jobs: results.len(),
             compiled: results.iter().filter(|r| r.status == JobStatus::Compiled).count(),
             cached: results.iter().filter(|r| r.status == JobStatus::Cached).count(),
             failed: results.iter().filter(|r| r.status == JobStatus::Failed).count(),
             failed_atoms,
+            missing_toolchain: results.iter().filter(|r| r.status == JobStatus::MissingToolchain).count(),
+            missing_atoms,
             elapsed_ms: 0,
         },
         jobs: results,
@@ -331,6 +447,14 @@ pub fn run_build_with_skips(s: &Settings, opts: &BuildOptions, progress: Option<
     Ok((report, skipped))
 }
 
+fn via_name(v: Via) -> &'static str {
+    match v {
+        Via::Chip => "chip",
+        Via::Family => "family",
+        Via::Base => "base",
+    }
+}
+
 fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<()> {
     katlas_fs::write_atomic(path, &serde_json::to_vec_pretty(v).expect("serialises")).map_err(|e| BuildError::io(path, e))
 }
@@ -340,12 +464,7 @@ fn execute(s: &Settings, p: &Planned, cache_dir: &Path) -> JobResult {
         atom: p.res.atom.clone(),
         kernel: p.res.kernel.clone(),
         file: p.src.file.clone(),
-        via: match p.res.via {
-            Via::Chip => "chip",
-            Via::Family => "family",
-            Via::Base => "base",
-        }
-        .into(),
+        via: via_name(p.res.via).into(),
         lang: p.res.lang.as_str().into(),
         status: JobStatus::Failed,
         output: None,

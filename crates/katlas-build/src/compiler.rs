@@ -1,7 +1,7 @@
 //! Compiler discovery, identity and invocation. HIP: `hipcc --genco` when present (or asked
-//! for), else a bare clang (`clang-22` from Debian): with the HIP headers and device bitcode of
-//! scripts/fetch-hip-headers ([`HipHeaders`]) for sources that include `hip/…`, header-less
-//! (`-nogpuinc -nogpulib`) for sources that bring their own prelude.
+//! for), else a bare clang (`clang-22` from Debian): with HIP headers and device bitcode
+//! ([`HipHeaders`]) for sources that include `hip/…`, header-less (`-nogpuinc -nogpulib`) for
+//! sources that bring their own prelude.
 //! CUDA: `nvcc -cubin` when present (or asked for), else NVRTC loaded at run time.
 //! The identity (path, version, binary md5) goes into every cache key.
 
@@ -43,13 +43,27 @@ pub struct Compiler {
     nvrtc: Option<Arc<Nvrtc>>,
     /// For a bare clang: the HIP headers found (none: header-less sources only).
     pub hip_headers: Option<HipHeaders>,
+    /// For a bare clang with no headers: why (a configured location that holds none).
+    pub hip_headers_error: Option<String>,
 }
 
-/// The script that fetches HIP headers for a bare clang (katlas repository).
+/// The script that fetches HIP headers for a bare clang into `.cache/hip-headers` (katlas's
+/// own repository: its tests run without ROCm).
 pub const FETCH_HIP_HEADERS: &str = "scripts/fetch-hip-headers";
 
-/// HIP headers + amdgcn device bitcode usable by a bare clang without ROCm installed: the
-/// unpacked Debian packages of scripts/fetch-hip-headers, or a ROCm install.
+/// What a user does about missing HIP headers for a bare clang, on their own machine.
+pub const HIP_HEADERS_HINT: &str = "install ROCm's HIP SDK, whose hipcc brings its headers (AMD's ROCm repository: \
+     `apt install rocm-hip-sdk`; Debian/Ubuntu: `apt install hipcc libamdhip64-dev`), or point `[build] hip_headers` in \
+     katlas.toml or the KATLAS_HIP_HEADERS environment variable at a ROCm root holding include/hip/hip_runtime.h and the \
+     amdgcn device bitcode (ocml.bc), e.g. /opt/rocm";
+
+/// What a user does about a missing HIP compiler.
+pub const HIP_COMPILER_HINT: &str = "install ROCm's hipcc (AMD's ROCm repository: `apt install rocm-hip-sdk`; \
+     Debian/Ubuntu: `apt install hipcc`) or clang with lld (`apt install clang-22 lld-22`), or name one with \
+     `[build] hip_compiler` in katlas.toml or the KATLAS_CLANG environment variable";
+
+/// HIP headers + amdgcn device bitcode usable by a bare clang: a ROCm install, Debian's
+/// packages, or the unpacked packages of katlas's scripts/fetch-hip-headers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HipHeaders {
     /// `--rocm-path`: holds `include/hip/hip_runtime.h` and `share/hip/version`.
@@ -61,18 +75,27 @@ pub struct HipHeaders {
 }
 
 impl HipHeaders {
-    /// `[build] hip_headers` / `KATLAS_HIP_HEADERS` when set (it must hold headers), else
-    /// `.cache/hip-headers` of the project root or a folder above it; `Ok(None)`: none found.
+    /// Where headers are looked for when none is configured, in order: the project's own
+    /// `.cache/hip-headers` (where katlas's scripts/fetch-hip-headers unpacks them), `$ROCM_PATH`,
+    /// `/opt/rocm`, `/usr` (Debian's `libamdhip64-dev` + `rocm-device-libs`). Never a folder
+    /// above the project: a `.cache/` there is anyone's (`/tmp/.cache`).
+    pub fn candidate_dirs(root: &Path, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Vec<PathBuf> {
+        let mut v = vec![root.join(".cache/hip-headers")];
+        v.extend(env("ROCM_PATH").filter(|r| !r.is_empty()).map(PathBuf::from));
+        v.extend([PathBuf::from("/opt/rocm"), PathBuf::from("/usr")]);
+        v
+    }
+
+    /// `[build] hip_headers` / `KATLAS_HIP_HEADERS` when set (it must hold headers), else the
+    /// first of [`Self::candidate_dirs`] that holds them; `Ok(None)`: none found.
     pub fn find(s: &Settings) -> Result<Option<HipHeaders>, String> {
         if let Some(p) = &s.hip_headers {
-            return Self::at(p).map(Some).map_err(|e| {
-                format!(
-                    "no HIP headers: [build] hip_headers / KATLAS_HIP_HEADERS = {}: {e}; run {FETCH_HIP_HEADERS} (katlas repository) to fetch them",
-                    p.display()
-                )
-            });
+            return Self::at(p)
+                .map(Some)
+                .map_err(|e| format!("no HIP headers: [build] hip_headers / KATLAS_HIP_HEADERS = {}: {e}; {HIP_HEADERS_HINT}", p.display()));
         }
-        Ok(s.root.ancestors().map(|a| a.join(".cache/hip-headers")).find(|d| d.is_dir()).and_then(|d| Self::at(&d).ok()))
+        let env = |k: &str| std::env::var_os(k);
+        Ok(Self::candidate_dirs(&s.root, &env).iter().find_map(|d| Self::at(d).ok()))
     }
 
     /// Headers under `dir` (a ROCm-like root, or a folder holding one as `usr/`).
@@ -146,7 +169,7 @@ impl Compiler {
             version,
             md5: digest(&path, cache),
         };
-        Ok(Compiler { id, kind, path, nvrtc: None, hip_headers: None })
+        Ok(Compiler { id, kind, path, nvrtc: None, hip_headers: None, hip_headers_error: None })
     }
 
     /// The HIP compiler per `[build] hip_compiler`.
@@ -161,16 +184,29 @@ impl Compiler {
         let (kind, path) = match want {
             "auto" => match hipcc() {
                 Some(p) => (Kind::Hipcc, p),
-                None => {
-                    (Kind::Clang, clang().ok_or("no HIP compiler: neither hipcc nor clang-22/clang found (apt-get install clang-22 lld-22, or install ROCm)")?)
-                }
+                None => (
+                    Kind::Clang,
+                    clang().ok_or_else(|| {
+                        format!("no HIP compiler: neither hipcc (PATH, $ROCM_PATH/bin, /opt/rocm/bin) nor clang-22/clang found; {HIP_COMPILER_HINT}")
+                    })?,
+                ),
             },
-            "hipcc" => {
-                (Kind::Hipcc, hipcc().ok_or("no HIP compiler: build.hip_compiler = \"hipcc\" but hipcc is not on PATH nor in $ROCM_PATH/bin or /opt/rocm/bin")?)
-            }
-            "clang" => (Kind::Clang, clang().ok_or("no HIP compiler: clang-22/clang not found (apt-get install clang-22 lld-22 llvm-22)")?),
+            "hipcc" => (
+                Kind::Hipcc,
+                hipcc().ok_or_else(|| {
+                    format!(
+                        "no HIP compiler: build.hip_compiler = \"hipcc\" but hipcc is not on PATH nor in $ROCM_PATH/bin or /opt/rocm/bin; {HIP_COMPILER_HINT}"
+                    )
+                })?,
+            ),
+            "clang" => (
+                Kind::Clang,
+                clang().ok_or_else(|| {
+                    format!("no HIP compiler: build.hip_compiler = \"clang\" but clang-22/clang is not on PATH (nor KATLAS_CLANG); {HIP_COMPILER_HINT}")
+                })?,
+            ),
             p => {
-                let path = which(p).ok_or_else(|| format!("no HIP compiler: build.hip_compiler = {p:?} not found"))?;
+                let path = which(p).ok_or_else(|| format!("no HIP compiler: build.hip_compiler = {p:?} not found; {HIP_COMPILER_HINT}"))?;
                 let k = if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.contains("hipcc")) { Kind::Hipcc } else { Kind::Clang };
                 (k, path)
             }
@@ -181,12 +217,16 @@ impl Compiler {
             let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
             let beside = real.parent().map(|d| d.join("ld.lld")).filter(|p| p.is_file());
             if beside.is_none() && which("ld.lld").is_none() {
-                return Err(format!("no HIP linker: {} needs ld.lld (apt-get install lld-22)", path.display()));
+                return Err(format!("no HIP linker: {} needs ld.lld beside it or on PATH (`apt install lld-22`, or the lld of the same LLVM)", path.display()));
             }
         }
         let mut c = Self::from_binary(Lang::Hip, kind, path, cache)?;
         if kind == Kind::Clang {
-            c.hip_headers = HipHeaders::find(s)?;
+            // Missing headers only stop the sources that include hip/…: the build decides per job.
+            match HipHeaders::find(s) {
+                Ok(h) => c.hip_headers = h,
+                Err(e) => c.hip_headers_error = Some(e),
+            }
         }
         Ok(c)
     }
@@ -203,17 +243,27 @@ impl Compiler {
                 version: format!("nvrtc {}.{}", n.version.0, n.version.1),
                 md5: n.path.as_ref().and_then(|p| digest(p, cache)),
             };
-            Ok(Compiler { id, kind: Kind::Nvrtc, path: n.path.clone().unwrap_or_default(), nvrtc: Some(Arc::new(n)), hip_headers: None })
+            Ok(Compiler {
+                id,
+                kind: Kind::Nvrtc,
+                path: n.path.clone().unwrap_or_default(),
+                nvrtc: Some(Arc::new(n)),
+                hip_headers: None,
+                hip_headers_error: None,
+            })
         };
         match s.cuda_compiler.as_str() {
             "auto" => match nvcc() {
                 Some(p) => Self::from_binary(Lang::Cuda, Kind::Nvcc, p, cache),
-                None => nvrtc(),
+                None => nvrtc().map_err(|e| format!("no CUDA compiler: nvcc is not on PATH nor in /usr/local/cuda/bin, and {e}")),
             },
             "nvrtc" => nvrtc(),
-            "nvcc" => {
-                Self::from_binary(Lang::Cuda, Kind::Nvcc, nvcc().ok_or("no CUDA compiler: build.cuda_compiler = \"nvcc\" but nvcc is not on PATH")?, cache)
-            }
+            "nvcc" => Self::from_binary(
+                Lang::Cuda,
+                Kind::Nvcc,
+                nvcc().ok_or("no CUDA compiler: build.cuda_compiler = \"nvcc\" but nvcc is not on PATH nor in /usr/local/cuda/bin; install the CUDA toolkit, or set build.cuda_compiler = \"nvrtc\"")?,
+                cache,
+            ),
             p => {
                 let path = which(p).ok_or_else(|| format!("no CUDA compiler: build.cuda_compiler = {p:?} not found"))?;
                 Self::from_binary(Lang::Cuda, Kind::Nvcc, path, cache)

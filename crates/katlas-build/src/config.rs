@@ -17,7 +17,8 @@ pub const DEFAULT_MATRIX: &[&str] = &["gfx906", "gfx90a", "gfx942", "gfx1030", "
 pub struct BuildConfig {
     /// Arch atoms every change must compile for.
     pub matrix: Option<Vec<String>>,
-    /// Kernel source directories (default: `[project] kernel_roots`, or `kernels/src` with the hipfire preset).
+    /// Kernel source directories (default: `[project] kernel_roots`, or `kernels/src` with the
+    /// hipfire preset, else the default roots provenance and suggest read; see [`RootsFrom`]).
     pub kernel_roots: Option<Vec<String>>,
     /// Extra include directories searched after the including file's own directory.
     #[serde(default)]
@@ -30,8 +31,8 @@ pub struct BuildConfig {
     pub hip_compiler: Option<String>,
     /// `auto` (nvcc when present, else NVRTC), `nvrtc`, `nvcc`, or a path.
     pub cuda_compiler: Option<String>,
-    /// libnvrtc.so (or its folder) for CUDA without nvcc; default: `KATLAS_NVRTC`, the repo's
-    /// `.cache/nvrtc` (scripts/fetch-nvrtc), a CUDA toolkit, the loader path.
+    /// libnvrtc.so (or its folder) for CUDA without nvcc; default: `KATLAS_NVRTC`, else the
+    /// standard places of [`crate::nvrtc::candidates`] (pip's wheel, a CUDA toolkit, the loader path).
     pub nvrtc: Option<String>,
     /// Flags appended to every HIP compile (after `-O3 -std=c++17`).
     #[serde(default)]
@@ -53,9 +54,9 @@ pub struct BuildConfig {
     /// The hipfire preset adds compile-kernels.sh's rules after these.
     #[serde(default)]
     pub rule: Vec<AtomRule>,
-    /// HIP headers + device bitcode for a bare clang (scripts/fetch-hip-headers): a ROCm-like
-    /// root (`include/hip/hip_runtime.h`) or a folder holding one as `usr/`; default
-    /// `KATLAS_HIP_HEADERS`, else `.cache/hip-headers` of the project or a folder above it.
+    /// HIP headers + device bitcode for a bare clang: a ROCm-like root (`include/hip/hip_runtime.h`)
+    /// or a folder holding one as `usr/`; default `KATLAS_HIP_HEADERS`, else the standard places
+    /// of [`crate::compiler::HipHeaders::find`] (a ROCm install, Debian's packages).
     pub hip_headers: Option<String>,
 }
 
@@ -155,6 +156,40 @@ pub enum TagMode {
     Add,
 }
 
+/// Where the kernel roots came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RootsFrom {
+    /// `[build] kernel_roots`.
+    Build,
+    /// `[project] kernel_roots`.
+    Project,
+    /// The preset's (hipfire: `kernels/src`).
+    Preset,
+    /// None configured (what `katlas init` writes): the default roots provenance and suggest
+    /// read, `kernels/`, `src/` and the project's top-level Python packages, those that exist.
+    Discovered,
+}
+
+impl RootsFrom {
+    /// Where the roots came from, for a message.
+    pub fn describe(self) -> &'static str {
+        match self {
+            RootsFrom::Build => "[build] kernel_roots",
+            RootsFrom::Project => "[project] kernel_roots",
+            RootsFrom::Preset => "preset \"hipfire\"",
+            RootsFrom::Discovered => "found: no kernel_roots configured; the defaults provenance and suggest read: kernels/, src/, top-level Python packages",
+        }
+    }
+}
+
+/// The default kernel roots when none is configured: provenance's own defaults
+/// ([`katlas_collect::provenance::ProvenanceOptions::new`]), so build, reach, provenance and
+/// suggest read the same sources; only those that exist, since a missing default is no error.
+pub fn default_kernel_roots(root: &Path) -> Vec<PathBuf> {
+    katlas_collect::provenance::ProvenanceOptions::new(root).kernel_roots.into_iter().map(|p| root.join(p)).filter(|p| p.is_dir()).collect()
+}
+
 /// Everything the build, reach and lint stages need, resolved and validated.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -164,6 +199,7 @@ pub struct Settings {
     /// Matrix atoms (canonical names, table order of the config).
     pub matrix: Vec<String>,
     pub kernel_roots: Vec<PathBuf>,
+    pub kernel_roots_from: RootsFrom,
     pub include_dirs: Vec<PathBuf>,
     pub hip_extensions: Vec<String>,
     pub cuda_extensions: Vec<String>,
@@ -179,7 +215,7 @@ pub struct Settings {
     /// `[[build.rule]]`s, then the preset's (validated; atom names canonical).
     pub rules: Vec<AtomRule>,
     /// `[build] hip_headers` (resolved against the root) or `KATLAS_HIP_HEADERS`; `None`: look
-    /// for `.cache/hip-headers` (see [`crate::compiler::HipHeaders::find`]).
+    /// in the standard places (see [`crate::compiler::HipHeaders::find`]).
     pub hip_headers: Option<PathBuf>,
     pub dispatch_roots: Vec<PathBuf>,
     pub host_extensions: Vec<String>,
@@ -236,9 +272,14 @@ impl Settings {
             r.validate(&db, &at)?;
         }
         let rel = |v: &[String]| v.iter().map(|s| root.join(s)).collect::<Vec<_>>();
-        let kernel_roots = match &build.kernel_roots {
-            Some(r) => rel(r),
-            None => rel(&project.config.project.effective_kernel_roots()),
+        // An empty list (what `katlas init` writes) configures nothing.
+        let configured = project.config.project.effective_kernel_roots();
+        let (kernel_roots, kernel_roots_from) = match &build.kernel_roots {
+            Some(r) if !r.is_empty() => (rel(r), RootsFrom::Build),
+            _ if !configured.is_empty() => {
+                (rel(&configured), if project.config.project.kernel_roots.is_empty() { RootsFrom::Preset } else { RootsFrom::Project })
+            }
+            _ => (default_kernel_roots(&root), RootsFrom::Discovered),
         };
         let dispatch_roots = match &reach.dispatch_roots {
             Some(r) => rel(r),
@@ -257,6 +298,7 @@ impl Settings {
             db,
             matrix,
             kernel_roots,
+            kernel_roots_from,
             include_dirs: rel(&build.include_dirs),
             hip_extensions: build.hip_extensions.unwrap_or_else(|| vec!["hip".into()]),
             cuda_extensions: build.cuda_extensions.unwrap_or_else(|| vec!["cu".into()]),
@@ -294,6 +336,13 @@ impl Settings {
 
     pub fn atom(&self, name: &str) -> &Atom {
         self.db.atom(name).expect("matrix atoms were validated against the table")
+    }
+
+    /// `kernel roots: kernels, src (found: …)`: which roots a command read, and why those.
+    pub fn kernel_roots_note(&self) -> String {
+        let roots: Vec<String> = self.kernel_roots.iter().map(|p| self.rel(p)).collect();
+        let shown = if roots.is_empty() { "none".to_string() } else { roots.join(", ") };
+        format!("kernel roots: {shown} ({})", self.kernel_roots_from.describe())
     }
 
     /// Project-relative display path.

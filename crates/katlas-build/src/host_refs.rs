@@ -192,7 +192,9 @@ pub(crate) fn host_files(s: &Settings, skip: &BTreeSet<PathBuf>) -> Vec<(PathBuf
                 continue;
             }
             let canon = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-            if skip.contains(&canon) || s.kernel_roots.iter().any(|k| canon.starts_with(k)) {
+            // A kernel root inside the dispatch root leaves its files out; one that holds the whole
+            // dispatch root (the default `src/`, also host code) leaves out only kernel sources.
+            if skip.contains(&canon) || s.kernel_roots.iter().any(|k| canon.starts_with(k) && k.starts_with(root) && k != root) {
                 continue;
             }
             // Below the dispatch root only: a project under a `target/` directory is still scanned.

@@ -1,8 +1,9 @@
 //! NVRTC through `dlopen` (libloading): CUDA sources compile to SASS cubins without a GPU or a
-//! CUDA toolkit, from the `nvidia-cuda-nvrtc` wheel. Loaded by hand rather than through
-//! cudarc's dynamic loader because a missing library must be a clear exit-3 error, not a panic.
+//! CUDA toolkit, from the `nvidia-cuda-nvrtc` (CUDA 13) or `nvidia-cuda-nvrtc-cu12` wheel.
+//! Loaded by hand rather than through cudarc's dynamic loader because a missing library must be
+//! a clear missing-toolchain report, not a panic.
 
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString, OsString};
 use std::path::{Path, PathBuf};
 
 type Prog = *mut c_void;
@@ -37,40 +38,131 @@ pub struct NvrtcOutput {
     pub status: String,
 }
 
-/// Places to look for `libnvrtc.so.13`, most explicit first.
-pub fn candidates(project_root: &Path, explicit: Option<&Path>) -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    if let Some(p) = explicit.map(Path::to_path_buf).or_else(|| std::env::var_os("KATLAS_NVRTC").map(PathBuf::from)) {
-        v.push(if p.is_dir() { p.join("libnvrtc.so.13") } else { p });
-        return v;
-    }
-    for anc in project_root.ancestors() {
-        v.push(anc.join(".cache/nvrtc/x/nvidia/cu13/lib/libnvrtc.so.13"));
-        v.push(anc.join(".cache/fixtures/pypi/nvrtc/nvidia/cu13/lib/libnvrtc.so.13"));
-    }
-    v.push(PathBuf::from("/usr/local/cuda/lib64/libnvrtc.so"));
+/// NVRTC's file names, newest first: the CUDA 13 wheel (`nvidia-cuda-nvrtc`) ships
+/// `libnvrtc.so.13`, the CUDA 12 wheel (`nvidia-cuda-nvrtc-cu12`) `libnvrtc.so.12`, a toolkit
+/// also the unversioned link.
+pub const LIB_NAMES: [&str; 3] = ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"];
+
+/// What a user does about a missing NVRTC, on their own machine.
+pub const INSTALL_HINT: &str = "install NVRTC into the active Python environment with `pip install nvidia-cuda-nvrtc-cu12` \
+     (CUDA 12; `pip install nvidia-cuda-nvrtc` for CUDA 13), or install the CUDA toolkit (nvcc; /usr/local/cuda), \
+     or point `[build] nvrtc` in katlas.toml or the KATLAS_NVRTC environment variable at libnvrtc.so or its folder";
+
+/// Where the wheels put the library inside a site-packages folder.
+const WHEEL_DIRS: [&str; 2] = ["nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"];
+
+/// The NVRTC library in `dir` (any of [`LIB_NAMES`]).
+pub fn lib_in(dir: &Path) -> Option<PathBuf> {
+    LIB_NAMES.iter().map(|n| dir.join(n)).find(|p| p.is_file())
+}
+
+/// `prefix/lib/python3*/{site,dist}-packages`, sorted.
+fn site_packages(prefix: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(prefix.join("lib"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("python3")))
+        .flat_map(|e| [e.path().join("site-packages"), e.path().join("dist-packages")])
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
     v
+}
+
+/// `/usr/local/cuda-12.4` after `/usr/local/cuda-12.10`: toolkits newest first.
+fn cuda_toolkits(base: &Path) -> Vec<PathBuf> {
+    let version = |p: &PathBuf| -> Vec<u32> {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        name.trim_start_matches("cuda").trim_start_matches('-').split('.').map(|x| x.parse().unwrap_or(0)).collect()
+    };
+    let mut v: Vec<PathBuf> = std::fs::read_dir(base)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("cuda-")))
+        .map(|e| e.path())
+        .collect();
+    v.sort_by_key(|p| std::cmp::Reverse(version(p)));
+    v
+}
+
+/// Folders searched for NVRTC when neither `[build] nvrtc` nor `KATLAS_NVRTC` is set, in order:
+/// the project's own `.cache/nvrtc/x` (where katlas's scripts/fetch-nvrtc unpacks the wheel),
+/// the wheels' folders in the site-packages of the active Python (`$VIRTUAL_ENV`,
+/// `$CONDA_PREFIX`, the project's `.venv/`, the prefix of `python3` on PATH, the user's
+/// `~/.local`, `/usr/local`, `/usr`), then CUDA toolkits (`$CUDA_HOME`, `$CUDA_PATH`,
+/// `/usr/local/cuda`, `/usr/local/cuda-*`, newest first). Never a folder above the project: a
+/// `.cache/` there is anyone's (`/tmp/.cache`), and NVRTC is loaded into this process.
+/// `env` reads environment variables (the process's own outside tests).
+pub fn candidate_dirs(project_root: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+    let var = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let mut prefixes: Vec<PathBuf> = Vec::new();
+    prefixes.extend(var("VIRTUAL_ENV"));
+    prefixes.extend(var("CONDA_PREFIX"));
+    prefixes.push(project_root.join(".venv"));
+    if let Some(paths) = env("PATH") {
+        if let Some(py) = std::env::split_paths(&paths).map(|d| d.join("python3")).find(|p| p.is_file()) {
+            // A venv's python3 links to the base interpreter: the venv is the link's own prefix.
+            prefixes.extend(py.parent().and_then(Path::parent).map(Path::to_path_buf));
+            if let Ok(real) = std::fs::canonicalize(&py) {
+                prefixes.extend(real.parent().and_then(Path::parent).map(Path::to_path_buf));
+            }
+        }
+    }
+    prefixes.extend(var("HOME").map(|h| h.join(".local")));
+    prefixes.extend([PathBuf::from("/usr/local"), PathBuf::from("/usr")]);
+    let mut sites = vec![project_root.join(".cache/nvrtc/x")];
+    for p in &prefixes {
+        sites.extend(site_packages(p));
+    }
+    sites.push(PathBuf::from("/usr/lib/python3/dist-packages"));
+    let mut dirs: Vec<PathBuf> = sites.iter().flat_map(|s| WHEEL_DIRS.iter().map(move |w| s.join(w))).collect();
+    let mut toolkits: Vec<PathBuf> = [var("CUDA_HOME"), var("CUDA_PATH")].into_iter().flatten().collect();
+    toolkits.push(PathBuf::from("/usr/local/cuda"));
+    toolkits.extend(cuda_toolkits(Path::new("/usr/local")));
+    dirs.extend(toolkits.iter().map(|t| t.join("lib64")));
+    let mut seen = std::collections::BTreeSet::new();
+    dirs.retain(|d| seen.insert(d.clone()));
+    dirs
+}
+
+/// The NVRTC [`Nvrtc::load`] would open: `Ok(Some(file))`, `Ok(None)` for the loader path,
+/// `Err` when an explicit location (`[build] nvrtc`, else `KATLAS_NVRTC`) holds none.
+pub fn locate(project_root: &Path, explicit: Option<&Path>, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Option<PathBuf>, String> {
+    let (key, p) = match (explicit, env("KATLAS_NVRTC").filter(|v| !v.is_empty())) {
+        (Some(p), _) => ("[build] nvrtc", Some(p.to_path_buf())),
+        (None, Some(v)) => ("KATLAS_NVRTC", Some(PathBuf::from(v))),
+        (None, None) => ("", None),
+    };
+    if let Some(p) = p {
+        let found = if p.is_dir() { lib_in(&p) } else { Some(p.clone()).filter(|f| f.is_file()) };
+        return found.map(Some).ok_or_else(|| {
+            format!(
+                "no NVRTC: {key} = {} holds no NVRTC library ({}); point it at libnvrtc.so or its folder, or {INSTALL_HINT}",
+                p.display(),
+                LIB_NAMES.join(", ")
+            )
+        });
+    }
+    Ok(candidate_dirs(project_root, env).iter().find_map(|d| lib_in(d)))
 }
 
 impl Nvrtc {
     /// Load NVRTC: `explicit` (`[build] nvrtc`) or `KATLAS_NVRTC` (file or folder) when set,
-    /// else the repo's `.cache/nvrtc` (scripts/fetch-nvrtc), else a CUDA toolkit, else the loader path.
+    /// else the first of [`candidate_dirs`] that holds it, else the loader path.
     pub fn load(project_root: &Path, explicit_path: Option<&Path>) -> Result<Nvrtc, String> {
-        let explicit = explicit_path.is_some() || std::env::var_os("KATLAS_NVRTC").is_some();
-        let mut tried = Vec::new();
-        for c in candidates(project_root, explicit_path) {
-            if c.is_file() {
-                return Self::open(Some(&c));
-            }
-            tried.push(c.display().to_string());
+        let env = |k: &str| std::env::var_os(k);
+        match locate(project_root, explicit_path, &env)? {
+            Some(file) => Self::open(Some(&file)),
+            None => Self::open(None).map_err(|e| {
+                format!(
+                    "no NVRTC: not in the active Python's site-packages (nvidia/cu13/lib, nvidia/cuda_nvrtc/lib; $VIRTUAL_ENV, \
+                     $CONDA_PREFIX, .venv, python3 on PATH, ~/.local, /usr/local, /usr), a CUDA toolkit's lib64 ($CUDA_HOME, \
+                     $CUDA_PATH, /usr/local/cuda*), the project's .cache/nvrtc, nor on the loader path ({e}); {INSTALL_HINT}"
+                )
+            }),
         }
-        if explicit {
-            return Err(format!(
-                "no NVRTC: [build] nvrtc / KATLAS_NVRTC point at {}, which is not libnvrtc (scripts/fetch-nvrtc fetches one)",
-                tried.join(", ")
-            ));
-        }
-        Self::open(None).map_err(|e| format!("no NVRTC: not in {} nor on the loader path ({e}); run scripts/fetch-nvrtc or set KATLAS_NVRTC", tried.join(", ")))
     }
 
     fn open(path: Option<&Path>) -> Result<Nvrtc, String> {
@@ -98,7 +190,7 @@ impl Nvrtc {
             None => ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"]
                 .iter()
                 .find_map(|n| unsafe { libloading::Library::new(*n) }.ok())
-                .ok_or_else(|| "libnvrtc.so.13 not found".to_string())?,
+                .ok_or_else(|| "libnvrtc.so.13/.so.12 not found".to_string())?,
         };
         macro_rules! sym {
             ($name:literal) => {

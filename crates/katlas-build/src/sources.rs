@@ -87,7 +87,8 @@ pub fn discover(s: &Settings, roots: &[PathBuf]) -> Result<Vec<Source>> {
     let mut out = Vec::new();
     if roots.is_empty() {
         return Err(BuildError::BadInput(format!(
-            "no kernel roots: set `kernel_roots` under [project] or [build] in {} (or pass PATH)",
+            "no kernel roots: {} configures none and none of the default roots (kernels/, src/, a top-level Python package) exists; \
+             set `kernel_roots` under [project] in it, or pass PATH",
             s.config_file.display()
         )));
     }

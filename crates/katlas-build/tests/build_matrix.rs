@@ -4,8 +4,11 @@
 
 mod common;
 use common::*;
+use katlas_build::compiler::{HipHeaders, HIP_COMPILER_HINT};
+use katlas_build::nvrtc;
 use katlas_build::touched::{changed_files, touched_atoms};
 use katlas_build::{run_build, BuildOptions, BuildReport, JobStatus};
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 
@@ -290,4 +293,108 @@ fn hipcc_is_driven_with_genco_and_offload_arch() {
     assert!(log.contains("--genco --offload-arch=gfx90a"), "{log}");
     let m: katlas_isa::IsaManifest = serde_json::from_slice(&std::fs::read(root.join(".katlas/build/manifest.json")).unwrap()).unwrap();
     assert!(m.objects.iter().all(|o| o.arch == "gfx90a") && m.objects.len() == 4);
+}
+
+/// One missing toolchain stops only its own jobs: with NVRTC pointed at an empty folder the HIP
+/// atoms still build and each CUDA job is `missing_toolchain` with what to install; with no HIP
+/// compiler the CUDA atoms build. Either way the build says so and exits 3, unless a compile
+/// failed (exit 1 wins).
+#[test]
+fn a_missing_compiler_stops_only_its_own_atoms() {
+    let nvrtc_lib = require_compilers();
+    let d = fixture_project();
+    let root = d.path();
+    let empty = root.join("no-nvrtc-here");
+    std::fs::create_dir_all(&empty).unwrap();
+    let mut s = settings(root, None);
+    s.cuda_compiler = "nvrtc".into();
+    s.nvrtc = Some(empty.clone());
+    let r = run_build(&s, &no_mix(), None).unwrap();
+    let by = |st: JobStatus, lang: &str| r.jobs.iter().filter(|j| j.status == st && j.lang == lang).count();
+    assert_eq!(by(JobStatus::Compiled, "hip"), 7 * 4 + 1, "every HIP job built: {:#?}", r.jobs);
+    assert_eq!(by(JobStatus::MissingToolchain, "cuda"), 2);
+    assert_eq!((r.summary.compiled, r.summary.missing_toolchain, r.summary.failed), (29, 2, 0));
+    assert_eq!(r.summary.missing_atoms, ["sm_80", "sm_90"]);
+    assert_eq!(r.exit_code(), 3, "atoms left uncompiled: missing environment, not success");
+    assert_eq!(r.compilers.iter().map(|c| c.kind.as_str()).collect::<Vec<_>>(), ["clang"]);
+    let m = &r.missing_toolchains[..];
+    assert_eq!(m.len(), 1, "{m:#?}");
+    assert_eq!((m[0].lang.as_str(), m[0].what.as_str(), m[0].jobs), ("cuda", "compiler", 2));
+    assert_eq!(m[0].atoms, ["sm_80", "sm_90"]);
+    for j in r.jobs.iter().filter(|j| j.lang == "cuda") {
+        let msg = j.message.as_deref().unwrap();
+        for want in ["pip install nvidia-cuda-nvrtc-cu12", "KATLAS_NVRTC", "[build] nvrtc", "no-nvrtc-here"] {
+            assert!(msg.contains(want), "{} {}: no `{want}` in {msg}", j.atom, j.file);
+        }
+        assert!(!msg.contains("scripts/fetch"), "a user's project has no katlas repo scripts: {msg}");
+        assert!(j.output.is_none() && j.key.is_empty());
+        let log = std::fs::read_to_string(root.join(&j.log)).unwrap();
+        assert!(log.contains("missing toolchain") && log.contains("pip install nvidia-cuda-nvrtc-cu12"), "{log}");
+    }
+    let hsaco = root.join(job(&r, "gfx1100", "gemv.gfx11.hip").output.clone().unwrap());
+    assert!(hsaco.is_file());
+    let m: katlas_isa::IsaManifest = serde_json::from_slice(&std::fs::read(root.join(".katlas/build/manifest.json")).unwrap()).unwrap();
+    assert_eq!(m.objects.len(), 29, "the manifest holds what was built");
+
+    // The other way round: no HIP compiler, NVRTC found. A broken CUDA source fails: exit 1
+    // wins over the missing toolchain.
+    write(&root.join("kernels/src/broken.cu"), "extern \"C\" __global__ void broken(float* y) { y[threadIdx.x] = undefined_symbol_cuda; }\n");
+    let mut s = settings(root, None);
+    s.hip_compiler = root.join("no/clang-99").display().to_string();
+    s.cuda_compiler = "nvrtc".into();
+    s.nvrtc = Some(nvrtc_lib);
+    let r = run_build(&s, &no_mix(), None).unwrap();
+    assert_eq!(r.summary.missing_toolchain, 29);
+    assert_eq!(r.summary.missing_atoms, ["gfx906", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1151", "gfx1201"]);
+    assert_eq!((r.summary.compiled, r.summary.failed), (2, 2), "{:#?}", r.jobs);
+    assert_eq!(r.exit_code(), 1);
+    let hip = r.jobs.iter().find(|j| j.lang == "hip").unwrap();
+    assert_eq!(hip.status, JobStatus::MissingToolchain);
+    let msg = hip.message.as_deref().unwrap();
+    assert!(msg.contains("no HIP compiler") && msg.contains("clang-99") && msg.contains(HIP_COMPILER_HINT), "{msg}");
+    assert!(!hsaco.exists(), "out/ keeps only objects this build vouches for");
+    std::fs::remove_file(root.join("kernels/src/broken.cu")).unwrap();
+    let r = run_build(&s, &no_mix(), None).unwrap();
+    assert_eq!((r.summary.cached, r.summary.missing_toolchain, r.exit_code()), (2, 29, 3));
+}
+
+fn no_env(_: &str) -> Option<OsString> {
+    None
+}
+
+/// NVRTC and HIP headers are looked for in the project and in standard install places, never
+/// in a folder above the project: a `.cache/` there (`/tmp/.cache`) is anyone's, and NVRTC is
+/// dlopened into katlas. The same files inside the project's own `.cache/` are found.
+#[test]
+fn nvrtc_and_hip_headers_are_not_looked_for_above_the_project() {
+    let d = tempfile::tempdir().unwrap();
+    let parent = d.path().canonicalize().unwrap();
+    let proj = parent.join("proj");
+    write(&proj.join("katlas.toml"), "[project]\nkernel_roots = []\n");
+    let plant = |base: &Path| {
+        let lib = base.join(".cache/nvrtc/x/nvidia/cu13/lib/libnvrtc.so.13");
+        write(&lib, "planted");
+        write(&base.join(".cache/hip-headers/usr/include/hip/hip_runtime.h"), "// planted\n");
+        write(&base.join(".cache/hip-headers/usr/amdgcn/bitcode/ocml.bc"), "planted");
+        lib
+    };
+    let above = plant(&parent);
+    let dirs = nvrtc::candidate_dirs(&proj, &no_env);
+    assert!(dirs.iter().all(|c| !c.starts_with(parent.join(".cache"))), "{dirs:#?}");
+    assert_ne!(nvrtc::locate(&proj, None, &no_env).unwrap(), Some(above.clone()));
+    assert!(HipHeaders::candidate_dirs(&proj, &no_env).iter().all(|c| !c.starts_with(parent.join(".cache"))));
+    let mut s = settings(&proj, Some(&["gfx1100"]));
+    s.hip_headers = None;
+    let found = HipHeaders::find(&s).unwrap();
+    assert!(found.as_ref().is_none_or(|h| !h.rocm.starts_with(parent.join(".cache"))), "{found:?}");
+
+    // The project's own .cache is a place katlas's scripts fill: found there.
+    let own = plant(&proj);
+    assert_eq!(nvrtc::locate(&proj, None, &no_env).unwrap(), Some(own));
+    assert_eq!(HipHeaders::find(&s).unwrap().map(|h| h.rocm), Some(proj.join(".cache/hip-headers/usr")));
+    // An explicit location wins and must hold the library.
+    let e = nvrtc::locate(&proj, Some(&proj.join("empty")), &no_env).unwrap_err();
+    assert!(e.contains("[build] nvrtc") && e.contains("pip install nvidia-cuda-nvrtc-cu12"), "{e}");
+    let env = |k: &str| (k == "KATLAS_NVRTC").then(|| OsString::from(parent.join(".cache/nvrtc/x/nvidia/cu13/lib")));
+    assert_eq!(nvrtc::locate(&proj, None, &env).unwrap(), Some(above), "KATLAS_NVRTC names a folder: its library");
 }

@@ -45,6 +45,14 @@ pub fn nvrtc_path() -> Option<PathBuf> {
 
 /// The tests that compile need clang-22 + ld.lld and NVRTC; without them they fail, loudly.
 pub fn require_compilers() -> PathBuf {
+    require_clang();
+    nvrtc_path().unwrap_or_else(|| {
+        panic!("NVRTC is missing: this test compiles CUDA through NVRTC. Run `scripts/fetch-build-tools` (scripts/fetch-nvrtc) or set KATLAS_NVRTC")
+    })
+}
+
+/// clang-22 and its ld.lld, asserted present.
+pub fn require_clang() {
     let clang = katlas_build::compiler::which("clang-22");
     assert!(
         clang.is_some(),
@@ -56,9 +64,6 @@ pub fn require_compilers() -> PathBuf {
         real.parent().unwrap().join("ld.lld").is_file() || katlas_build::compiler::which("ld.lld").is_some(),
         "ld.lld (lld-22) is not installed: run `scripts/fetch-build-tools` (apt-get install -y lld-22)"
     );
-    nvrtc_path().unwrap_or_else(|| {
-        panic!("NVRTC is missing: this test compiles CUDA through NVRTC. Run `scripts/fetch-build-tools` (scripts/fetch-nvrtc) or set KATLAS_NVRTC")
-    })
 }
 
 pub fn settings(dir: &Path, arch: Option<&[&str]>) -> Settings {

@@ -248,7 +248,21 @@ fn reports_match_their_json_schemas() {
         assert_eq!(v["schema"], doc.name);
     }
     let build_props = docs[0].schema["properties"].as_object().unwrap();
-    for k in ["schema", "matrix", "atoms", "touched", "compilers", "jobs", "summary", "manifest", "isa_diff", "isa_errors"] {
+    for k in [
+        "schema",
+        "matrix",
+        "atoms",
+        "kernel_roots",
+        "kernel_roots_from",
+        "touched",
+        "compilers",
+        "missing_toolchains",
+        "jobs",
+        "summary",
+        "manifest",
+        "isa_diff",
+        "isa_errors",
+    ] {
         assert!(build_props.contains_key(k), "katlas.build.v1 declares {k}");
     }
 }
@@ -292,4 +306,47 @@ fn lint_reads_host_files_of_a_project_under_a_target_directory() {
     assert_eq!(want.0.iter().filter(|(k, f, _)| k == "perf" && f == "crates/engine/src/dispatch.rs").count(), 3, "{:#?}", want.0);
     assert_eq!(lint(&nested), want);
     assert_eq!(reach(&settings(&nested, None)).unwrap().summary.host_files, 1);
+}
+
+/// `kernel_roots = []`, as `katlas init` writes it: build and reach read the roots provenance and
+/// suggest read (`kernels/`, `src/`, the top-level Python packages), those that exist, and say
+/// so. A default root that also holds the host code (`src/`) still counts as host code.
+#[test]
+fn empty_kernel_roots_use_provenances_defaults() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap();
+    write(&root.join("katlas.toml"), katlas_project::INIT_TEMPLATE);
+    write(&root.join("kernels/add.hip"), "#include \"prelude.h\"\nextern \"C\" __global__ void add_one(float* y) { y[tid()] += 1.0f; }\n");
+    write(&root.join("kernels/prelude.h"), "#define __global__ __attribute__((global))\nstatic inline int tid() { return 0; }\n");
+    write(&root.join("src/engine.rs"), "fn run() { launch(\"add_one\"); launch(\"scale\"); }\n");
+    write(&root.join("src/scale.cu"), "extern \"C\" __global__ void scale(float* y) { y[threadIdx.x] *= 2.0f; }\n");
+    write(&root.join("mypkg/__init__.py"), "");
+    write(&root.join("docs/notes.cu"), "this is not a kernel root\n");
+    let s = settings(&root, None);
+    assert_eq!(s.kernel_roots, [root.join("kernels"), root.join("src"), root.join("mypkg")]);
+    assert_eq!(s.kernel_roots_from, katlas_build::config::RootsFrom::Discovered);
+    let want: Vec<_> = katlas_collect::provenance::ProvenanceOptions::new(&root).kernel_roots.iter().map(|p| root.join(p)).collect();
+    assert_eq!(s.kernel_roots, want, "the same roots provenance reads");
+    assert!(s.kernel_roots_note().starts_with("kernel roots: kernels, src, mypkg (found: no kernel_roots configured"), "{}", s.kernel_roots_note());
+    let files: Vec<String> = katlas_build::sources::discover(&s, &s.kernel_roots).unwrap().into_iter().map(|x| x.file).collect();
+    assert_eq!(files, ["kernels/add.hip", "src/scale.cu"]);
+
+    // With src/ as the dispatch root too, its host code is scanned: both kernels are loaded.
+    let cfg = root.join("katlas.toml");
+    std::fs::write(&cfg, std::fs::read_to_string(&cfg).unwrap().replace("dispatch_roots = []", "dispatch_roots = [\"src\"]")).unwrap();
+    let r = reach(&settings(&root, None)).unwrap();
+    assert_eq!(r.kernel_roots, ["kernels", "src", "mypkg"]);
+    assert!(r.undispatched.is_empty(), "{:#?}", r.undispatched);
+    assert_eq!(r.summary.sources, 2, "{:#?}", r.summary);
+
+    // Configured roots win and say where they came from.
+    std::fs::write(&cfg, std::fs::read_to_string(&cfg).unwrap().replace("kernel_roots = []", "kernel_roots = [\"kernels\"]")).unwrap();
+    let s = settings(&root, None);
+    assert_eq!((s.kernel_roots.clone(), s.kernel_roots_from), (vec![root.join("kernels")], katlas_build::config::RootsFrom::Project));
+    // No default root at all: the error says which defaults were looked for.
+    let bare = tempfile::tempdir().unwrap();
+    write(&bare.path().join("katlas.toml"), katlas_project::INIT_TEMPLATE);
+    let s = settings(bare.path(), None);
+    let e = katlas_build::sources::discover(&s, &s.kernel_roots).unwrap_err().to_string();
+    assert!(e.contains("no kernel roots") && e.contains("kernels/, src/"), "{e}");
 }

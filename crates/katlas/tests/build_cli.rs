@@ -1,5 +1,5 @@
-//! Issue 8 through the real binary: `katlas build`, `katlas reach`, `katlas lint dispatch` on
-//! the hipfire-like fixture of crates/katlas-build. The build tests need clang-22 + lld-22 and
+//! Through the real binary: `katlas build`, `katlas reach`, `katlas lint dispatch` on the
+//! hipfire-like fixture of crates/katlas-build, and `katlas build` on a fresh `katlas init` project. The build tests need clang-22 + lld-22 and
 //! NVRTC (scripts/fetch-build-tools); without them they fail with that instruction.
 
 use serde_json::Value;
@@ -23,12 +23,18 @@ fn require_compilers() -> PathBuf {
 }
 
 fn katlas(dir: &Path, args: &[&str]) -> Output {
+    katlas_nvrtc(dir, args, nvrtc().as_deref())
+}
+
+/// `katlas` with KATLAS_NVRTC set to `nvrtc`, or unset.
+fn katlas_nvrtc(dir: &Path, args: &[&str], nvrtc: Option<&Path>) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_katlas"));
     // Trust prompts are tested in untrusted_repo.rs.
     c.args(args).current_dir(dir).env("NO_COLOR", "1").env("KATLAS_YES", "1").env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config");
-    if let Some(n) = nvrtc() {
-        c.env("KATLAS_NVRTC", n);
-    }
+    match nvrtc {
+        Some(n) => c.env("KATLAS_NVRTC", n),
+        None => c.env_remove("KATLAS_NVRTC"),
+    };
     c.output().expect("run katlas")
 }
 
@@ -158,4 +164,123 @@ fn lint_dispatch_flags_capability_variant_and_missing_evidence() {
     let o = katlas(d.path(), &["lint", "dispatch"]);
     assert_eq!(o.status.code(), Some(0), "unmeasured atom rows are warnings:\n{}", out(&o));
     assert!(out(&o).contains("warning[unmeasured-variant]"), "{}", out(&o));
+}
+
+/// A fresh `katlas init` project (kernel_roots = []) with kernels/ holding one header-less HIP
+/// kernel and one CUDA kernel, CUDA through NVRTC.
+fn init_project(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let o = katlas(dir, &["init"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let cfg = dir.join("katlas.toml");
+    assert!(std::fs::read_to_string(&cfg).unwrap().contains("kernel_roots = []"));
+    std::fs::write(&cfg, std::fs::read_to_string(&cfg).unwrap() + "\n[build]\ncuda_compiler = \"nvrtc\"\n").unwrap();
+    std::fs::create_dir_all(dir.join("kernels")).unwrap();
+    std::fs::write(
+        dir.join("kernels/add.hip"),
+        "#define __global__ __attribute__((global))\nextern \"C\" __global__ void add_one(float* y) { y[__builtin_amdgcn_workitem_id_x()] += 1.0f; }\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("kernels/scale.cu"), "extern \"C\" __global__ void scale(float* y) { y[threadIdx.x] *= 2.0f; }\n").unwrap();
+}
+
+#[test]
+fn build_on_init_defaults_finds_kernels_and_says_so() {
+    require_compilers();
+    let d = tempfile::tempdir().unwrap();
+    init_project(d.path());
+    let o = katlas(d.path(), &["build", "--no-mix", "--arch", "gfx1100,sm_90"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", out(&o), err(&o));
+    let t = out(&o);
+    assert!(t.contains("kernel roots: kernels (found: no kernel_roots configured"), "{t}");
+    assert!(t.contains("2 job(s): 2 built (2 compiled, 0 cached), 0 failed, 0 skipped for a missing toolchain"), "{t}");
+    assert!(d.path().join(".katlas/build/out/gfx1100/add.hsaco").is_file() && d.path().join(".katlas/build/out/sm_90/scale.cubin").is_file());
+    let o = katlas(d.path(), &["build", "--no-mix", "--arch", "gfx1100,sm_90", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((v["kernel_roots"].clone(), v["kernel_roots_from"].clone()), (serde_json::json!(["kernels"]), serde_json::json!("discovered")));
+}
+
+#[test]
+fn missing_nvrtc_builds_the_hip_atoms_and_names_what_to_install() {
+    require_compilers();
+    let d = tempfile::tempdir().unwrap();
+    init_project(d.path());
+    let empty = d.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = katlas_nvrtc(d.path(), &["build", "--no-mix"], Some(&empty));
+    assert_eq!(o.status.code(), Some(3), "atoms left uncompiled: exit 3\n{}\n{}", out(&o), err(&o));
+    let (t, e) = (out(&o), err(&o));
+    assert!(t.contains("9 job(s): 7 built (7 compiled, 0 cached), 0 failed, 2 skipped for a missing toolchain (atoms: sm_80 sm_90)"), "{t}");
+    assert!(t.contains("missing toolchain: CUDA compiler: 2 job(s) not compiled, for sm_80 sm_90"), "{t}");
+    assert!(e.contains("katlas: error: build incomplete: 7 job(s) built, 2 job(s) not compiled for a missing toolchain (atoms: sm_80 sm_90)"), "{e}");
+    for want in ["pip install nvidia-cuda-nvrtc-cu12", "KATLAS_NVRTC", "[build] nvrtc", "CUDA toolkit"] {
+        assert!(e.contains(want), "no `{want}` in: {e}");
+    }
+    assert!(!e.contains("scripts/fetch") && !t.contains("scripts/fetch"), "a user's project has no katlas repo scripts: {e}");
+    for atom in ["gfx906", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1151", "gfx1201"] {
+        assert!(d.path().join(format!(".katlas/build/out/{atom}/add.hsaco")).is_file(), "{atom}");
+    }
+    let o = katlas_nvrtc(d.path(), &["build", "--no-mix", "--format", "json"], Some(&empty));
+    assert_eq!(o.status.code(), Some(3));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let status = |atom: &str| v["jobs"].as_array().unwrap().iter().find(|j| j["atom"] == atom).unwrap()["status"].clone();
+    assert_eq!((status("gfx1100"), status("sm_90")), (serde_json::json!("cached"), serde_json::json!("missing_toolchain")));
+    assert_eq!(v["summary"]["missing_toolchain"], 2);
+    assert!(v["missing_toolchains"][0]["message"].as_str().unwrap().contains("pip install nvidia-cuda-nvrtc-cu12"), "{v}");
+    assert!(err(&o).contains("pip install nvidia-cuda-nvrtc-cu12"), "the hint reaches stderr in JSON mode too");
+}
+
+/// A libnvrtc planted in a parent folder's .cache (as in /tmp/.cache) is never loaded.
+#[test]
+fn nvrtc_in_a_parent_cache_is_not_loaded() {
+    let d = tempfile::tempdir().unwrap();
+    let planted = d.path().join(".cache/nvrtc/x/nvidia/cu13/lib/libnvrtc.so.13");
+    std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
+    std::fs::write(&planted, "planted: not a library").unwrap();
+    let proj = d.path().join("proj");
+    init_project(&proj);
+    let o = katlas_nvrtc(&proj, &["build", "--no-mix", "--arch", "sm_90", "--format", "json"], None);
+    let all = out(&o) + &err(&o);
+    let above = d.path().join(".cache").display().to_string();
+    assert!(!all.contains(&above), "the planted file was looked at:\n{all}");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {all}"));
+    match o.status.code() {
+        // NVRTC installed in a standard place on this machine: that one, never the planted one.
+        Some(0) => assert!(v["compilers"][0]["path"].as_str().is_some_and(|p| !p.starts_with(&above)), "{v}"),
+        Some(3) => assert!(v["missing_toolchains"][0]["message"].as_str().unwrap().contains("pip install nvidia-cuda-nvrtc-cu12"), "{v}"),
+        c => panic!("exit {c:?}: {all}"),
+    }
+}
+
+/// `pip install nvidia-cuda-nvrtc…` into the active Python environment is enough: a venv
+/// (`VIRTUAL_ENV`) whose site-packages holds the wheel's nvidia/cu13/lib is found, KATLAS_NVRTC unset.
+#[test]
+fn nvrtc_of_the_active_python_environment_is_found() {
+    let found = require_compilers();
+    // KATLAS_NVRTC names the library or its folder.
+    let lib = if found.is_dir() { found } else { found.parent().unwrap().to_path_buf() };
+    assert!(lib.join("libnvrtc.so.13").is_file(), "{} holds no libnvrtc.so.13 (scripts/fetch-nvrtc fetches the CUDA 13 wheel)", lib.display());
+    let d = tempfile::tempdir().unwrap();
+    let wheel = d.path().join("venv/lib/python3.12/site-packages/nvidia/cu13/lib");
+    std::fs::create_dir_all(&wheel).unwrap();
+    for e in std::fs::read_dir(&lib).unwrap() {
+        let e = e.unwrap();
+        std::os::unix::fs::symlink(e.path(), wheel.join(e.file_name())).unwrap();
+    }
+    let proj = d.path().join("proj");
+    init_project(&proj);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_katlas"));
+    c.args(["build", "--no-mix", "--arch", "sm_90", "--format", "json"])
+        .current_dir(&proj)
+        .env("NO_COLOR", "1")
+        .env("KATLAS_YES", "1")
+        .env("KATLAS_CONFIG_DIR", "/nonexistent/katlas-test-config")
+        .env_remove("KATLAS_NVRTC")
+        .env("VIRTUAL_ENV", d.path().join("venv"));
+    let o = c.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", out(&o), err(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["compilers"][0]["path"].as_str().unwrap(), wheel.join("libnvrtc.so.13").display().to_string());
+    assert_eq!(v["jobs"][0]["status"], "compiled");
 }

@@ -72,15 +72,20 @@ pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
             JobStatus::Compiled => paint(color, "32", "ok    "),
             JobStatus::Cached => paint(color, "2", "cached"),
             JobStatus::Failed => paint(color, "31", "FAILED"),
+            // Never run, so never reported as progress; listed after the build.
+            JobStatus::MissingToolchain => paint(color, "33", "MISSING"),
         };
         eprintln!("[{n:>3}/{total}] {st} {:<8} {} ({:.1}s)", r.atom, r.file, r.duration_ms as f64 / 1000.0);
     };
     let (report, skipped) = katlas_build::build::run_build_with_skips(&s, &opts, Some(&progress)).map_err(cli_err)?;
-    let code = if report.summary.failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS };
+    let code = ExitCode::from(report.exit_code());
     if a.format.format == Format::Json {
         print_json(&report);
+        missing_note(&report);
         return Ok(code);
     }
+    let from = report.kernel_roots_from.unwrap_or(s.kernel_roots_from);
+    println!("kernel roots: {} ({})", if report.kernel_roots.is_empty() { "none".into() } else { report.kernel_roots.join(", ") }, from.describe());
     if let Some(t) = &report.touched {
         println!("touched since {}: {} changed file(s); atoms: {}", t.rev, t.changed.len(), if t.atoms.is_empty() { "none".into() } else { t.atoms.join(" ") });
         for (atom, files) in &t.reasons {
@@ -118,19 +123,30 @@ pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
         let per: Vec<String> = atoms.iter().map(|(a, c)| format!("{a} {c}")).collect();
         println!("skipped {n} (file, atom) pair(s) by rule: {reason} ({})", per.join(", "));
     }
-    let mut per_atom: BTreeMap<&str, [usize; 3]> = BTreeMap::new();
+    // Jobs a missing toolchain kept from compiling, one line per toolchain; the install hint
+    // goes to stderr with the error (missing_note), in JSON mode too.
+    for m in &report.missing_toolchains {
+        println!();
+        let what = if m.what == "hip_headers" { format!("{} headers", m.lang.to_uppercase()) } else { format!("{} compiler", m.lang.to_uppercase()) };
+        println!(
+            "{}",
+            paint(color, "33", &format!("missing toolchain: {what}: {} job(s) not compiled, for {} (what to install: below)", m.jobs, m.atoms.join(" ")))
+        );
+    }
+    let mut per_atom: BTreeMap<&str, [usize; 4]> = BTreeMap::new();
     for j in &report.jobs {
         let e = per_atom.entry(j.atom.as_str()).or_default();
         e[match j.status {
             JobStatus::Compiled => 0,
             JobStatus::Cached => 1,
             JobStatus::Failed => 2,
+            JobStatus::MissingToolchain => 3,
         }] += 1;
     }
-    let mut t = table(a.format.format, &["atom", "compiled", "cached", "failed"]);
+    let mut t = table(a.format.format, &["atom", "compiled", "cached", "failed", "missing toolchain"]);
     for atom in &report.atoms {
         let c = per_atom.get(atom.as_str()).copied().unwrap_or_default();
-        t.add_row(vec![atom.clone(), c[0].to_string(), c[1].to_string(), c[2].to_string()]);
+        t.add_row(vec![atom.clone(), c[0].to_string(), c[1].to_string(), c[2].to_string(), c[3].to_string()]);
     }
     println!();
     println!("{t}");
@@ -167,16 +183,40 @@ pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
         println!("manifest: {m}");
     }
     let s = &report.summary;
+    let atoms = |v: &[String]| if v.is_empty() { String::new() } else { format!(" (atoms: {})", v.join(" ")) };
     println!(
-        "{} job(s): {} compiled, {} cached, {} failed{} in {:.1}s",
+        "{} job(s): {} built ({} compiled, {} cached), {} failed{}, {} skipped for a missing toolchain{} in {:.1}s",
         s.jobs,
+        s.compiled + s.cached,
         s.compiled,
         s.cached,
         s.failed,
-        if s.failed_atoms.is_empty() { String::new() } else { format!(" (atoms: {})", s.failed_atoms.join(" ")) },
+        atoms(&s.failed_atoms),
+        s.missing_toolchain,
+        atoms(&s.missing_atoms),
         s.elapsed_ms as f64 / 1000.0
     );
+    missing_note(&report);
     Ok(code)
+}
+
+/// On stderr, so no build that left atoms uncompiled reads as a clean one (exit 3 unless a
+/// compile failed: exit 1 wins).
+fn missing_note(report: &katlas_build::BuildReport) {
+    let s = &report.summary;
+    if s.missing_toolchain == 0 {
+        return;
+    }
+    let built = s.compiled + s.cached;
+    let head = if built == 0 { "nothing built".to_string() } else { format!("build incomplete: {built} job(s) built") };
+    eprintln!(
+        "katlas: error: {head}, {} job(s) not compiled for a missing toolchain (atoms: {}); install what each line below names, or build only the atoms you can with --arch or [build] matrix",
+        s.missing_toolchain,
+        s.missing_atoms.join(" ")
+    );
+    for m in &report.missing_toolchains {
+        eprintln!("katlas: error: {} (needed for {})", m.message, m.atoms.join(" "));
+    }
 }
 
 fn opt(v: Option<i64>) -> String {
