@@ -302,7 +302,8 @@ pub fn first_run_like_baseline(first: f64, later: &[f64], baseline: &[f64], mini
 
 /// Whether a metric key is an output checksum (`checksum`, `out_checksum`, `checksum_c`).
 pub fn is_checksum(key: &str) -> bool {
-    let k = key.to_ascii_lowercase();
+    // A phase's own checksum reads `decode.checksum`.
+    let k = key.rsplit('.').next().unwrap_or(key).to_ascii_lowercase();
     k == "checksum" || k.ends_with("_checksum") || k.starts_with("checksum_")
 }
 
@@ -463,6 +464,10 @@ mod tests {
         assert_eq!(checksums_differ(&k(&[4950.0, 4950.0]), &k(&[4950.0, 4950.0])), None);
         assert!(checksums_differ(&k(&[4950.0]), &k(&[0.0, 0.0])).is_some_and(|m| m.contains("baseline 4950, candidate 0")));
         assert_eq!(checksums_differ(&[("tok_s".into(), 1.0)], &[("tok_s".into(), 2.0)]), None, "not a checksum");
+        // A phase's own checksum, as json-lines records name it.
+        let phased = |x: f64| vec![("decode.checksum".to_string(), x)];
+        assert!(checksums_differ(&phased(7.0), &phased(8.0)).is_some());
+        assert!(!is_checksum("decode.tok_s") && is_checksum("decode.out_checksum"));
         assert_eq!(checksums_differ(&k(&[1.0, 2.0]), &k(&[3.0, 4.0])), None, "the baseline's own runs vary: no output digest");
         // Half the reported time, the same wall time: not the time the work took.
         let (a, b) = ([0.2, 0.2, 0.2], [0.1, 0.1, 0.1]);

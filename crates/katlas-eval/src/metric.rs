@@ -17,14 +17,23 @@ pub fn read_metrics(parser: &str, text: &str, source: &str) -> Result<Parsed, St
     let out = parse_with(parser, Input::Text { text, source }, &ParserOptions::default()).map_err(|e| e.to_string())?;
     let mut metrics: BTreeMap<String, f64> = out.metrics.iter().map(|(k, m)| (k.clone(), m.value)).collect();
     let mut kernels = Vec::new();
+    // A key printed by one phase only is also readable bare: `katlas task` names the metric of
+    // a row (`decode_tok_s`) without the phase its record carried.
+    let mut bare: BTreeMap<&str, Option<f64>> = BTreeMap::new();
     for p in &out.phases {
         for (k, m) in &p.metrics {
             metrics.entry(format!("{}.{k}", p.phase)).or_insert(m.value);
+            bare.entry(k.as_str()).and_modify(|v| *v = None).or_insert(Some(m.value));
         }
         for k in &p.kernels {
             if !kernels.contains(&k.name) {
                 kernels.push(k.name.clone());
             }
+        }
+    }
+    for (k, v) in bare {
+        if let Some(v) = v {
+            metrics.entry(k.to_string()).or_insert(v);
         }
     }
     // `route.*` keys printed by a workload are route facts, not metrics.
@@ -76,5 +85,20 @@ mod tests {
         assert_eq!(r.kernels_seen, vec!["gemv_q4"]);
         assert_eq!(r.attributes.get("attn").unwrap(), "flash");
         assert!(read_metrics("no-such-parser", "", "t").is_err());
+    }
+
+    #[test]
+    fn a_key_of_one_phase_reads_bare_and_a_key_of_two_does_not() {
+        let text = concat!(
+            r#"{"katlas": 1, "phase": "decode", "decode_tok_s": 41.5, "checksum": 7, "ms": 2}"#,
+            "\n",
+            r#"{"katlas": 1, "phase": "prefill", "ms": 9}"#,
+            "\n"
+        );
+        let p = read_metrics("json-lines", text, "t").unwrap();
+        assert_eq!(p.metrics.get("decode.decode_tok_s"), Some(&41.5));
+        assert_eq!(p.metrics.get("decode_tok_s"), Some(&41.5));
+        assert_eq!(p.metrics.get("decode.ms"), Some(&2.0));
+        assert_eq!(p.metrics.get("ms"), None, "two phases print `ms`: which one is meant is not guessed");
     }
 }
