@@ -90,7 +90,7 @@ fn cuda_toolkits(base: &Path) -> Vec<PathBuf> {
 /// Folders searched for NVRTC when neither `[build] nvrtc` nor `KATLAS_NVRTC` is set, in order:
 /// the project's own `.cache/nvrtc/x` (where katlas's scripts/fetch-nvrtc unpacks the wheel),
 /// the wheels' folders in the site-packages of the active Python (`$VIRTUAL_ENV`,
-/// `$CONDA_PREFIX`, the project's `.venv/`, the prefix of `python3` on PATH, the user's
+/// `$CONDA_PREFIX`, the prefix of `python3` on PATH, the user's
 /// `~/.local`, `/usr/local`, `/usr`), then CUDA toolkits (`$CUDA_HOME`, `$CUDA_PATH`,
 /// `/usr/local/cuda`, `/usr/local/cuda-*`, newest first). Never a folder above the project: a
 /// `.cache/` there is anyone's (`/tmp/.cache`), and NVRTC is loaded into this process.
@@ -100,7 +100,8 @@ pub fn candidate_dirs(project_root: &Path, env: &dyn Fn(&str) -> Option<OsString
     let mut prefixes: Vec<PathBuf> = Vec::new();
     prefixes.extend(var("VIRTUAL_ENV"));
     prefixes.extend(var("CONDA_PREFIX"));
-    prefixes.push(project_root.join(".venv"));
+    // Never the repository's own `.venv/`: a library found there is loaded into this process,
+    // and a cloned repository could ship one. An activated venv is `$VIRTUAL_ENV`.
     if let Some(paths) = env("PATH") {
         if let Some(py) = std::env::split_paths(&paths).map(|d| d.join("python3")).find(|p| p.is_file()) {
             // A venv's python3 links to the base interpreter: the venv is the link's own prefix.
@@ -158,7 +159,7 @@ impl Nvrtc {
             None => Self::open(None).map_err(|e| {
                 format!(
                     "no NVRTC: not in the active Python's site-packages (nvidia/cu13/lib, nvidia/cuda_nvrtc/lib; $VIRTUAL_ENV, \
-                     $CONDA_PREFIX, .venv, python3 on PATH, ~/.local, /usr/local, /usr), a CUDA toolkit's lib64 ($CUDA_HOME, \
+                     $CONDA_PREFIX, python3 on PATH, ~/.local, /usr/local, /usr), a CUDA toolkit's lib64 ($CUDA_HOME, \
                      $CUDA_PATH, /usr/local/cuda*), the project's .cache/nvrtc, nor on the loader path ({e}); {INSTALL_HINT}"
                 )
             }),
