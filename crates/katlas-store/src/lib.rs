@@ -1,7 +1,7 @@
 //! The team corpus on top of katlas's files: the SQLite query index (`.katlas/index.sqlite`),
-//! queries, trends with change points, comparisons, CSV/Parquet export, the HTML report and the
-//! PostgreSQL team store. The files under `.katlas/` stay the source of truth: everything here is
-//! rebuilt from them.
+//! queries, trends with change points, comparisons, CSV/Parquet export and the PostgreSQL team
+//! store (the HTML report that reads them is katlas-report). The files under `.katlas/` stay the
+//! source of truth: everything here is rebuilt from them.
 
 pub mod compare;
 pub mod export;
