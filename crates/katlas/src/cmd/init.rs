@@ -5,6 +5,9 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
+    /// The directory to make a project (default: the current directory).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
     /// Overwrite an existing katlas.toml.
     #[arg(long)]
     pub force: bool,
@@ -14,12 +17,15 @@ pub struct InitArgs {
 const IGNORE_LINE: &str = ".katlas/";
 
 pub fn run(args: &InitArgs, ctx: &Ctx) -> CmdResult {
-    // init creates a project where there is none: --project, else the current directory.
+    // init creates a project where there is none: DIR (the context's project root), else the
+    // current directory.
     let root = ctx.explicit_root().unwrap_or_else(|| ctx.cwd.clone());
     let path = root.join(katlas_project::CONFIG_FILE);
     if path.exists() && !args.force {
         return Err(CliError::bad_input(format!("{}: already exists (use --force to overwrite)", path.display())));
     }
+    // `katlas init DIR` makes DIR when it is not there yet, as `git init DIR` does.
+    katlas_fs::create_dir_all(&root).map_err(|e| CliError::bad_input(format!("{}: {e}", root.display())))?;
     katlas_fs::write_atomic(&path, katlas_project::INIT_TEMPLATE.as_bytes()).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
     let layout = katlas_corpus::Layout::for_project(&root);
     let dot = &layout.root;
