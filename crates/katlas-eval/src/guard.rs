@@ -63,7 +63,10 @@ fn file_mismatch(what: &str, a: Option<&FileDigest>, b: Option<&FileDigest>, out
 }
 
 /// A candidate whose binary is byte-identical to the baseline's while its
-/// sources differ did not rebuild: whatever it measures is the baseline.
+/// sources differ did not rebuild: whatever it measures is the baseline. A binary
+/// built from another git repository than the sides' sources (outside both trees,
+/// e.g. a tool's own checkout) is the same on both sides by nature: no change to
+/// these sources feeds it, so equal bytes there say nothing about a stale build.
 pub fn stale_binary(a: &Identity, b: &Identity) -> Option<String> {
     let (ma, mb) = (a.binary.as_ref()?.md5.as_ref()?, b.binary.as_ref()?.md5.as_ref()?);
     if ma != mb {
@@ -74,12 +77,47 @@ pub fn stale_binary(a: &Identity, b: &Identity) -> Option<String> {
     if sa == sb || (sa.0.is_none() && sb.0.is_none()) {
         return None;
     }
+    let roots: Vec<&Path> = [&a.source.root, &b.source.root].into_iter().flatten().map(Path::new).collect();
+    if let Some(bin) = b.binary.as_ref().and_then(|d| d.path.as_deref()) {
+        if built_from_another_repository(Path::new(bin), &roots) {
+            return None;
+        }
+    }
     Some(format!(
         "stale binary: candidate binary md5 {mb} equals the baseline's while the sources differ \
          (commit {} vs {}); rebuild the candidate",
         a.source.commit_short.as_deref().or(a.source.commit.as_deref()).unwrap_or("-"),
         b.source.commit_short.as_deref().or(b.source.commit.as_deref()).unwrap_or("-")
     ))
+}
+
+/// The git repository holding `path` (its common git directory, so that a linked worktree
+/// and its main checkout are one repository); `None` outside git.
+fn repository_of(path: &Path) -> Option<std::path::PathBuf> {
+    let dir = if path.is_dir() { path } else { path.parent()? };
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["rev-parse", "--git-common-dir"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let rel = String::from_utf8(out.stdout).ok().filter(|_| out.status.success())?;
+    std::fs::canonicalize(dir.join(rel.trim())).ok()
+}
+
+/// `bin` lies outside every source root and belongs to a git repository none of them is in.
+/// A binary in a tree, in a build directory outside any repository (a shared build output),
+/// or anywhere in the sides' own repository could be built from their sources: not this.
+fn built_from_another_repository(bin: &Path, roots: &[&Path]) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let file = canon(bin);
+    if roots.is_empty() || roots.iter().any(|r| file.starts_with(canon(r))) {
+        return false;
+    }
+    let Some(theirs) = repository_of(&file) else { return false };
+    roots.iter().all(|r| repository_of(r).is_some_and(|ours| ours != theirs))
 }
 
 /// The code objects both sides loaded are byte-identical while their sources
@@ -431,6 +469,58 @@ mod tests {
         assert!(stale_binary(&a, &b).unwrap().contains("stale binary"));
         assert!(stale_binary(&a, &a).is_none());
         assert!(stale_binary(&a, &ident("h", "gfx1100", "other", "c2")).is_none());
+    }
+
+    #[test]
+    fn a_binary_of_another_repository_is_not_stale_but_one_built_here_is() {
+        let d = tempfile::tempdir().unwrap();
+        let git = |dir: &Path, args: &[&str]| {
+            let o = std::process::Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
+            assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        };
+        // The project, a linked worktree of it (a ref baseline's side), a tool in its own
+        // checkout, and a build directory in no repository.
+        let (project, tool, shared) = (d.path().join("project"), d.path().join("tool"), d.path().join("shared"));
+        for dir in [&project, &tool, &shared] {
+            std::fs::create_dir_all(dir.join("bin")).unwrap();
+        }
+        for repo in [&project, &tool] {
+            git(repo, &["init", "-q"]);
+            std::fs::write(repo.join("src.c"), "int main(void) { return 0; }\n").unwrap();
+            git(repo, &["add", "src.c"]);
+            git(repo, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"]);
+        }
+        let wt = d.path().join("project/.katlas/worktrees/base");
+        git(&project, &["worktree", "add", "-q", "--detach", wt.to_str().unwrap()]);
+        let side = |root: &Path, bin: &Path, commit: &str| {
+            std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+            std::fs::write(bin, b"\x7fELF same bytes").unwrap();
+            Identity {
+                binary: Some(FileDigest { path: Some(bin.display().to_string()), md5: Some("same".into()), ..Default::default() }),
+                source: SourceIdentity { root: Some(root.display().to_string()), commit: Some(commit.into()), ..Default::default() },
+                ..Default::default()
+            }
+        };
+        // The tool's own binary, run by a project whose candidate changed: not a stale build.
+        let bin = tool.join("bin/tool");
+        assert_eq!(stale_binary(&side(&wt, &bin, "c1"), &side(&project, &bin, "c2")), None);
+        // Built in the project's tree (either side's), in its repository, or in a build
+        // directory outside any repository: equal bytes with changed sources are stale.
+        for bin in [project.join("bin/bench"), wt.join("bin/bench"), shared.join("bin/bench")] {
+            let m = stale_binary(&side(&wt, &bin, "c1"), &side(&project, &bin, "c2"));
+            assert!(m.as_deref().is_some_and(|m| m.contains("stale binary")), "{}: {m:?}", bin.display());
+        }
+        // A project inside the tool's checkout (the demo's scratch project under katlas's
+        // target/) runs the tool's binary: still another repository's.
+        let inner = tool.join("target/demo");
+        std::fs::create_dir_all(&inner).unwrap();
+        git(&inner, &["init", "-q"]);
+        assert_eq!(stale_binary(&side(&inner, &bin, "c1"), &side(&inner, &bin, "c2")), None);
+        // A checkout nested in the project's directory is in its tree: a build there is checked.
+        let nested = project.join("vendor/tool");
+        std::fs::create_dir_all(nested.join("bin")).unwrap();
+        git(&nested, &["init", "-q"]);
+        assert!(stale_binary(&side(&wt, &nested.join("bin/tool"), "c1"), &side(&project, &nested.join("bin/tool"), "c2")).is_some(), "inside the tree");
     }
 
     #[test]
