@@ -36,6 +36,27 @@ pub fn read_metrics(parser: &str, text: &str, source: &str) -> Result<Parsed, St
             metrics.entry(k.to_string()).or_insert(v);
         }
     }
+    // Whole rows the workload printed itself (`katlas-rows`: the lab), as `katlas task` names
+    // their metric: a key one row prints reads bare and as `PHASE.KEY`; a key several rows
+    // print (two shapes, two variants) is not guessed. Their kernels are the route's.
+    let mut of_rows: BTreeMap<String, Option<f64>> = BTreeMap::new();
+    for r in &out.rows {
+        for (k, m) in &r.metrics {
+            for key in [k.clone(), format!("{}.{k}", r.phase)] {
+                of_rows.entry(key).and_modify(|v| *v = None).or_insert(Some(m.value));
+            }
+        }
+        for k in &r.kernels {
+            if !kernels.contains(&k.name) {
+                kernels.push(k.name.clone());
+            }
+        }
+    }
+    for (k, v) in of_rows {
+        if let Some(v) = v {
+            metrics.entry(k).or_insert(v);
+        }
+    }
     // `route.*` keys printed by a workload are route facts, not metrics.
     let mut attributes: BTreeMap<String, serde_json::Value> = out.route.clone().into_iter().collect();
     let mut code_objects = Vec::new();
@@ -100,5 +121,25 @@ mod tests {
         assert_eq!(p.metrics.get("decode_tok_s"), Some(&41.5));
         assert_eq!(p.metrics.get("decode.ms"), Some(&2.0));
         assert_eq!(p.metrics.get("ms"), None, "two phases print `ms`: which one is meant is not guessed");
+    }
+
+    #[test]
+    fn whole_rows_a_workload_prints_give_their_metrics_and_kernels() {
+        // The lab's `--format collect`: a KATLAS_METRIC line and a katlas.row.v1 row per case.
+        let row = |shape: &str, cpu_min_us: f64| {
+            let mut r = katlas_model::Row::new("lab-decode", "decode");
+            r.shape_bucket = Some(shape.into());
+            r.metrics.insert("cpu_min_us".into(), katlas_model::Metric::from_key("cpu_min_us", cpu_min_us));
+            r.kernels.push(katlas_model::KernelSample { name: "cpu_gemv_hfq4g256_r4".into(), calls: 20, total_us: 1.0, ..Default::default() });
+            serde_json::to_string(&r).unwrap()
+        };
+        let one = format!("KATLAS_METRIC gemv_hfq4g256 shape=256x1024 cpu_min_us=3480.05\n{}\n", row("256x1024", 3480.05));
+        let p = read_metrics("katlas-rows", &one, "t").unwrap();
+        assert_eq!(p.metrics.get("cpu_min_us"), Some(&3480.05), "{:?}", p.metrics);
+        assert_eq!(p.metrics.get("decode.cpu_min_us"), Some(&3480.05));
+        assert_eq!(p.route.unwrap().kernels_seen, ["cpu_gemv_hfq4g256_r4"]);
+        // Two shapes in one run: which row's number is meant is not guessed.
+        let two = format!("{}\n{}\n", row("256x1024", 3480.05), row("1024x4096", 53959.8));
+        assert_eq!(read_metrics("katlas-rows", &two, "t").unwrap().metrics.get("cpu_min_us"), None);
     }
 }
