@@ -143,8 +143,16 @@ fn matches_pattern(name: &str, pat: &str) -> bool {
 /// The metric an eval of this row should judge and its goal: the row's phase's rate
 /// (`prefill_tok_s` for prefill, `gen_tok_s` for decode), what the name says, else its unit
 /// (`Goal::infer_with_unit`, the guess eval and gates make too); never another phase's number.
+/// A row measured on the CPU is judged by its process CPU time (`cpu_min_us`, the lab's CPU
+/// backend), which does not grow while other processes hold the cores, as wall time and the
+/// bandwidth computed from it do.
 pub fn preferred_metric(row: &Row) -> Option<(String, Goal)> {
     let goal = |k: &str| Goal::infer_with_unit(k, row.metrics.get(k).and_then(|m| m.unit.as_deref())).unwrap_or_default();
+    if crate::fit::measured_on_cpu(row) {
+        if let Some(k) = ["cpu_min_us", "cpu_median_us"].into_iter().find(|k| row.metrics.contains_key(*k)) {
+            return Some((k.to_string(), Goal::Minimize));
+        }
+    }
     let rates: &[&str] = match PhaseKind::of(&row.phase) {
         PhaseKind::Prefill => &["prefill_tok_s", "tok_s", "tokens_per_s"],
         PhaseKind::Decode => &["gen_tok_s", "decode_tok_s", "tok_s", "tokens_per_s"],
@@ -601,4 +609,29 @@ fn build_one(
         history: None,
         legality_unknown: unknown,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use katlas_model::Metric;
+
+    #[test]
+    fn a_cpu_row_is_judged_by_its_cpu_time() {
+        // The lab's GEMV row: its bandwidth is wall time's, which a busy machine stretches.
+        let mut row = Row::new("lab-decode", "decode");
+        for (k, v) in [("achieved_gbps", 0.07), ("median_us", 33985.8), ("cpu_min_us", 33514.7), ("cpu_median_us", 33922.0)] {
+            row.metrics.insert(k.into(), Metric::from_key(k, v));
+        }
+        row.params.insert("backend".into(), "cpu".into());
+        assert_eq!(preferred_metric(&row), Some(("cpu_min_us".to_string(), Goal::Minimize)));
+        row.params.remove("backend");
+        row.arch = Some("cpu".into());
+        assert_eq!(preferred_metric(&row), Some(("cpu_min_us".to_string(), Goal::Minimize)));
+        let c = eval_contract(Some(&row), &Rules::builtin().unwrap());
+        assert_eq!((c.metric.as_deref(), c.goal), (Some("cpu_min_us"), Goal::Minimize));
+        // The same numbers from a GPU run: its bandwidth, as before.
+        row.arch = Some("sm_90".into());
+        assert_eq!(preferred_metric(&row), Some(("achieved_gbps".to_string(), Goal::Maximize)));
+    }
 }
