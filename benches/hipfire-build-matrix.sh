@@ -2,7 +2,7 @@
 # katlas build of every kernel of the bundled hipfire tree (fixtures/hipfire-tree) for the
 # preset's matrix (compile-kernels.sh's default ARCHS), with the HIP headers of
 # scripts/fetch-hip-headers and clang-22, then a per-atom table and every failure grouped by the
-# compiler's message. The suite compiles a sample (crates/katlas-build/tests/build_hipfire.rs,
+# compiler's message. The suite compiles a sample (crates/katlas-build/tests/it/build_hipfire.rs,
 # which also proves the planned jobs equal the script's); this runs all of them (issue 13.6).
 #
 # Usage: benches/hipfire-build-matrix.sh [--jobs N] [--out DIR]   (KATLAS_BIN: katlas to run)

@@ -7,7 +7,7 @@
 //! 0.02, is the log-normal CV of each run's work on top of the process's own noise: the sample CV
 //! the evals see is what the table's "median CV" column measures).
 
-#[path = "../tests/support/real.rs"]
+#[path = "../tests/it/support/real.rs"]
 mod real;
 use katlas_eval::verdict::Plan;
 use real::{evals, Tally};

@@ -1,7 +1,7 @@
 //! JSON Schemas generated from the record types.
 //!
 //! `docs/schema/<name>.json` holds the committed copy of each; the test in
-//! `tests/schema_drift.rs` fails when code and committed files disagree, and
+//! `tests/it/schema_drift.rs` fails when code and committed files disagree, and
 //! `katlas schema --write docs/schema` regenerates them.
 
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! Checks the native decoder against llvm-objdump on real objects: per kernel, the mix from
 //! [`super::decode::object_mix`] must equal the one from the objdump listing. Used by the
-//! oracle test (`tests/amd_mix_vs_llvm_objdump.rs`) and the full-library run
+//! oracle test (`tests/it/amd_mix_vs_llvm_objdump.rs`) and the full-library run
 //! (`examples/mix_oracle.rs`).
 
 use crate::manifest::Vendor;

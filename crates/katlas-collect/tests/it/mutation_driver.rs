@@ -1,0 +1,145 @@
+//! The hostile-input suite's mutation driver for every output and profiler parser
+//! (issue 15): 10,000 mutated inputs per parser, made from real samples (hipfire outputs,
+//! rocprofv3 CSVs, an ncu CSV, a torch trace slice, a Proton tree and trace slice, rows), each under a time bound
+//! (no input may take 5 s) and the whole run under a memory bound (peak RSS < 1 GiB).
+//! Any panic, hang or breach fails the test naming the parser, the input's number and seed,
+//! and leaves the input in `target/mutation-failures/` to reproduce. A new parser in the
+//! registry (`katlas_collect::parse::PARSERS`) is driven without editing this file.
+
+use katlas_collect::parse::{parse_with, Input, ParserOptions, PARSERS};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const INPUTS: usize = 10_000;
+const HANG: Duration = Duration::from_secs(5);
+const RSS_LIMIT_KB: u64 = 1 << 20;
+
+/// Inputs that panicked, by number.
+type Failures = Arc<Mutex<Vec<(usize, Vec<u8>)>>>;
+
+use katlas_testkit::mutate::{catch_quietly, mutate, peak_rss_kb, Rng};
+
+fn fixtures() -> PathBuf {
+    katlas_testkit::repo_root().join("fixtures")
+}
+
+/// Real samples for each parser, cut to a few KiB so 10,000 mutations stay quick.
+fn seeds(parser: &str) -> Vec<Vec<u8>> {
+    let read = |rel: &str| std::fs::read(fixtures().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let cut = |mut v: Vec<u8>, n: usize| {
+        v.truncate(n);
+        v
+    };
+    let torch = {
+        use std::io::Read;
+        let f = std::fs::File::open(fixtures().join("h200/torch_llama_decode_trace.json.gz")).unwrap();
+        let mut s = Vec::new();
+        flate2::read::GzDecoder::new(f).take(6_000).read_to_end(&mut s).unwrap();
+        // A valid document: the first events of the real trace, closed.
+        let text = String::from_utf8_lossy(&s);
+        let last = text.rfind("}, {").or_else(|| text.rfind("},{")).unwrap_or(text.len());
+        format!("{}}}]}}", &text[..last]).into_bytes()
+    };
+    let mut all = vec![
+        read("hipfire/bench_ar_profile.txt"),
+        read("hipfire/dflash_demo.txt"),
+        read("rocprofv3/kernel_trace.csv"),
+        read("rocprofv3/counter_collection.csv"),
+        cut(read("h200/ncu_llama_raw.csv"), 8_000),
+        cut(read("hipfire/atlas_rows_v0.jsonl"), 4_000),
+        torch,
+    ];
+    // Only Proton's own list grows: the other parsers keep the inputs they always had.
+    if parser == "proton" {
+        all.push(read("proton-h200/fla-decode.hatchet"));
+        // Its trace output (`data="trace"`): the first events of the real file, closed.
+        use std::io::Read;
+        let f = std::fs::File::open(fixtures().join("proton-h200/fla-decode-trace.chrome_trace.gz")).unwrap();
+        let mut s = Vec::new();
+        flate2::read::GzDecoder::new(f).take(4_000).read_to_end(&mut s).unwrap();
+        let text = String::from_utf8_lossy(&s);
+        let last = text.rfind("},{\"args\"").unwrap_or(text.len());
+        all.push(format!("{}}}]}}\n", &text[..last]).into_bytes());
+    }
+    // The parser's own format first, so most mutations reach deep into it.
+    let own = match parser {
+        "hipfire-bench" => 0,
+        "hipfire-dflash" => 1,
+        "rocprofv3-kernel-trace" | "rocprof-v1" | "rocprofv3" => 2,
+        "rocprofv3-counters" => 3,
+        "ncu-csv" => 4,
+        "json-lines" | "katlas-rows" | "kv" => 5,
+        "torch-trace" => 6,
+        "proton" => 7,
+        _ => 0,
+    };
+    all.swap(0, own);
+    all
+}
+
+fn save_failure(parser: &str, n: usize, data: &[u8]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mutation-failures");
+    let _ = std::fs::create_dir_all(&dir);
+    let p = dir.join(format!("{parser}-{n}.bin"));
+    let _ = std::fs::write(&p, data);
+    p
+}
+
+#[test]
+fn every_parser_survives_10000_hostile_inputs() {
+    // Alone in its process: the peak RSS is the whole process's.
+    if !katlas_testkit::own_process!(every_parser_survives_10000_hostile_inputs) {
+        return;
+    }
+    let mut report = Vec::new();
+    for (name, _, _) in PARSERS {
+        let name = name.to_string();
+        let seeds = seeds(&name);
+        let done = Arc::new(AtomicUsize::new(0));
+        let panics: Failures = Arc::default();
+        let current: Arc<Mutex<Vec<u8>>> = Arc::default();
+        let (d, p, c, n) = (done.clone(), panics.clone(), current.clone(), name.clone());
+        let worker = std::thread::spawn(move || {
+            let mut rng = Rng(0x6b61_746c_6173 ^ n.len() as u64);
+            for i in 0..INPUTS {
+                let input = mutate(&seeds[i % seeds.len()], &mut rng);
+                *c.lock().unwrap() = input.clone();
+                let r = catch_quietly(|| {
+                    let mut cur = std::io::Cursor::new(input.as_slice());
+                    let _ = parse_with(&n, Input::Reader { reader: &mut cur, source: "mutated" }, &ParserOptions::default());
+                });
+                if r.is_err() {
+                    p.lock().unwrap().push((i, input));
+                }
+                d.store(i + 1, Ordering::SeqCst);
+            }
+        });
+        let t0 = Instant::now();
+        let (mut last, mut since) = (0, Instant::now());
+        while done.load(Ordering::SeqCst) < INPUTS {
+            std::thread::sleep(Duration::from_millis(20));
+            let now = done.load(Ordering::SeqCst);
+            if now != last {
+                (last, since) = (now, Instant::now());
+            } else if since.elapsed() > HANG {
+                let p = save_failure(&name, now, &current.lock().unwrap());
+                panic!("{name}: input #{now} did not finish in {HANG:?} (saved to {})", p.display());
+            }
+        }
+        worker.join().unwrap();
+        let panics = panics.lock().unwrap();
+        if let Some((i, data)) = panics.first() {
+            let p = save_failure(&name, *i, data);
+            panic!("{name}: {} of {INPUTS} inputs panicked; first #{i} (saved to {})", panics.len(), p.display());
+        }
+        report.push(format!("{name}: {INPUTS} inputs, 0 panics, 0 hangs, {:.1} s", t0.elapsed().as_secs_f64()));
+    }
+    let rss = peak_rss_kb();
+    for r in &report {
+        eprintln!("{r}");
+    }
+    eprintln!("peak RSS {} MiB", rss / 1024);
+    assert!(rss < RSS_LIMIT_KB, "peak RSS {} MiB breaches the 1 GiB bound", rss / 1024);
+}
