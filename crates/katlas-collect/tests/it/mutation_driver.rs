@@ -88,6 +88,7 @@ fn save_failure(parser: &str, n: usize, data: &[u8]) -> PathBuf {
 }
 
 #[test]
+#[ignore = "heavy: 10,000 mutated inputs per parser; scripts/test-all runs it (cargo test -- --ignored)"]
 fn every_parser_survives_10000_hostile_inputs() {
     // Alone in its process: the peak RSS is the whole process's.
     if !katlas_testkit::own_process!(every_parser_survives_10000_hostile_inputs) {

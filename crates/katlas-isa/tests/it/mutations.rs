@@ -91,6 +91,7 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
 }
 
 #[test]
+#[ignore = "heavy: 10,000 mutated inputs; scripts/test-all runs it (cargo test -- --ignored)"]
 fn ten_thousand_mutations_never_panic_or_overallocate() {
     // Alone in its process: the largest allocation is counted over the whole process.
     if !katlas_testkit::own_process!(ten_thousand_mutations_never_panic_or_overallocate) {
