@@ -149,7 +149,7 @@ enum Command {
     /// The SQLite query index over .katlas/ (rebuilt from the files, never trusted over them).
     Index(Group<cmd::query::IndexCmd>),
     /// Run one SQL statement over the index's tables and views (docs/corpus.md, "Query index").
-    Query(InProject<cmd::query::QueryArgs>),
+    Query(Runs<cmd::query::QueryArgs>),
     /// A metric's history by commit, day or host, with the change points in it and where they entered.
     Trend(InProject<cmd::trend::TrendArgs>),
     /// A table of the query index as CSV or Parquet (rows, kernels, ledger, samples …).
@@ -369,7 +369,8 @@ mod tests {
             assert!(!h.contains("--yes") && !h.contains("--project"), "`katlas {cmd} --help` offers --yes or --project:\n{h}");
         }
         // They run commands from the repository's files and read its project.
-        for cmd in [&["eval"][..], &["collect"], &["task"], &["build"], &["route"], &["gate"], &["store", "push"]] {
+        // `query --store` reads the team store's URL from katlas.toml, trusted as commands are.
+        for cmd in [&["eval"][..], &["collect"], &["task"], &["build"], &["route"], &["gate"], &["store", "push"], &["query"]] {
             let h = help(cmd);
             assert!(h.contains("--yes") && h.contains("--project"), "`katlas {} --help` lacks --yes or --project:\n{h}", cmd.join(" "));
         }
