@@ -10,6 +10,10 @@ use std::borrow::Cow;
 
 const W: &str = "AMDGPU metadata (MessagePack)";
 const MAX_DEPTH: u32 = 64;
+/// `rmpv::decode::Error::DepthLimitExceeded` as rmpv words it, so the reader refuses a deep
+/// document with the reference decoder's error without shipping rmpv
+/// (`deep_nesting_is_refused_like_rmpv` compares the two).
+const DEPTH_LIMIT_EXCEEDED: &str = "depth limit exceeded";
 
 fn need(d: &[u8], pos: usize, n: u64) -> Result<()> {
     if (d.len() - pos.min(d.len())) as u64 >= n {
@@ -85,7 +89,7 @@ pub fn check(d: &[u8]) -> Result<()> {
     let mut deep = false;
     skip(d, 0, 0, &mut deep)?;
     if deep {
-        return Err(IsaError::malformed(W, rmpv::decode::Error::DepthLimitExceeded.to_string()));
+        return Err(IsaError::malformed(W, DEPTH_LIMIT_EXCEEDED.to_string()));
     }
     Ok(())
 }
@@ -125,6 +129,7 @@ pub fn to_json(v: &rmpv::Value) -> serde_json::Value {
     }
 }
 
+#[cfg(feature = "oracle")]
 pub fn key_string(k: &rmpv::Value) -> String {
     match k {
         rmpv::Value::String(s) => s.as_str().map(str::to_string).unwrap_or_else(|| String::from_utf8_lossy(s.as_bytes()).into_owned()),
@@ -289,17 +294,64 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a map key as the JSON conversion names it: strings as written (invalid UTF-8
-    /// replaced), other keys as `rmpv` displays them.
+    /// replaced), other keys as `rmpv` displays them ([`Reader::display_of`]).
     pub fn key(&mut self) -> Result<Cow<'a, str>> {
-        let start = self.pos;
         let it = self.item()?;
         if let Item::Str(b) = it {
             return Ok(lossy(b));
         }
-        self.skip_body(it)?;
-        let mut r = &self.d[start..self.pos];
-        let v = rmpv::decode::read_value(&mut r).map_err(|e| IsaError::malformed(W, e.to_string()))?;
-        Ok(Cow::Owned(key_string(&v)))
+        let mut s = String::new();
+        self.display_of(it, &mut s)?;
+        Ok(Cow::Owned(s))
+    }
+
+    /// The value whose header `it` was just read as `rmpv::Value`'s `Display` writes it (nil,
+    /// numbers, strings quoted and escaped, invalid UTF-8 and binaries as byte lists,
+    /// `[a, b]`, `{k: v}`, `[type, bytes]` for extensions), so the reader names a non-string
+    /// key as the reference does without shipping `rmpv`. Depth is bounded by [`check`].
+    fn display_of(&mut self, it: Item<'a>, out: &mut String) -> Result<()> {
+        use std::fmt::Write;
+        // Writing to a String cannot fail.
+        let _ = match it {
+            Item::Nil => write!(out, "nil"),
+            Item::Bool(b) => write!(out, "{b}"),
+            Item::Uint(u) => write!(out, "{u}"),
+            Item::Int(i) => write!(out, "{i}"),
+            Item::F32(f) => write!(out, "{f}"),
+            Item::F64(f) => write!(out, "{f}"),
+            Item::Str(b) => match std::str::from_utf8(b) {
+                Ok(s) => write!(out, "{s:?}"),
+                Err(_) => write!(out, "{b:?}"),
+            },
+            Item::Bin(b) => write!(out, "{b:?}"),
+            Item::Ext(t, b) => write!(out, "[{t}, {b:?}]"),
+            Item::Array(n) => {
+                out.push('[');
+                for i in 0..n {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    let e = self.item()?;
+                    self.display_of(e, out)?;
+                }
+                write!(out, "]")
+            }
+            Item::Map(n) => {
+                out.push('{');
+                for i in 0..n {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    let k = self.item()?;
+                    self.display_of(k, out)?;
+                    out.push_str(": ");
+                    let v = self.item()?;
+                    self.display_of(v, out)?;
+                }
+                write!(out, "}}")
+            }
+        };
+        Ok(())
     }
 
     /// Reads one whole value as JSON, exactly as [`to_json`] converts what `rmpv` decodes.
@@ -342,5 +394,53 @@ impl<'a> Reader<'a> {
                 J::Object(m)
             }
         })
+    }
+}
+
+#[cfg(all(test, feature = "oracle"))]
+mod tests {
+    use super::*;
+
+    /// A map key of every kind is named as `rmpv` displays it.
+    #[test]
+    fn non_string_keys_read_as_rmpv_displays_them() {
+        let keys: &[&[u8]] = &[
+            &[0xc0],
+            &[0xc3],
+            &[0x05],
+            &[0xd0, 0xfb],
+            &[0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+            &[0xca, 0x3f, 0xc0, 0x00, 0x00],
+            &[0xcb, 0x7f, 0xf8, 0, 0, 0, 0, 0, 1],
+            &[0xc4, 0x02, 0x01, 0xff],
+            &[0xa3, b'a', b'"', b'\n'],
+            &[0xa2, 0xff, 0xfe],
+            &[0xd4, 0x07, 0x2a],
+            &[0x92, 0x01, 0xa1, b'x'],
+            &[0x82, 0x01, 0xc0, 0xa1, b'k', 0x90],
+        ];
+        for key in keys {
+            let mut doc = vec![0x81];
+            doc.extend_from_slice(key);
+            doc.push(0x01);
+            check(&doc).expect("a well-formed document");
+            let mut r = Reader::new(&doc);
+            assert_eq!(r.item().unwrap(), Item::Map(1));
+            let got = r.key().unwrap().into_owned();
+            let want = match decode(&doc).unwrap() {
+                rmpv::Value::Map(m) => key_string(&m[0].0),
+                other => panic!("{other}"),
+            };
+            assert_eq!(got, want, "key bytes {key:02x?}");
+        }
+    }
+
+    #[test]
+    fn too_deep_is_rmpvs_error() {
+        let mut doc = vec![0x91u8; 40];
+        doc.push(0x01);
+        let want = decode(&doc).map(|_| ()).map_err(|e| e.to_string());
+        assert_eq!(check(&doc).map_err(|e| e.to_string()), want);
+        assert!(want.unwrap_err().ends_with(DEPTH_LIMIT_EXCEEDED), "rmpv's wording, word for word");
     }
 }
