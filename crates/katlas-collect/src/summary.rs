@@ -88,7 +88,7 @@ impl KernelAcc {
         self.bytes_n += 1;
     }
 
-    fn finish(mut self) -> KernelSample {
+    fn finish(self) -> KernelSample {
         let mut s = self.sample;
         if !self.durations.is_empty() {
             s.total_us = self.sum_us;
@@ -102,7 +102,7 @@ impl KernelAcc {
             }
             s.min_us = Some(min as f64);
             s.max_us = Some(max as f64);
-            s.median_us = Some(median(&mut self.durations));
+            s.median_us = Some(katlas_stats::median(&self.durations));
         }
         // Counters are per-dispatch means over the kernel's dispatches.
         for (k, (sum, n)) in self.counter_sums {
@@ -117,19 +117,6 @@ impl KernelAcc {
             }
         }
         s
-    }
-}
-
-fn median(v: &mut [f32]) -> f64 {
-    let n = v.len();
-    let mid = n / 2;
-    let (_, m, _) = v.select_nth_unstable_by(mid, |a, b| a.total_cmp(b));
-    let hi = *m as f64;
-    if n % 2 == 1 {
-        hi
-    } else {
-        let lo = v[..mid].iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-        (lo + hi) / 2.0
     }
 }
 

@@ -111,12 +111,10 @@ pub struct Stats {
 }
 
 pub fn stats(samples: &[f64]) -> Stats {
-    let mut v: Vec<f64> = samples.iter().cloned().filter(|x| x.is_finite()).collect();
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let v = katlas_stats::sorted(samples);
     let n = v.len();
     if n == 0 {
         return Stats { median: f64::NAN, min: f64::NAN, max: f64::NAN, n };
     }
-    let median = if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) };
-    Stats { median, min: v[0], max: v[n - 1], n }
+    Stats { median: katlas_stats::median(&v), min: v[0], max: v[n - 1], n }
 }

@@ -8,7 +8,7 @@
 //! as not comparable.
 
 use rusqlite::Connection;
-use statrs::distribution::{ContinuousCDF, StudentsT};
+use katlas_stats::{median, welch_log_ci};
 
 const SELECTABLE: &[&str] = &[
     "id",
@@ -132,37 +132,6 @@ fn kernel_means(conn: &Connection, ids: &[String]) -> rusqlite::Result<std::coll
     v
 }
 
-pub fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-fn welch(a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
-    if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|v| *v <= 0.0) {
-        return None;
-    }
-    let stats = |x: &[f64]| {
-        let l: Vec<f64> = x.iter().map(|v| v.ln()).collect();
-        let m = l.iter().sum::<f64>() / l.len() as f64;
-        (m, l.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (l.len() - 1) as f64, l.len() as f64)
-    };
-    let ((ma, va, na), (mb, vb, nb)) = (stats(a), stats(b));
-    let se2 = va / na + vb / nb;
-    if se2 <= 0.0 {
-        let d = (mb - ma).exp() - 1.0;
-        return Some([d, d]);
-    }
-    let df = se2.powi(2) / ((va / na).powi(2) / (na - 1.0) + (vb / nb).powi(2) / (nb - 1.0));
-    let t = StudentsT::new(0.0, 1.0, df).ok()?.inverse_cdf(0.975);
-    let d = mb - ma;
-    Some([(d - t * se2.sqrt()).exp() - 1.0, (d + t * se2.sqrt()).exp() - 1.0])
-}
-
 pub fn compare(conn: &Connection, a: &str, b: &str) -> Result<Comparison, String> {
     let ia = select(conn, a)?;
     let ib = select(conn, b)?;
@@ -176,10 +145,10 @@ pub fn compare(conn: &Connection, a: &str, b: &str) -> Result<Comparison, String
     names.dedup();
     let mut metrics = Vec::new();
     for name in names {
-        let mut xa: Vec<f64> = va.iter().filter(|x| &x.0 == name).map(|x| x.2).collect();
-        let mut xb: Vec<f64> = vb.iter().filter(|x| &x.0 == name).map(|x| x.2).collect();
-        let ci = welch(&xa, &xb);
-        let (ma, mb) = (median(&mut xa), median(&mut xb));
+        let xa: Vec<f64> = va.iter().filter(|x| &x.0 == name).map(|x| x.2).collect();
+        let xb: Vec<f64> = vb.iter().filter(|x| &x.0 == name).map(|x| x.2).collect();
+        let ci = welch_log_ci(&xa, &xb, 0.95);
+        let (ma, mb) = (median(&xa), median(&xb));
         metrics.push(MetricDelta {
             metric: name.clone(),
             unit: va.iter().find(|x| &x.0 == name).and_then(|x| x.1.clone()),
@@ -245,7 +214,7 @@ pub fn pareto(conn: &Connection, x: &str, y: &str, maximize: (bool, bool), workl
     let mut pts: Vec<ParetoPoint> = by
         .into_iter()
         .filter(|(_, (_, xs, ys))| !xs.is_empty() && !ys.is_empty())
-        .map(|(v, (ids, mut xs, mut ys))| ParetoPoint { variant: v, rows: ids.len(), x: median(&mut xs), y: median(&mut ys), front: false })
+        .map(|(v, (ids, xs, ys))| ParetoPoint { variant: v, rows: ids.len(), x: median(&xs), y: median(&ys), front: false })
         .collect();
     let better = |a: f64, b: f64, max: bool| if max { a > b } else { a < b };
     let geq = |a: f64, b: f64, max: bool| if max { a >= b } else { a <= b };

@@ -11,8 +11,6 @@
 //! the two-sided normal quantile at α/(splits) (Bonferroni over the splits looked at, α =
 //! 0.001); both sides are then searched again.
 
-use statrs::distribution::{ContinuousCDF, Normal};
-
 pub const ALPHA: f64 = 0.001;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,11 +98,9 @@ pub fn group(samples: &[(String, String, f64)]) -> Vec<Group> {
         .map(|k| {
             let (first_at, values) = map.remove(k.as_str()).unwrap_or_default();
             let n = values.len();
-            let mean = values.iter().sum::<f64>() / n as f64;
-            let mut s = values.clone();
-            s.sort_by(f64::total_cmp);
-            let median = if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 };
-            let cv = (n > 1).then(|| (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() / mean.abs());
+            let mean = katlas_stats::mean(&values);
+            let median = katlas_stats::median(&values);
+            let cv = (n > 1).then(|| katlas_stats::variance(&values).sqrt() / mean.abs());
             Group { key: k, first_at, n, mean, median, cv, values }
         })
         .collect()
@@ -175,7 +171,7 @@ fn segment(gs: &[G], offset: usize, s2: f64, out: &mut Vec<(usize, f64, f64, f64
     }
     let Some((k, z, ma, mb)) = best_split(gs, s2) else { return };
     let p = ALPHA / (2.0 * (gs.len() - 1) as f64);
-    let crit = Normal::standard().inverse_cdf(1.0 - p);
+    let crit = katlas_stats::z_quantile(1.0 - p);
     if z.is_finite() && z.abs() > crit {
         out.push((offset + k, z, ma, mb, crit));
         segment(&gs[..k], offset, s2, out);
