@@ -29,8 +29,9 @@ pub struct CodeObject {
     pub chain_text: String,
     #[serde(default)]
     pub md5: String,
+    /// `None` in a manifest that leaves it out (the contract requires it; hand-written ones).
     #[serde(default)]
-    pub vendor: String,
+    pub vendor: Option<katlas_arch::Vendor>,
     #[serde(default)]
     pub arch: String,
     #[serde(default)]

@@ -21,7 +21,7 @@ pub use error::ArchError;
 pub use model::*;
 pub use names::canonical_atom;
 pub use occupancy::{occupancy, occupancy_with, total_vgprs, KernelResources, Limiter, ObjectResources, Occupancy, OccupancyOptions};
-pub use tags::{looks_like_arch_tag, tag_reach, FamilyRule, FileTag, TagKind};
+pub use tags::{looks_like_arch_tag, tag_reach, FamilyRule, FileTag, TagKind, Via};
 
 /// Schema string of the architecture data files and of JSON dumps of atoms/products.
 pub const SCHEMA: &str = "katlas.arch.v1";

@@ -5,13 +5,15 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// GPU vendor of an atom or product.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+// GPU vendor of an atom, a product or a code object: AMD (HIP, gfx targets) or NVIDIA (CUDA,
+// sm targets). katlas-isa's manifest carries it too (`vendor` in katlas.isa.v1, whose schema
+// names the type `Vendor`); plain comments, not doc comments, since a doc comment would enter
+// that schema.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Vendor {
-    /// AMD (HIP, gfx targets).
     Amd,
-    /// NVIDIA (CUDA, sm targets).
     Nvidia,
 }
 
@@ -21,6 +23,18 @@ impl Vendor {
         match self {
             Vendor::Amd => "amd",
             Vendor::Nvidia => "nvidia",
+        }
+    }
+
+    /// The vendor an arch name belongs to by its spelling (`gfx…` AMD, `sm_…` or `sm` and a
+    /// digit NVIDIA), for names the table may not hold; `None` for any other name.
+    pub fn of_arch(arch: &str) -> Option<Vendor> {
+        if arch.starts_with("gfx") {
+            Some(Vendor::Amd)
+        } else if arch.starts_with("sm_") || arch.strip_prefix("sm").is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit())) {
+            Some(Vendor::Nvidia)
+        } else {
+            None
         }
     }
 }
@@ -277,5 +291,22 @@ impl Product {
     /// Dense peak rate for `key` (see `peak_rates`), if known.
     pub fn peak_rate(&self, key: &str) -> Option<f64> {
         self.peak_rates.get(key).map(|s| s.value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vendor_of_an_arch_name() {
+        assert_eq!(Vendor::of_arch("gfx1201"), Some(Vendor::Amd));
+        assert_eq!(Vendor::of_arch("sm_90a"), Some(Vendor::Nvidia));
+        assert_eq!(Vendor::of_arch("sm90"), Some(Vendor::Nvidia));
+        assert_eq!(Vendor::of_arch("smoke"), None, "a word that starts with sm is no NVIDIA arch");
+        assert_eq!(Vendor::of_arch("cpu"), None);
+        // One spelling in the data files, the ISA manifest and the CLI.
+        assert_eq!(serde_json::to_string(&Vendor::Nvidia).unwrap(), "\"nvidia\"");
+        assert_eq!(Vendor::Amd.as_str(), "amd");
     }
 }

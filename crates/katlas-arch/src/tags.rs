@@ -133,16 +133,39 @@ impl ArchDb {
     }
 }
 
-/// Whether a file tagged `tag` is built for `atom` whose family tags are `families`
-/// ([`ArchDb::family_tags`]): `Chip` for the atom's own tag, `Family` for one of its families,
-/// `None` for another chip or family.
-pub fn tag_reach(tag: &str, atom: &str, families: &[String]) -> Option<TagKind> {
-    if tag == atom {
-        Some(TagKind::Chip)
-    } else if families.iter().any(|f| f == tag) {
-        Some(TagKind::Family)
-    } else {
-        None
+// How a kernel file reaches an atom: tagged with the atom's own name (chip), with one of its
+// families (family), or untagged (base: the file every atom may take). Build's resolutions
+// carry it (`via` in katlas.reach.v1, whose schema names the type `Via`) and provenance ranks
+// candidates by it. Plain comments, not doc comments: a doc comment would enter the schema.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    Chip,
+    Family,
+    Base,
+}
+
+impl Via {
+    /// `chip`, `family` or `base`, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Chip => "chip",
+            Via::Family => "family",
+            Via::Base => "base",
+        }
+    }
+}
+
+/// How a file tagged `tag` (`None`: untagged) reaches `atom` whose family tags are `families`
+/// ([`ArchDb::family_tags`]): [`Via::Chip`] for the atom's own tag, [`Via::Family`] for one of
+/// its families, [`Via::Base`] for no tag; `None` for another chip's or family's file.
+pub fn tag_reach(tag: Option<&str>, atom: &str, families: &[String]) -> Option<Via> {
+    match tag {
+        None => Some(Via::Base),
+        Some(t) if t == atom => Some(Via::Chip),
+        Some(t) if families.iter().any(|f| f == t) => Some(Via::Family),
+        Some(_) => None,
     }
 }
 
@@ -172,9 +195,10 @@ mod tests {
         let table = db.family_tags("gfx1151", FamilyRule::Table);
         assert!(table.contains(&"gfx115".to_string()) && !table.contains(&"gfx11".to_string()), "{table:?}");
         assert_eq!(db.family_tags("gfx1151", FamilyRule::Prefix(5)), ["gfx11"]);
-        assert_eq!(tag_reach("gfx1100", "gfx1100", &table), Some(TagKind::Chip));
-        assert_eq!(tag_reach("gfx115", "gfx1151", &table), Some(TagKind::Family));
-        assert_eq!(tag_reach("gfx11", "gfx1151", &table), None);
+        assert_eq!(tag_reach(Some("gfx1100"), "gfx1100", &table), Some(Via::Chip));
+        assert_eq!(tag_reach(Some("gfx115"), "gfx1151", &table), Some(Via::Family));
+        assert_eq!(tag_reach(Some("gfx11"), "gfx1151", &table), None);
+        assert_eq!(tag_reach(None, "gfx1151", &table), Some(Via::Base));
         assert_eq!(FamilyRule::parse("prefix5").unwrap(), FamilyRule::Prefix(5));
         assert_eq!(FamilyRule::parse("table").unwrap(), FamilyRule::Table);
         assert!(FamilyRule::parse("prefix").is_err());

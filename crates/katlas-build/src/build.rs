@@ -10,7 +10,7 @@ use crate::compiler::{Compiler, CompilerId, Kind, HIP_HEADERS_HINT};
 use crate::config::{RootsFrom, Settings};
 use crate::error::{BuildError, Result};
 use crate::includes::includes;
-use crate::resolve::{resolve, Resolution, Via};
+use crate::resolve::{resolve, Resolution};
 use crate::sources::{discover, Lang, Source};
 use crate::touched::{changed_files, touched_atoms, Touched};
 use katlas_isa::diff::IsaDiff;
@@ -368,7 +368,7 @@ pub fn run_build_with_skips(s: &Settings, opts: &BuildOptions, progress: Option<
                     atom: r.atom.clone(),
                     kernel: r.kernel.clone(),
                     file: src.file.clone(),
-                    via: via_name(r.via).into(),
+                    via: r.via.as_str().into(),
                     lang: r.lang.as_str().into(),
                     status: JobStatus::MissingToolchain,
                     output: None,
@@ -447,14 +447,6 @@ pub fn run_build_with_skips(s: &Settings, opts: &BuildOptions, progress: Option<
     Ok((report, skipped))
 }
 
-fn via_name(v: Via) -> &'static str {
-    match v {
-        Via::Chip => "chip",
-        Via::Family => "family",
-        Via::Base => "base",
-    }
-}
-
 fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<()> {
     katlas_fs::write_atomic(path, &serde_json::to_vec_pretty(v).expect("serialises")).map_err(|e| BuildError::io(path, e))
 }
@@ -464,7 +456,7 @@ fn execute(s: &Settings, p: &Planned, cache_dir: &Path) -> JobResult {
         atom: p.res.atom.clone(),
         kernel: p.res.kernel.clone(),
         file: p.src.file.clone(),
-        via: via_name(p.res.via).into(),
+        via: p.res.via.as_str().into(),
         lang: p.res.lang.as_str().into(),
         status: JobStatus::Failed,
         output: None,

@@ -3,17 +3,10 @@
 //! does not reach it unless the table says `also_families = ["gfx11"]`).
 
 use crate::config::{Settings, TagMode};
-use crate::sources::{groups, Lang, Source, TagKind};
+use crate::sources::{groups, Lang, Source};
 use katlas_arch::FamilyRule;
+pub use katlas_arch::Via;
 use serde::Serialize;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Via {
-    Chip,
-    Family,
-    Base,
-}
 
 /// One (atom, file) pair the build compiles.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -31,15 +24,8 @@ pub struct Resolution {
 
 /// True when `src`'s tag reaches `atom` (chip: exact name; family: the atom's declared families).
 pub fn tag_reaches(s: &Settings, src: &Source, atom: &str) -> Option<Via> {
-    let Some(t) = src.tag.as_deref() else {
-        return Some(Via::Base);
-    };
     let a = &s.atom(atom).name;
-    match katlas_arch::tag_reach(t, a, &s.db.family_tags(a, FamilyRule::Table))? {
-        TagKind::Chip => Some(Via::Chip),
-        TagKind::Family => Some(Via::Family),
-        TagKind::Unknown => None,
-    }
+    katlas_arch::tag_reach(src.tag.as_deref(), a, &s.db.family_tags(a, FamilyRule::Table))
 }
 
 /// Resolve every kernel for every atom of `atoms`.

@@ -29,6 +29,7 @@ pub mod python;
 pub mod torch_ops;
 
 use crate::loads::{rule_family_hazard, ArgKind, FamilyRule, HostIndex, LoadPattern, LoadSite, Mentions, Selector};
+use katlas_arch::{Vendor, Via};
 use katlas_names::{bare_name, demangle, name_variants};
 use python::{PyFile, TritonKernel};
 use schemars::JsonSchema;
@@ -123,25 +124,10 @@ impl ProvenanceOptions {
     }
 }
 
-/// How a candidate file's arch tag meets the target arch (katlas-arch's [`katlas_arch::tag_reach`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TagFit {
-    Base,
-    Chip,
-    Family,
-    OtherArch,
-}
-
-impl TagFit {
-    /// The word in [`SourceCandidate::tag_kind`].
-    fn word(self) -> &'static str {
-        match self {
-            TagFit::Base => "base",
-            TagFit::Chip => "chip",
-            TagFit::Family => "family",
-            TagFit::OtherArch => "other-arch",
-        }
-    }
+/// The word in [`SourceCandidate::tag_kind`] for how a candidate file reaches the target arch
+/// ([`katlas_arch::tag_reach`]; `None`: built for another chip or family).
+fn tag_kind_word(via: Option<Via>) -> &'static str {
+    via.map_or("other-arch", Via::as_str)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -431,15 +417,10 @@ fn dir_vendor(dir: &str) -> Option<&'static str> {
     })
 }
 
-/// The vendor of an arch atom (`sm_90` NVIDIA, `gfx1201` AMD).
+/// The vendor of an arch atom (`sm_90` NVIDIA, `gfx1201` AMD), by the name the vendor words
+/// of source languages use.
 fn arch_vendor(arch: &str) -> Option<&'static str> {
-    if arch.starts_with("sm_") || arch.starts_with("sm") && arch[2..].starts_with(|c: char| c.is_ascii_digit()) {
-        Some("nvidia")
-    } else if arch.starts_with("gfx") {
-        Some("amd")
-    } else {
-        None
-    }
+    Vendor::of_arch(arch).map(Vendor::as_str)
 }
 
 /// CUDA kernels (`__global__`, `extern "C"`) a Python file defines inside its strings.
@@ -819,15 +800,12 @@ impl ProvenanceIndex {
             let mut score = 0.0;
             // A selector that loads this very file on the arch.
             let choice = active.iter().find_map(|s| s.choices().iter().position(|(_, file)| *file == f.file_name || *file == f.rel).map(|pos| (*s, pos)));
-            let tag_fit = match f.tag_arch.as_deref() {
-                None => TagFit::Base,
-                Some(t) => match arch.and_then(|a| katlas_arch::tag_reach(t, a, &opts.families)) {
-                    Some(katlas_arch::TagKind::Chip) => TagFit::Chip,
-                    Some(_) => TagFit::Family,
-                    None => TagFit::OtherArch,
-                },
+            // A tagged file with no target arch to meet is another arch's.
+            let reach = match arch {
+                Some(a) => katlas_arch::tag_reach(f.tag_arch.as_deref(), a, &opts.families),
+                None => f.tag_arch.is_none().then_some(Via::Base),
             };
-            if tag_fit == TagFit::OtherArch && choice.is_none() {
+            if reach.is_none() && choice.is_none() {
                 continue; // built for another chip or family
             }
             let name_hit = variants.iter().position(|v| *v == f.stem);
@@ -850,8 +828,8 @@ impl ProvenanceIndex {
             };
             let tag_s = f.tag_arch.as_deref().unwrap_or("");
             let mut hazard = None;
-            match tag_fit {
-                TagFit::Chip => match &f.tag_rest {
+            match reach {
+                Some(Via::Chip) => match &f.tag_rest {
                     None => {
                         score += 50.0;
                         reasons.push(format!("chip tag `{tag_s}` is the target arch"));
@@ -861,7 +839,7 @@ impl ProvenanceIndex {
                         reasons.push(format!("chip tag `{tag_s}` with variant suffix `{rest}`: which variant loads is decided at run time"));
                     }
                 },
-                TagFit::Family => {
+                Some(Via::Family) => {
                     score += 30.0;
                     let a = arch.unwrap_or("?");
                     reasons.push(match opts.family_rule {
@@ -873,8 +851,8 @@ impl ProvenanceIndex {
                         hazard = Some(h.clone());
                     }
                 }
-                TagFit::OtherArch => reasons.push(format!("tagged for {tag_s}, not {}", arch.unwrap_or("?"))),
-                TagFit::Base => reasons.push("base file (no arch tag)".into()),
+                None => reasons.push(format!("tagged for {tag_s}, not {}", arch.unwrap_or("?"))),
+                Some(Via::Base) => reasons.push("base file (no arch tag)".into()),
             }
             let mut definition_line = None;
             let mut triton = None;
@@ -988,7 +966,7 @@ impl ProvenanceIndex {
             out.push(SourceCandidate {
                 path: f.rel.clone(),
                 score,
-                tag_kind: tag_fit.word().into(),
+                tag_kind: tag_kind_word(reach).into(),
                 tag: f.tag.clone(),
                 matched,
                 definition_line,

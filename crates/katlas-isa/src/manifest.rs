@@ -60,7 +60,8 @@ pub struct ScanError {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct ToolStatus {
     /// `amd` or `nvidia`.
-    pub vendor: String,
+    #[schemars(with = "String")]
+    pub vendor: Vendor,
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -70,12 +71,8 @@ pub struct ToolStatus {
     pub status: String,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum Vendor {
-    Amd,
-    Nvidia,
-}
+/// The one vendor type, katlas-arch's (its schema is the `Vendor` this manifest's always was).
+pub use katlas_arch::Vendor;
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct CodeObject {

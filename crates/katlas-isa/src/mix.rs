@@ -86,9 +86,9 @@ impl Disassemblers {
 
     pub fn status(&self, mode: DisasmMode) -> Vec<ToolStatus> {
         let mut out = Vec::new();
-        let mut one = |vendor: &str, name: &str, t: &Option<Tool>| {
+        let mut one = |vendor: Vendor, name: &str, t: &Option<Tool>| {
             out.push(ToolStatus {
-                vendor: vendor.into(),
+                vendor,
                 name: name.into(),
                 path: t.as_ref().map(|t| t.path.display().to_string()),
                 version: t.as_ref().and_then(|t| t.version.clone()),
@@ -99,11 +99,11 @@ impl Disassemblers {
                 },
             })
         };
-        one("amd", "llvm-objdump", &self.amd);
-        one("nvidia", "nvdisasm", &self.nvdisasm);
-        one("nvidia", "cuobjdump", &self.cuobjdump);
+        one(Vendor::Amd, "llvm-objdump", &self.amd);
+        one(Vendor::Nvidia, "nvdisasm", &self.nvdisasm);
+        one(Vendor::Nvidia, "cuobjdump", &self.cuobjdump);
         out.push(ToolStatus {
-            vendor: "amd".into(),
+            vendor: Vendor::Amd,
             name: NATIVE_AMD.into(),
             path: None,
             version: Some(format!("built in; opcode tables from LLVM {}", crate::amd::decode::table_llvm_version())),

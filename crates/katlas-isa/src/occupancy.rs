@@ -10,10 +10,7 @@ fn resources(vendor: Vendor, k: &Kernel) -> KernelResources {
     // a Triton launch's block is known; otherwise the kernel's own bounds
     let wg = t.map(|t| t.block_size).or(r.reqd_workgroup_size.map(|t| t.iter().product::<u32>())).or(r.max_workgroup_size);
     KernelResources::from_object(&ObjectResources {
-        vendor: match vendor {
-            Vendor::Amd => katlas_arch::Vendor::Amd,
-            Vendor::Nvidia => katlas_arch::Vendor::Nvidia,
-        },
+        vendor,
         registers: r.vgpr,
         agprs: r.agpr,
         sgprs: r.sgpr,

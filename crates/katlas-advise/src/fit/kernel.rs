@@ -382,7 +382,7 @@ pub(super) fn fit_kernel(
         let (bars, matrix) = mix_signals(k, &mut s);
         kf.mix = bars;
         kf.matrix.used_ops = matrix;
-        let vendor = if o.vendor == "nvidia" { Vendor::Nvidia } else { Vendor::Amd };
+        let vendor = o.vendor.or_else(|| Vendor::of_arch(&o.arch)).unwrap_or(Vendor::Amd);
         res = k.occupancy_resources(vendor, launch_block);
         occ_source = Some("isa manifest + arch db");
     } else if let Some(x) = sample {

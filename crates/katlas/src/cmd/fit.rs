@@ -203,11 +203,7 @@ fn row_from_parse(parser: &str, path: &Path, a: &EvidenceArgs, ctx: &Ctx) -> Res
     let product = out.route.get("device").and_then(|v| v.as_str()).map(str::to_string);
     row.arch = arch.clone();
     if arch.is_some() || product.is_some() {
-        let vendor = match &arch {
-            Some(a) if a.starts_with("gfx") => "amd",
-            Some(_) => "nvidia",
-            None => "unknown",
-        };
+        let vendor = arch.as_deref().and_then(katlas_arch::Vendor::of_arch).map_or("unknown", katlas_arch::Vendor::as_str);
         row.identity.devices.push(Device {
             index: 0,
             vendor: vendor.into(),

@@ -377,7 +377,7 @@ fn print_scan_text(m: &IsaManifest, fmt: Format, manifest: Option<&Path>, export
     }
     for t in &m.disassemblers {
         if t.status == "absent" {
-            say_err!("note: {} ({}) not found: no instruction mix for {} objects", t.name, t.vendor, t.vendor);
+            say_err!("note: {} ({}) not found: no instruction mix for {} objects", t.name, t.vendor.as_str(), t.vendor.as_str());
         }
     }
     if let Some(p) = manifest {
