@@ -654,52 +654,6 @@ fn fit_brief(v: &FitView, md: bool) -> String {
     d.out
 }
 
-fn esc(s: &str) -> String {
-    katlas_model::text::printable_lines(s).replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-/// A standalone HTML page: the markdown-flavoured text in a styled `<pre>` plus bars
-/// drawn as CSS widths, so it needs no scripts or external assets.
-pub fn fit_html(v: &FitView) -> String {
-    let mut o = String::new();
-    let title = format!("katlas fit: {} {} {}", or_unknown(&v.header.arch), or_unknown(&v.header.workload), or_unknown(&v.header.phase));
-    let _ = write!(
-        o,
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{}</title><style>body{{font-family:sans-serif;max-width:72em;margin:2em auto}}\
-         .bar{{display:inline-block;height:.8em;background:#4a7;vertical-align:middle}}.track{{display:inline-block;width:12em;background:#eee}}\
-         td,th{{padding:.2em .6em;text-align:left}}pre{{white-space:pre-wrap}}</style></head><body>\n<h1>{}</h1>\n",
-        esc(&title),
-        esc(&title)
-    );
-    let _ = writeln!(
-        o,
-        "<table><tr><th>kernel</th><th>share</th><th>calls</th><th>avg us</th><th>% of peak bw</th><th>occupancy</th><th>{}</th><th>spills</th></tr>",
-        if nvidia(v) { "registers/thread" } else { "VGPR" }
-    );
-    for k in &v.kernels {
-        let pct = k.throughput.bw_pct_of_peak;
-        let bar_html = pct
-            .map(|p| {
-                format!("<span class=\"track\"><span class=\"bar\" style=\"width:{}%\"></span></span> {}%", p.clamp(0.0, 100.0).round(), fmt_num(p, Some(1)))
-            })
-            .unwrap_or_else(|| "-".into());
-        let _ = writeln!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&k.name),
-            opt(k.share_pct, 1),
-            opt_u(k.calls),
-            opt(k.avg_us, 2),
-            bar_html,
-            k.occupancy.as_ref().map(|x| format!("{}/{} {} ({})", x.achieved, x.max, esc(&x.unit), esc(x.limiter.name()))).unwrap_or_else(|| "-".into()),
-            opt_u(k.isa.as_ref().and_then(|i| i.vgpr)),
-            opt(k.isa.as_ref().and_then(|i| i.spills), 0),
-        );
-    }
-    let _ = writeln!(o, "</table>\n<pre>{}</pre>\n</body></html>", esc(&fit_brief(v, true)));
-    o
-}
-
 fn queue_doc(q: &SuggestionQueue, md: bool) -> String {
     let mut d = Doc { md, out: String::new() };
     let t = &q.target;

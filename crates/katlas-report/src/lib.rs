@@ -12,7 +12,7 @@ pub mod plots;
 pub mod roofline;
 pub mod svg;
 
-pub use page::render;
+pub use page::{fit_page, render};
 
 use katlas_advise::FitView;
 use katlas_store::trend::Trend;

@@ -6,7 +6,7 @@ use crate::plots::{self, shown_name};
 use crate::roofline::Roofline;
 use crate::svg::num;
 use crate::{ChosenFit, Report, Section};
-use katlas_advise::render;
+use katlas_advise::{render, FitView};
 use katlas_model::ledger::{gain_interval_text, gain_range_text, gain_text, level_text};
 use katlas_model::text::{printable, printable_lines};
 use katlas_store::trend::Trend;
@@ -66,54 +66,79 @@ fn more<T>(s: &Section<T>, what: &str) -> Markup {
     }
 }
 
-/// The whole page.
-pub fn render(r: &Report) -> String {
-    let page = html! {
+/// A page of its own: the styles, the Content-Security-Policy, `title` as title and heading,
+/// then `body`.
+fn page(title: &str, body: Markup) -> String {
+    let markup = html! {
         (DOCTYPE)
         html lang="en" {
             head {
                 meta charset="utf-8";
                 meta http-equiv="Content-Security-Policy" content=(CSP);
-                title { "katlas report: " (printable(&r.project)) }
+                title { (title) }
                 style { (PreEscaped(STYLE)) }
             }
             body {
-                h1 { "katlas report: " (printable(&r.project)) }
-                p class="note" {
-                    "Generated " (r.generated_at) " from " (r.rows) " corpus rows."
-                    @if r.bad_lines > 0 { " " (r.bad_lines) " bad lines or documents were not read (`katlas query \"SELECT * FROM errors\"`)." }
-                }
-                nav { a href="#fit" { "Fit" } a href="#shares" { "Kernel shares" } a href="#rooflines" { "Rooflines" } a href="#trends" { "Trends" } a href="#evals" { "Evals" } a href="#ledger" { "Ledger" } }
-                (fit_section(&r.fit))
-                (rooflines(&r.rooflines))
-                (trends(&r.trends))
-                (evals(&r.evals))
-                (ledger(&r.ledger))
+                h1 { (title) }
+                (body)
             }
         }
     };
-    page.into_string()
+    markup.into_string()
+}
+
+/// The whole page.
+pub fn render(r: &Report) -> String {
+    page(
+        &format!("katlas report: {}", printable(&r.project)),
+        html! {
+            p class="note" {
+                "Generated " (r.generated_at) " from " (r.rows) " corpus rows."
+                @if r.bad_lines > 0 { " " (r.bad_lines) " bad lines or documents were not read (`katlas query \"SELECT * FROM errors\"`)." }
+            }
+            nav { a href="#fit" { "Fit" } a href="#shares" { "Kernel shares" } a href="#rooflines" { "Rooflines" } a href="#trends" { "Trends" } a href="#evals" { "Evals" } a href="#ledger" { "Ledger" } }
+            (fit_section(&r.fit))
+            (rooflines(&r.rooflines))
+            (trends(&r.trends))
+            (evals(&r.evals))
+            (ledger(&r.ledger))
+        },
+    )
+}
+
+/// `katlas fit --format html`: the fit view and kernel shares of one fit, as the report shows
+/// them, on a page of their own (the same styles and Content-Security-Policy).
+pub fn fit_page(v: &FitView) -> String {
+    let h = &v.header;
+    let word = |s: &Option<String>| s.as_deref().map_or_else(|| "unknown".to_string(), |s| printable(s).into_owned());
+    let title = format!("katlas fit: {} {} {}", word(&h.arch), word(&h.workload), word(&h.phase));
+    let source = html! {
+        @if let Some(s) = &h.row_source { "Row from " span class="name" { (printable(s)) } ": " }
+    };
+    page(&title, fit_sections(v, source))
 }
 
 fn fit_section(f: &Result<ChosenFit, String>) -> Markup {
-    let c = match f {
-        Ok(c) => c,
-        Err(why) => {
-            return html! {
-                section id="fit" { h2 { "Fit view" } (empty(why)) }
-                section id="shares" { h2 { "Kernel shares" } (empty(why)) }
-            }
-        }
-    };
-    let v = &c.fit;
+    match f {
+        Ok(c) => fit_sections(&c.fit, html! { "Row " span class="name" { (printable(&c.row_id)) } " (" (c.how) "): " }),
+        Err(why) => html! {
+            section id="fit" { h2 { "Fit view" } (empty(why)) }
+            section id="shares" { h2 { "Kernel shares" } (empty(why)) }
+        },
+    }
+}
+
+/// The fit view's section and the kernel shares' section; `source` opens the line that says
+/// which row the fit read.
+fn fit_sections(v: &FitView, source: Markup) -> Markup {
     let h = &v.header;
-    let nv = h.arch.as_deref().is_some_and(|a| a.starts_with("sm_"));
+    let nv = h.arch.as_deref().and_then(katlas_arch::Vendor::of_arch) == Some(katlas_arch::Vendor::Nvidia);
     let has_share = v.kernels.iter().any(|k| k.share_pct.is_some());
     html! {
         section id="fit" {
             h2 { "Fit view" }
             p {
-                "Row " span class="name" { (printable(&c.row_id)) } " (" (c.how) "): "
+                (source)
                 b { (text(&h.workload)) } " " (text(&h.phase)) " on " (text(&h.product)) " (" (text(&h.arch)) ")"
                 @if let Some(bw) = h.bw_ceiling_gbps { ", judged against " (num(bw)) " GB/s " (text(&h.bw_ceiling_label)) }
                 "."

@@ -355,7 +355,7 @@ pub fn run(args: &FitArgs, ctx: &Ctx) -> CmdResult {
         FitFormat::Json => crate::output::print_json(&l.fit),
         FitFormat::Markdown if args.verbose => print!("{}", printable_lines(&render::fit_markdown_verbose(&l.fit))),
         FitFormat::Markdown => print!("{}", printable_lines(&render::fit_markdown(&l.fit))),
-        FitFormat::Html => print!("{}", printable_lines(&render::fit_html(&l.fit))),
+        FitFormat::Html => print!("{}", katlas_report::fit_page(&l.fit)),
         FitFormat::Text if args.verbose => print!("{}", printable_lines(&render::fit_text_verbose(&l.fit))),
         FitFormat::Text => print!("{}", printable_lines(&render::fit_text(&l.fit))),
     }
