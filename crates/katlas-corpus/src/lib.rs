@@ -35,6 +35,7 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+pub mod import;
 pub mod input;
 pub mod layout;
 pub mod ledger;

@@ -4,9 +4,8 @@ use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{fmt_num, fmt_opt, paint, print_json, table, Format, FormatArg};
 use crate::output::{say, say_err};
 use katlas_corpus::{append_jsonl_dedup, read_all, Fsync, LineError, Located, ReadReport};
-use katlas_model::{digest::md5_hex, hipfire, Row, Status, ROW_SCHEMA};
+use katlas_model::{hipfire, Row, Status, ROW_SCHEMA};
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -347,116 +346,13 @@ fn validate(a: &ValidateArgs, ctx: &Ctx) -> CmdResult {
     }
 }
 
-/// Documents in a file: one JSON document (object or array) or JSON lines.
-/// Each comes with its line number (1 for a whole-file document's items).
-type Documents = (Vec<(u64, String)>, Vec<LineError>);
-
-fn documents(path: &Path) -> Result<Documents, CliError> {
-    use katlas_corpus::input::{open_regular, read_line_capped, Limits, LineRead, MAX_INPUT_ENV, MAX_LINE_ENV};
-    use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
-    // Read line by line, each at most KATLAS_MAX_LINE_BYTES: a line too long
-    // or not UTF-8 is an error naming it, and the lines beside it are kept.
-    let io = |e: std::io::Error| CliError::bad_input(format!("{}: {e}", path.display()));
-    let limits = Limits::from_env().map_err(CliError::bad_input)?;
-    let f = open_regular(path).map_err(io)?;
-    let size = f.metadata().map_err(io)?.len();
-    let mut r = BufReader::new(f);
-    // A leading byte order mark is not part of the JSON.
-    let start = if r.fill_buf().map_err(io)?.starts_with(katlas_corpus::input::BOM) { 3 } else { 0 };
-    r.consume(start as usize);
-    let mut errors = Vec::new();
-    // The first non-blank line decides: `[` starts one document; `{` does too
-    // when that line is not a whole value by itself but the file is; else JSON lines.
-    let mut buf = Vec::new();
-    let first = loop {
-        match read_line_capped(&mut r, &mut buf, limits.max_line).map_err(io)? {
-            LineRead::Eof | LineRead::TooLong { .. } => break None,
-            LineRead::Line if buf.trim_ascii().is_empty() => continue,
-            LineRead::Line => break Some(buf.trim_ascii().to_vec()),
-        }
-    };
-    let whole = match first.as_deref() {
-        Some([b'[', ..]) => true,
-        Some(line @ [b'{', ..]) => serde_json::from_slice::<serde::de::IgnoredAny>(line).is_err(),
-        _ => false,
-    };
-    if whole {
-        r.seek(SeekFrom::Start(start)).map_err(io)?;
-        let starts_array = first.as_deref().is_some_and(|l| l.starts_with(b"["));
-        if size > limits.max_input {
-            if starts_array {
-                let reason = format!("document of {size} bytes is larger than the {}-byte limit ({MAX_INPUT_ENV})", limits.max_input);
-                errors.push(LineError { file: path.into(), line: 1, reason });
-                return Ok((Vec::new(), errors));
-            }
-        } else {
-            match serde_json::from_reader::<_, Value>((&mut r).take(limits.max_input)) {
-                Ok(Value::Array(items)) => return Ok((items.into_iter().map(|v| (1, v.to_string())).collect(), errors)),
-                Ok(v) => return Ok((vec![(1, v.to_string())], errors)),
-                Err(e) if starts_array => {
-                    errors.push(LineError { file: path.into(), line: e.line() as u64, reason: format!("invalid JSON document: {e}") });
-                    return Ok((Vec::new(), errors));
-                }
-                // Not one document: JSON lines.
-                Err(_) => {}
-            }
-        }
-    }
-    r.seek(SeekFrom::Start(start)).map_err(io)?;
-    let mut docs = Vec::new();
-    let mut lineno = 0u64;
-    loop {
-        let got = read_line_capped(&mut r, &mut buf, limits.max_line).map_err(io)?;
-        let reason = match got {
-            LineRead::Eof => break,
-            LineRead::TooLong { len } => Some(format!("line of {len} bytes is longer than the {}-byte limit ({MAX_LINE_ENV}); skipped", limits.max_line)),
-            LineRead::Line => match std::str::from_utf8(&buf) {
-                Ok(t) => {
-                    let t = t.trim();
-                    if !t.is_empty() {
-                        docs.push((lineno + 1, t.to_string()));
-                    }
-                    None
-                }
-                Err(e) => Some(format!("not UTF-8: {e}")),
-            },
-        };
-        lineno += 1;
-        if let Some(reason) = reason {
-            errors.push(LineError { file: path.into(), line: lineno, reason });
-        }
-    }
-    Ok((docs, errors))
-}
-
-fn convert(text: &str, file: &Path, line: u64) -> Result<Row, String> {
-    let v: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
-    if hipfire::is_v0(&v) {
-        let mut row = hipfire::import_v0(v, Some(&file.display().to_string()), Some(line)).map_err(|e| e.to_string())?;
-        // Deterministic id: re-importing the same document is a no-op.
-        row.id = md5_hex(format!("{}\0{text}", hipfire::HIPFIRE_V0).as_bytes());
-        return Ok(row);
-    }
-    match v.get("schema").and_then(Value::as_str) {
-        Some(ROW_SCHEMA) => serde_path_to_error::deserialize(v).map_err(|e| format!("field `{}`: {}", e.path(), e.inner())),
-        Some(other) => Err(format!("field `schema`: unsupported schema \"{other}\" (expected {ROW_SCHEMA} or {})", hipfire::HIPFIRE_V0)),
-        None => Err("field `schema`: missing".into()),
-    }
-}
-
 fn import(a: &ImportArgs, ctx: &Ctx) -> CmdResult {
     let mut rows: Vec<Row> = Vec::new();
     let mut errors: Vec<LineError> = Vec::new();
     for f in &a.files {
-        let path = ctx.resolve(f);
-        let (docs, errs) = documents(&path)?;
-        errors.extend(errs);
-        for (line, text) in docs {
-            match convert(&text, &path, line) {
-                Ok(r) => rows.push(r),
-                Err(reason) => errors.push(LineError { file: path.clone(), line, reason }),
-            }
-        }
+        let got = katlas_corpus::import::read_rows(&ctx.resolve(f))?;
+        rows.extend(got.rows.into_iter().map(|(_, r)| r));
+        errors.extend(got.errors);
     }
     for e in &errors {
         say_err!("katlas: {}: {e}", if a.strict { "error" } else { "warning" });

@@ -7,7 +7,7 @@ use clap::ValueEnum;
 use katlas_advise::isa::IsaManifest;
 use katlas_advise::{build_fit, render, FitInput, FitView, Rules};
 use katlas_arch::ArchDb;
-use katlas_model::{hipfire, Device, Origin, Row, ROW_SCHEMA};
+use katlas_model::{Device, Origin, Row, ROW_SCHEMA};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -86,54 +86,17 @@ fn bad(m: impl std::fmt::Display) -> CliError {
     CliError::bad_input(m)
 }
 
-/// Rows of a JSON document (object or array) or JSONL file, each `(line, row)`.
+/// Rows of a rows file (katlas-corpus's reader, the one `corpus import` uses), each
+/// `(line, row)`; lines that are not rows are warnings, and a file with none is an error.
 fn rows_of_file(path: &Path) -> Result<Vec<(u64, Row)>, CliError> {
-    let shown = path.display().to_string();
-    let text = katlas_corpus::input::read_text(path).map_err(bad)?;
-    let convert = |v: serde_json::Value, line: u64| -> Result<Row, CliError> {
-        if hipfire::is_v0(&v) {
-            return hipfire::import_v0(v, Some(&shown), Some(line)).map_err(|e| bad(format!("{shown}:{line}: {e}")));
-        }
-        match v.get("schema").and_then(|s| s.as_str()) {
-            Some(ROW_SCHEMA) => serde_json::from_value::<Row>(v).map_err(|e| bad(format!("{shown}:{line}: {e}"))),
-            Some(other) => Err(bad(format!("{shown}:{line}: field `schema`: `{other}` is not a row (expected {ROW_SCHEMA} or {})", hipfire::HIPFIRE_V0))),
-            None => Err(bad(format!("{shown}:{line}: field `schema`: missing"))),
-        }
-    };
-    let trimmed = text.trim_start();
-    let mut out = Vec::new();
-    if trimmed.starts_with('[') {
-        let arr: Vec<serde_json::Value> = serde_json::from_str(&text).map_err(|e| bad(format!("{shown}:{}: {e}", e.line())))?;
-        for (i, v) in arr.into_iter().enumerate() {
-            out.push((i as u64 + 1, convert(v, i as u64 + 1)?));
-        }
-        return Ok(out);
-    }
-    // One document, possibly pretty-printed, or JSON lines.
-    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-        return Ok(vec![(1, convert(v, 1)?)]);
-    }
-    let mut errors = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let n = i as u64 + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<serde_json::Value>(line) {
-            Ok(v) => match convert(v, n) {
-                Ok(r) => out.push((n, r)),
-                Err(e) => errors.push(e.message),
-            },
-            Err(e) => errors.push(format!("{shown}:{n}: {e}")),
-        }
-    }
-    for e in &errors {
+    let got = katlas_corpus::import::read_rows(path)?;
+    for e in &got.errors {
         say_err!("katlas: warning: skipped {e}");
     }
-    if out.is_empty() {
-        return Err(bad(format!("{shown}: no usable rows{}", errors.first().map(|e| format!(" ({e})")).unwrap_or_default())));
+    if got.rows.is_empty() {
+        return Err(bad(format!("{}: no usable rows{}", path.display(), got.errors.first().map(|e| format!(" ({e})")).unwrap_or_default())));
     }
-    Ok(out)
+    Ok(got.rows)
 }
 
 fn pick(rows: Vec<(String, Row)>, a: &EvidenceArgs, what: &str) -> Result<(String, Row), CliError> {
