@@ -3,7 +3,8 @@
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{fmt_num, fmt_opt, paint, print_json, table, Format, FormatArg};
 use crate::output::{say, say_err};
-use katlas_corpus::{append_jsonl_dedup, read_all, Fsync, LineError, Located, ReadReport};
+use super::evidence::{load_rows, Source};
+use katlas_corpus::{append_jsonl_dedup, read_all, Fsync, LineError, Located};
 use katlas_model::{hipfire, Row, Status, ROW_SCHEMA};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
@@ -26,16 +27,6 @@ pub enum CorpusCmd {
     Compare(super::trend::CompareArgs),
     /// Variants' medians over two metrics and the Pareto front (e.g. `gen_tok_s vram_bytes:min`).
     Pareto(super::trend::ParetoArgs),
-}
-
-#[derive(Debug, clap::Args)]
-pub struct Source {
-    /// Corpus files or directories to read (default: the project's .katlas/corpus).
-    #[arg(long = "file", value_name = "PATH")]
-    pub files: Vec<PathBuf>,
-    /// Treat any bad line as an error (exit 2) instead of a warning.
-    #[arg(long)]
-    pub strict: bool,
 }
 
 /// The row filters `corpus ls` and `corpus export` share.
@@ -123,36 +114,6 @@ pub fn run(cmd: &CorpusCmd, ctx: &Ctx) -> CmdResult {
         CorpusCmd::Compare(a) => super::trend::run_compare(a, ctx),
         CorpusCmd::Pareto(a) => super::trend::run_pareto(a, ctx),
     }
-}
-
-/// Read rows from `--file` paths or the project corpus. Bad lines are
-/// reported (warning, or error with --strict); good rows always come back.
-pub fn load_rows(source: &Source, ctx: &Ctx) -> Result<ReadReport<Row>, CliError> {
-    let paths = if source.files.is_empty() {
-        // A project that has collected nothing yet has an empty corpus, not an error.
-        let dir = ctx.layout()?.corpus_dir();
-        if dir.exists() {
-            vec![dir]
-        } else {
-            Vec::new()
-        }
-    } else {
-        source.files.iter().map(|p| ctx.resolve(p)).collect()
-    };
-    let mut report = ReadReport::default();
-    for p in paths {
-        if let Some(why) = katlas_corpus::input::unreadable(&p) {
-            return Err(CliError::bad_input(format!("{}: {why}", p.display())));
-        }
-        report.extend(read_all::<Row>(&p, Some(ROW_SCHEMA))?);
-    }
-    for e in &report.errors {
-        say_err!("katlas: {}: {e}", if source.strict { "error" } else { "warning" });
-    }
-    if source.strict && !report.errors.is_empty() {
-        return Err(CliError::bad_input(format!("{} bad line(s) in the corpus (--strict)", report.errors.len())));
-    }
-    Ok(report)
 }
 
 #[derive(Serialize)]

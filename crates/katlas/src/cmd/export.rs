@@ -26,7 +26,7 @@ pub struct ExportArgs {
 
 pub fn run(a: &ExportArgs, ctx: &Ctx) -> CmdResult {
     let t = export::table(&a.table).map_err(CliError::bad_input)?;
-    let conn = crate::cmd::query::open_index(&ctx.layout()?)?;
+    let conn = crate::cmd::index::open_index(&ctx.layout()?)?;
     if a.out.as_os_str() == "-" {
         if a.format == ExportFormat::Parquet {
             return Err(CliError::bad_input("--out -: Parquet goes to a file"));

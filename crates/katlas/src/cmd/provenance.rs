@@ -3,7 +3,7 @@
 //! family rule, load patterns and variant selectors from `[reach]` or the preset), every
 //! candidate with score and reasons. The tree is read once for all kernels asked.
 
-use crate::cmd::corpus::{load_rows, Source};
+use crate::cmd::evidence::{load_rows, Source};
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, say_line, table, Format, FormatArg};
 use katlas_collect::loads::{parse_patterns, FamilyRule, Selector};

@@ -3,6 +3,7 @@
 
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, table};
+use super::index::{open_index, with_progress};
 use katlas_store::index;
 use katlas_store::query::{self, QueryResult};
 use std::process::ExitCode;
@@ -41,32 +42,6 @@ pub struct QueryArgs {
     pub store: bool,
     #[command(flatten)]
     pub url: crate::cmd::store::UrlArg,
-}
-
-/// Runs `f` with a progress line on stderr for a rebuild of the index (drawn only on a
-/// terminal, and only once a rebuild reports; a refresh that reads appends draws nothing).
-pub fn with_progress<T>(f: impl FnOnce(index::OnProgress) -> T) -> T {
-    let bar = indicatif::ProgressBar::new(0);
-    // Short enough for an 80-column terminal: a cut message hides what it says.
-    bar.set_style(indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:20}] {wide_msg}").expect("valid template").progress_chars("=> "));
-    let on = |p: index::Progress| {
-        bar.set_length(p.bytes.max(1));
-        bar.set_position(p.bytes_read);
-        bar.set_message(if p.building_indexes {
-            "index: building indexes".to_string()
-        } else {
-            use indicatif::HumanBytes as B;
-            format!("index: {}/{} files, {}/{}", p.files_read, p.files, B(p.bytes_read), B(p.bytes))
-        });
-    };
-    let out = f(&on);
-    bar.finish_and_clear();
-    out
-}
-
-/// The index, brought up to date (with a progress line when that means a rebuild).
-pub fn open_index(layout: &katlas_corpus::Layout) -> Result<katlas_store::Connection, CliError> {
-    Ok(with_progress(|on| index::open_with(layout, on)).map_err(CliError::bad_input)?.0)
 }
 
 pub fn run_index(c: &IndexCmd, ctx: &Ctx) -> CmdResult {

@@ -1,7 +1,7 @@
 //! `katlas report [--out FILE] [--row ID]`: one self-contained HTML page of the project's
 //! evidence (docs/report.md). The fits are built exactly as `katlas fit ROW` builds them.
 
-use crate::cmd::fit::{load, EvidenceArgs, Loaded};
+use crate::cmd::evidence::{load, EvidenceArgs, Loaded};
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::say_err;
 use katlas_report::roofline::Roofline;
@@ -38,7 +38,7 @@ fn roofline_of(l: &Loaded, device: &str) -> Roofline {
 
 pub fn run(a: &ReportArgs, ctx: &Ctx) -> CmdResult {
     let layout = ctx.layout()?;
-    let conn = crate::cmd::query::open_index(&layout)?;
+    let conn = crate::cmd::index::open_index(&layout)?;
     let (rows, bad_lines) = data::counts(&conn).map_err(CliError::bad_input)?;
     let chosen = data::choose_row(&conn, a.row.as_deref()).map_err(CliError::bad_input)?;
 

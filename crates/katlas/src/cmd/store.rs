@@ -146,7 +146,7 @@ pub fn run(c: &StoreCmd, ctx: &Ctx) -> CmdResult {
             let mut store = connect(&a.url, ctx)?;
             // A pull reads the project's ids from its index: a rebuild it needs shows its
             // progress here (the pull's own refresh then finds the index current).
-            crate::cmd::query::open_index(&layout)?;
+            crate::cmd::index::open_index(&layout)?;
             let s = team::pull(&mut store, &layout, &mut progress("pull")).map_err(team_error)?;
             if a.format.format == Format::Json {
                 print_json(&s);

@@ -1,6 +1,6 @@
 //! `katlas suggest`: a ranked queue of one-lever experiments that remembers the ledger.
 
-use super::fit::{load, EvidenceArgs};
+use super::evidence::{load, EvidenceArgs};
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, Format};
 use katlas_advise::history::Ledger;

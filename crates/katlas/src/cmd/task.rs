@@ -1,6 +1,6 @@
 //! `katlas task`: a task packet (`task.json` + `TASK.md`) for one experiment.
 
-use super::fit::{load, EvidenceArgs};
+use super::evidence::{load, EvidenceArgs};
 use super::suggest::{build, last_path, source_options};
 use super::task_package;
 use crate::ctx::{CliError, CmdResult, Ctx};

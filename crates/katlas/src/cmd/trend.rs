@@ -57,7 +57,7 @@ pub struct ParetoArgs {
 }
 
 fn conn(ctx: &Ctx) -> Result<katlas_store::Connection, CliError> {
-    crate::cmd::query::open_index(&ctx.layout()?)
+    crate::cmd::index::open_index(&ctx.layout()?)
 }
 
 pub fn run_trend(a: &TrendArgs, ctx: &Ctx) -> CmdResult {

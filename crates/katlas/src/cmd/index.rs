@@ -1,0 +1,32 @@
+//! The query index (`.katlas/index.sqlite`) as every command opens it: brought up to date
+//! first, with a progress line while that means a rebuild. `index`, `query`, `trend`,
+//! `corpus compare|pareto`, `export`, `report` and `store pull` read it through here.
+
+use crate::ctx::CliError;
+use katlas_store::index;
+
+/// Runs `f` with a progress line on stderr for a rebuild of the index (drawn only on a
+/// terminal, and only once a rebuild reports; a refresh that reads appends draws nothing).
+pub fn with_progress<T>(f: impl FnOnce(index::OnProgress) -> T) -> T {
+    let bar = indicatif::ProgressBar::new(0);
+    // Short enough for an 80-column terminal: a cut message hides what it says.
+    bar.set_style(indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:20}] {wide_msg}").expect("valid template").progress_chars("=> "));
+    let on = |p: index::Progress| {
+        bar.set_length(p.bytes.max(1));
+        bar.set_position(p.bytes_read);
+        bar.set_message(if p.building_indexes {
+            "index: building indexes".to_string()
+        } else {
+            use indicatif::HumanBytes as B;
+            format!("index: {}/{} files, {}/{}", p.files_read, p.files, B(p.bytes_read), B(p.bytes))
+        });
+    };
+    let out = f(&on);
+    bar.finish_and_clear();
+    out
+}
+
+/// The index, brought up to date (with a progress line when that means a rebuild).
+pub fn open_index(layout: &katlas_corpus::Layout) -> Result<katlas_store::Connection, CliError> {
+    Ok(with_progress(|on| index::open_with(layout, on)).map_err(CliError::bad_input)?.0)
+}
