@@ -125,3 +125,12 @@ pub fn fmt_num(v: f64) -> String {
 }
 
 pub use katlas_model::text::{printable, printable_lines};
+
+/// A progress line on stderr, drawn only on a terminal (piped, it draws nothing), in the one
+/// style every long command uses: elapsed time, a bar, a message. Short enough for an
+/// 80-column terminal: a cut message hides what it says.
+pub fn progress_bar() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:20}] {wide_msg}").expect("valid template").progress_chars("=> "));
+    bar
+}

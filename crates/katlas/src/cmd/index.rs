@@ -8,9 +8,7 @@ use katlas_store::index;
 /// Runs `f` with a progress line on stderr for a rebuild of the index (drawn only on a
 /// terminal, and only once a rebuild reports; a refresh that reads appends draws nothing).
 pub fn with_progress<T>(f: impl FnOnce(index::OnProgress) -> T) -> T {
-    let bar = indicatif::ProgressBar::new(0);
-    // Short enough for an 80-column terminal: a cut message hides what it says.
-    bar.set_style(indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:20}] {wide_msg}").expect("valid template").progress_chars("=> "));
+    let bar = crate::output::progress_bar();
     let on = |p: index::Progress| {
         bar.set_length(p.bytes.max(1));
         bar.set_position(p.bytes_read);

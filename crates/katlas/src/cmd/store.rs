@@ -69,28 +69,22 @@ pub fn connect(a: &UrlArg, ctx: &Ctx) -> Result<Store, CliError> {
     Store::connect(&url(a, ctx)?).map_err(team_error)
 }
 
-/// Progress on stderr, one line per transaction after the first: long pushes and pulls say
-/// where they are, short ones say nothing until their summary.
-fn progress(verb: &'static str) -> impl FnMut(&Progress) {
-    let mut calls = 0u32;
-    move |p: &Progress| {
-        calls += 1;
-        if calls < 2 {
-            return;
+/// Runs a push or pull with its progress on stderr (the progress line of every long command,
+/// updated after each transaction): records so far and their rate, and for a push the share of
+/// the project's bytes read.
+fn with_progress<T>(verb: &'static str, f: impl FnOnce(&mut dyn FnMut(&Progress)) -> T) -> T {
+    let bar = crate::output::progress_bar();
+    let mut on = |p: &Progress| {
+        if p.bytes_total > 0 {
+            bar.set_length(p.bytes_total);
+            bar.set_position(p.bytes);
         }
         let rate = p.records as f64 / (p.elapsed_ms.max(1) as f64 / 1e3);
-        if p.bytes_total > 0 {
-            eprintln!(
-                "store {verb}: {} records, {:.0}% of {:.1} MB read, {:.0} records/s",
-                p.records,
-                100.0 * p.bytes as f64 / p.bytes_total as f64,
-                p.bytes_total as f64 / 1e6,
-                rate
-            );
-        } else {
-            eprintln!("store {verb}: {} records, {rate:.0} records/s", p.records);
-        }
-    }
+        bar.set_message(format!("store {verb}: {} records, {rate:.0} records/s", p.records));
+    };
+    let out = f(&mut on);
+    bar.finish_and_clear();
+    out
 }
 
 fn list(title: &str, items: &[Skipped], total: u64) {
@@ -120,7 +114,7 @@ pub fn run(c: &StoreCmd, ctx: &Ctx) -> CmdResult {
             let layout = ctx.layout()?;
             let mut store = connect(&a.url, ctx)?;
             let host = katlas_identity::host::host_identity().hostname;
-            let s = team::push(&mut store, &layout, host.as_deref(), &mut progress("push")).map_err(team_error)?;
+            let s = with_progress("push", |on| team::push(&mut store, &layout, host.as_deref(), on)).map_err(team_error)?;
             if a.format.format == Format::Json {
                 print_json(&s);
             } else {
@@ -147,7 +141,7 @@ pub fn run(c: &StoreCmd, ctx: &Ctx) -> CmdResult {
             // A pull reads the project's ids from its index: a rebuild it needs shows its
             // progress here (the pull's own refresh then finds the index current).
             crate::cmd::index::open_index(&layout)?;
-            let s = team::pull(&mut store, &layout, &mut progress("pull")).map_err(team_error)?;
+            let s = with_progress("pull", |on| team::pull(&mut store, &layout, on)).map_err(team_error)?;
             if a.format.format == Format::Json {
                 print_json(&s);
             } else {
