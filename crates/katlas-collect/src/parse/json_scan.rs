@@ -12,6 +12,7 @@
 //! line and byte offset; every successful call consumes at least one byte,
 //! so a caller's loop always ends.
 
+use super::ParseError;
 use std::io::Read;
 
 pub struct Scanner<R: Read> {
@@ -38,6 +39,15 @@ pub struct ScanError {
     /// Byte offset in the (decompressed) input.
     pub offset: u64,
     pub message: String,
+}
+
+impl ScanError {
+    /// As a parser's error: `source:line: at: message (byte offset N)`, `at` the JSON path the
+    /// error is in (`""`: none).
+    pub fn into_parse(self, source: &str, at: &str) -> ParseError {
+        let at = if at.is_empty() { String::new() } else { format!("{at}: ") };
+        ParseError::new(source, Some(self.line), format!("{at}{} (byte offset {})", self.message, self.offset))
+    }
 }
 
 enum Scan {
@@ -177,6 +187,99 @@ impl<R: Read> Scanner<R> {
             Some(b) => Err(self.err(format!("expected `,` or `{}` after {what}, found {}", close as char, show(b)))),
             None => Err(self.err(format!("truncated: {what} not followed by `,` or `{}` before end of input", close as char))),
         }
+    }
+
+    /// Skip the value at the cursor without holding it: an object or array of any size or nesting
+    /// is passed by counting brackets (one counter, no stack); a scalar is read as one value.
+    pub fn skip(&mut self) -> Result<(), ScanError> {
+        if !matches!(self.peek()?, Some(b'{' | b'[')) {
+            return self.value().map(|_| ());
+        }
+        let (mut depth, mut in_str) = (0u64, false);
+        loop {
+            // Whitespace that `peek` passes over never opens, closes or escapes anything.
+            let Some(b) = self.peek()? else { return Err(self.err("truncated: value not closed before end of input")) };
+            self.bump();
+            match (in_str, b) {
+                (true, b'\\') if self.peek()?.is_some() => self.bump(),
+                (true, b'"') => in_str = false,
+                (true, _) => {}
+                (false, b'"') => in_str = true,
+                (false, b'{' | b'[') => depth += 1,
+                (false, b'}' | b']') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Ok(());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The members of the object whose `{` was just read, one by one: `member` gets each key
+    /// with the cursor at its value, which it must read or [`skip`](Self::skip); returns past
+    /// the closing `}`. `what` names a member in the message for a missing `,` or `}`; `err`
+    /// turns the scanner's errors into the caller's.
+    pub fn members<E>(&mut self, what: &str, err: impl Fn(ScanError) -> E, mut member: impl FnMut(&mut Self, String) -> Result<(), E>) -> Result<(), E> {
+        let mut more = match self.peek().map_err(&err)? {
+            Some(b'}') => {
+                self.bump();
+                false
+            }
+            _ => true,
+        };
+        while more {
+            match self.peek().map_err(&err)? {
+                Some(b'"') => {}
+                Some(b) => return Err(err(self.err(format!("expected an object key, found {}", show(b))))),
+                None => return Err(err(self.err("truncated: the object is not closed before end of input"))),
+            }
+            let (line, offset) = (self.line(), self.offset());
+            let key = match serde_json::from_slice::<String>(self.value().map_err(&err)?) {
+                Ok(k) => k,
+                Err(e) => return Err(err(ScanError { line, offset, message: format!("an object key that does not read: {e}") })),
+            };
+            self.expect(b':').map_err(&err)?;
+            member(self, key)?;
+            more = self.next_or_close(b'}', what).map_err(&err)?;
+        }
+        Ok(())
+    }
+
+    /// The elements of the array at the cursor, one by one: `element` gets each one's index,
+    /// line, byte offset and bytes (at most the element cap); returns past the closing `]`.
+    /// `what` names an element in the message for a missing `,` or `]`; `err` gets the index
+    /// of the element an error is in (`None`: the array itself).
+    pub fn elements<E>(
+        &mut self,
+        what: &str,
+        err: impl Fn(Option<usize>, ScanError) -> E,
+        mut element: impl FnMut(usize, u64, u64, &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        match self.peek().map_err(|e| err(None, e))? {
+            Some(b'[') => self.bump(),
+            Some(b) => return Err(err(None, self.err(format!("expected an array, found {}", show(b))))),
+            None => return Err(err(None, self.err("truncated: expected an array, found end of input"))),
+        }
+        let mut more = match self.peek().map_err(|e| err(Some(0), e))? {
+            Some(b']') => {
+                self.bump();
+                false
+            }
+            _ => true,
+        };
+        let mut i = 0usize;
+        while more {
+            // Past the whitespace first, so line and offset are the element's own.
+            self.peek().map_err(|e| err(Some(i), e))?;
+            let (line, offset) = (self.line(), self.offset());
+            let bytes = self.value().map_err(|e| err(Some(i), e))?;
+            element(i, line, offset, bytes)?;
+            more = self.next_or_close(b']', what).map_err(|e| err(Some(i), e))?;
+            i += 1;
+        }
+        Ok(())
     }
 
     /// The next complete value (after whitespace), never empty; the slice

@@ -26,6 +26,7 @@
 //! do not read is skipped with a warning naming them, and the nodes beside it are kept.
 
 use super::json_scan::{show, ScanError, Scanner};
+use super::proton_trace::LAUNCH_METADATA_SCOPE;
 use super::{ParseError, ParseOutput, ParserOptions};
 use crate::summary::PhaseTable;
 use katlas_model::{KernelSample, Metric};
@@ -42,9 +43,6 @@ pub const MAX_DEPTH: usize = 512;
 pub const MAX_NODES: usize = 2_000_000;
 /// Warnings kept one by one; the rest are counted.
 const MAX_WARNINGS: u64 = 20;
-/// The scope Proton's launch hook wraps around a kernel's `launch_metadata` function: kernels
-/// it runs are the hook's, not the workload's (Proton's viewer drops it too).
-pub const LAUNCH_METADATA_SCOPE: &str = "__proton_launch_metadata";
 /// Bytes and FLOPs source: the metrics of the kernel's `launch_metadata` (or the user's
 /// `proton` metrics) as Proton recorded them; an estimate its author wrote, not a counter.
 pub const PROTON_METRICS: &str = "proton launch metadata";
@@ -154,38 +152,6 @@ fn path(stack: &[Open]) -> String {
     p
 }
 
-pub(super) fn scan_err(source: &str, at: &str, e: ScanError) -> ParseError {
-    ParseError::new(source, Some(e.line), format!("{at}: {} (byte offset {})", e.message, e.offset))
-}
-
-/// Skip the value at the cursor without holding it: an object or array of any size or nesting
-/// is passed by counting brackets (one counter, no stack); a scalar is read as one value.
-pub(super) fn skip<R: Read>(sc: &mut Scanner<R>) -> Result<(), ScanError> {
-    if !matches!(sc.peek()?, Some(b'{' | b'[')) {
-        return sc.value().map(|_| ());
-    }
-    let (mut depth, mut in_str) = (0u64, false);
-    loop {
-        // Whitespace that `peek` passes over never opens, closes or escapes anything.
-        let Some(b) = sc.peek()? else { return Err(sc.err("truncated: value not closed before end of input")) };
-        sc.bump();
-        match (in_str, b) {
-            (true, b'\\') if sc.peek()?.is_some() => sc.bump(),
-            (true, b'"') => in_str = false,
-            (true, _) => {}
-            (false, b'"') => in_str = true,
-            (false, b'{' | b'[') => depth += 1,
-            (false, b'}' | b']') => {
-                depth -= 1;
-                if depth == 0 {
-                    return Ok(());
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
 /// Parse with the element cap from `KATLAS_MAX_LINE_BYTES` (default 64 MiB).
 pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<ParseOutput, ParseError> {
     let limits = super::Limits::from_env().map_err(|e| ParseError::new(source, None, e))?;
@@ -197,7 +163,7 @@ pub fn parse_capped(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, max
     let mut out = ParseOutput::new("proton", source);
     let mut sc = Scanner::with_limit(r, max_element);
     let mut tree = Tree::default();
-    let top = |e: ScanError| scan_err(source, "top level", e);
+    let top = |e: ScanError| e.into_parse(source, "top level");
     match sc.peek().map_err(top)? {
         Some(b'[') => sc.bump(),
         // Proton's trace output (`data="trace"`): one JSON object per stream.
@@ -224,7 +190,7 @@ pub fn parse_capped(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, max
     let mut devices: Option<Map<String, Value>> = None;
     while more {
         let at = format!("[{index}]");
-        let e = |err: ScanError| scan_err(source, &at, err);
+        let e = |err: ScanError| err.into_parse(source, &at);
         let b = sc.peek().map_err(e)?;
         let (line, offset) = (sc.line(), sc.offset());
         match (index, b) {
@@ -275,7 +241,7 @@ fn read_tree<R: Read>(sc: &mut Scanner<R>, t: &mut Tree, source: &str) -> Result
     while let Some(top) = stack.last() {
         let st = top.st;
         let at = || path(&stack);
-        let b = sc.peek().map_err(|e| scan_err(source, &at(), e))?;
+        let b = sc.peek().map_err(|e| e.into_parse(source, &at()))?;
         match (st, b) {
             (St::ObjFirst, Some(b'}')) | (St::ObjNext, Some(b'}')) => {
                 sc.bump();
@@ -288,9 +254,9 @@ fn read_tree<R: Read>(sc: &mut Scanner<R>, t: &mut Tree, source: &str) -> Result
             }
             (St::ObjFirst | St::ObjKey, Some(b'"')) => {
                 let (line, offset) = (sc.line(), sc.offset());
-                let key: String = serde_json::from_slice(sc.value().map_err(|e| scan_err(source, &at(), e))?)
+                let key: String = serde_json::from_slice(sc.value().map_err(|e| e.into_parse(source, &at()))?)
                     .map_err(|err| ParseError::new(source, Some(line), format!("{}: an object key that does not read: {err} (byte offset {offset})", at())))?;
-                sc.expect(b':').map_err(|e| scan_err(source, &format!("{}.{key}", at()), e))?;
+                sc.expect(b':').map_err(|e| e.into_parse(source, &format!("{}.{key}", at())))?;
                 member(sc, t, &mut stack, &key, source)?;
             }
             (St::ArrFirst, Some(b']')) | (St::ArrNext, Some(b']')) => {
@@ -308,10 +274,10 @@ fn read_tree<R: Read>(sc: &mut Scanner<R>, t: &mut Tree, source: &str) -> Result
                 let child = || format!("{}.children[{index}]", path(&stack));
                 let descend = b == b'{' && stack.len() <= MAX_DEPTH;
                 if b != b'{' {
-                    skip(sc).map_err(|e| scan_err(source, &child(), e))?;
+                    sc.skip().map_err(|e| e.into_parse(source, &child()))?;
                     t.warn(format!("{source}:{line}: {}: not a node (an object); skipped (byte offset {offset})", child()));
                 } else if !descend {
-                    skip(sc).map_err(|e| scan_err(source, &child(), e))?;
+                    sc.skip().map_err(|e| e.into_parse(source, &child()))?;
                     t.skipped_deep += 1;
                     if t.skipped_deep == 1 {
                         t.warn(format!("{source}:{line}: {}: nested deeper than {MAX_DEPTH} levels; the subtree is skipped (byte offset {offset})", child()));
@@ -337,9 +303,9 @@ fn read_tree<R: Read>(sc: &mut Scanner<R>, t: &mut Tree, source: &str) -> Result
                     St::ObjNext => "`,` or `}` after a member",
                     _ => "`,` or `]` after a node",
                 };
-                return Err(scan_err(source, &at(), sc.err(format!("expected {want}, found {}", show(b)))));
+                return Err(sc.err(format!("expected {want}, found {}", show(b))).into_parse(source, &at()));
             }
-            (_, None) => return Err(scan_err(source, &at(), sc.err("truncated: the node is not closed before end of input"))),
+            (_, None) => return Err(sc.err("truncated: the node is not closed before end of input").into_parse(source, &at())),
         }
     }
     Ok(())
@@ -349,29 +315,29 @@ fn read_tree<R: Read>(sc: &mut Scanner<R>, t: &mut Tree, source: &str) -> Result
 fn member<R: Read>(sc: &mut Scanner<R>, t: &mut Tree, stack: &mut [Open], key: &str, source: &str) -> Result<(), ParseError> {
     // Paths are built only for messages: a walk stays linear in the nodes.
     let at = |stack: &[Open]| format!("{}.{key}", path(stack));
-    sc.peek().map_err(|e| scan_err(source, &at(stack), e))?;
+    sc.peek().map_err(|e| e.into_parse(source, &at(stack)))?;
     let (line, offset) = (sc.line(), sc.offset());
     let mut st = St::ObjNext;
     let (mut name, mut metrics) = (None, None);
     match key {
         "children" => {
-            if sc.peek().map_err(|e| scan_err(source, &at(stack), e))? == Some(b'[') {
+            if sc.peek().map_err(|e| e.into_parse(source, &at(stack)))? == Some(b'[') {
                 sc.bump();
                 st = St::ArrFirst;
             } else {
-                skip(sc).map_err(|e| scan_err(source, &at(stack), e))?;
+                sc.skip().map_err(|e| e.into_parse(source, &at(stack)))?;
                 t.warn(format!("{source}:{line}: {}: not an array; skipped (byte offset {offset})", at(stack)));
             }
         }
-        "frame" => match serde_json::from_slice::<Frame>(sc.value().map_err(|e| scan_err(source, &at(stack), e))?) {
+        "frame" => match serde_json::from_slice::<Frame>(sc.value().map_err(|e| e.into_parse(source, &at(stack)))?) {
             Ok(f) => name = Some(f.name),
             Err(err) => t.warn(format!("{source}:{line}: {}: {err}; the node's name is unknown (byte offset {offset})", at(stack))),
         },
-        "metrics" => match serde_json::from_slice::<Map<String, Value>>(sc.value().map_err(|e| scan_err(source, &at(stack), e))?) {
+        "metrics" => match serde_json::from_slice::<Map<String, Value>>(sc.value().map_err(|e| e.into_parse(source, &at(stack)))?) {
             Ok(m) => metrics = Some(m),
             Err(err) => t.warn(format!("{source}:{line}: {}: {err}; the node's metrics are skipped (byte offset {offset})", at(stack))),
         },
-        _ => skip(sc).map_err(|e| scan_err(source, &at(stack), e))?,
+        _ => sc.skip().map_err(|e| e.into_parse(source, &at(stack)))?,
     }
     let top = stack.last_mut().expect("a node is open");
     top.st = st;

@@ -23,8 +23,7 @@
 //! and JSON path; an event whose fields do not read is skipped with a warning naming line and
 //! field (`traceEvents[12].dur: not a number`), and the events beside it are kept.
 
-use super::json_scan::{show, ScanError, Scanner};
-use super::proton::{scan_err, skip, LAUNCH_METADATA_SCOPE};
+use super::json_scan::{show, Scanner};
 use super::{ParseError, ParseOutput, ParserOptions};
 use crate::summary::PhaseAcc;
 use katlas_model::Metric;
@@ -39,6 +38,10 @@ const MAX_WARNINGS: u64 = 20;
 /// Longest piece of a bad value quoted in a warning.
 const QUOTE: usize = 40;
 const NONE: u32 = u32::MAX;
+/// The scope Proton's launch hook wraps around a kernel's `launch_metadata` function: kernels
+/// it runs are the hook's, not the workload's (Proton's viewer drops it too). The hatchet
+/// tree's reader ([`super::proton`]) leaves it out the same way.
+pub const LAUNCH_METADATA_SCOPE: &str = "__proton_launch_metadata";
 
 /// An event's fields, each kept raw so a bad one is named alone.
 #[derive(Deserialize)]
@@ -206,10 +209,10 @@ pub(super) fn parse_scanner<R: Read>(sc: &mut Scanner<R>, source: &str, opts: &P
     let mut out = ParseOutput::new("proton", source);
     let mut st = State::default();
     let (mut docs, mut with_events) = (0usize, 0usize);
-    while let Some(b) = sc.peek().map_err(|e| scan_err(source, "top level", e))? {
+    while let Some(b) = sc.peek().map_err(|e| e.into_parse(source, "top level"))? {
         if b != b'{' {
             let e = sc.err(format!("expected `{{` (Proton's trace output is one JSON object per stream) or end of input, found {}", show(b)));
-            return Err(scan_err(source, "top level", e));
+            return Err(e.into_parse(source, "top level"));
         }
         let line = sc.line();
         if document(sc, &mut st, source, opts)? {
@@ -241,65 +244,36 @@ pub(super) fn parse_scanner<R: Read>(sc: &mut Scanner<R>, source: &str, opts: &P
 
 /// One top-level object (one stream's events); false when it has no `traceEvents`.
 fn document<R: Read>(sc: &mut Scanner<R>, st: &mut State, source: &str, opts: &ParserOptions) -> Result<bool, ParseError> {
-    let top = |e: ScanError| scan_err(source, "top level", e);
     sc.bump();
     let mut saw = false;
-    let mut more = match sc.peek().map_err(top)? {
-        Some(b'}') => {
-            sc.bump();
-            false
-        }
-        _ => true,
-    };
-    while more {
-        match sc.peek().map_err(top)? {
-            Some(b'"') => {}
-            Some(b) => return Err(top(sc.err(format!("expected an object key, found {}", show(b))))),
-            None => return Err(top(sc.err("truncated: the object is not closed before end of input"))),
-        }
-        let (line, offset) = (sc.line(), sc.offset());
-        let key: String = serde_json::from_slice(sc.value().map_err(top)?)
-            .map_err(|err| ParseError::new(source, Some(line), format!("top level: an object key that does not read: {err} (byte offset {offset})")))?;
-        sc.expect(b':').map_err(|e| scan_err(source, &key, e))?;
-        if key == "traceEvents" {
-            saw = true;
-            events(sc, st, source, opts)?;
-        } else {
-            skip(sc).map_err(|e| scan_err(source, &key, e))?;
-        }
-        more = sc.next_or_close(b'}', "a top-level member").map_err(top)?;
-    }
+    sc.members(
+        "a top-level member",
+        |e| e.into_parse(source, "top level"),
+        |sc, key| {
+            if key == "traceEvents" {
+                saw = true;
+                events(sc, st, source, opts)
+            } else {
+                sc.skip().map_err(|e| e.into_parse(source, &key))
+            }
+        },
+    )?;
     Ok(saw)
 }
 
 /// The `traceEvents` array at the cursor, element by element.
 fn events<R: Read>(sc: &mut Scanner<R>, st: &mut State, source: &str, opts: &ParserOptions) -> Result<(), ParseError> {
-    let at = |i: usize| format!("traceEvents[{i}]");
-    match sc.peek().map_err(|e| scan_err(source, "traceEvents", e))? {
-        Some(b'[') => sc.bump(),
-        Some(b) => return Err(scan_err(source, "traceEvents", sc.err(format!("expected an array, found {}", show(b))))),
-        None => return Err(scan_err(source, "traceEvents", sc.err("truncated: expected an array, found end of input"))),
-    }
-    let mut more = match sc.peek().map_err(|e| scan_err(source, &at(0), e))? {
-        Some(b']') => {
-            sc.bump();
-            false
-        }
-        _ => true,
-    };
-    let mut i = 0usize;
-    while more {
-        // Past the whitespace first, so line and offset are the element's own.
-        sc.peek().map_err(|e| scan_err(source, &at(i), e))?;
-        let (line, offset) = (sc.line(), sc.offset());
-        let bytes = sc.value().map_err(|e| scan_err(source, &at(i), e))?;
-        if let Err((field, why)) = event(st, bytes, opts) {
-            st.warn(format!("{source}:{line}: {}{field}: {why}; the event is skipped (byte offset {offset})", at(i)));
-        }
-        more = sc.next_or_close(b']', "a traceEvents element").map_err(|e| scan_err(source, &at(i), e))?;
-        i += 1;
-    }
-    Ok(())
+    let at = |i: Option<usize>| i.map_or_else(|| "traceEvents".to_string(), |i| format!("traceEvents[{i}]"));
+    sc.elements(
+        "a traceEvents element",
+        |i, e| e.into_parse(source, &at(i)),
+        |i, line, offset, bytes| {
+            if let Err((field, why)) = event(st, bytes, opts) {
+                st.warn(format!("{source}:{line}: {}{field}: {why}; the event is skipped (byte offset {offset})", at(Some(i))));
+            }
+            Ok(())
+        },
+    )
 }
 
 fn finish(out: &mut ParseOutput, st: State, opts: &ParserOptions) {

@@ -133,10 +133,6 @@ struct State {
     graph_launches: std::collections::HashSet<i64>,
 }
 
-fn scan_err(source: &str, e: ScanError) -> ParseError {
-    ParseError::new(source, Some(e.line), format!("{} (byte offset {})", e.message, e.offset))
-}
-
 /// Parse with the element cap from `KATLAS_MAX_LINE_BYTES` (default 64 MiB).
 pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<ParseOutput, ParseError> {
     let limits = super::Limits::from_env().map_err(|e| ParseError::new(source, None, e))?;
@@ -152,71 +148,46 @@ pub fn parse_capped(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, max
     let mut st = State::default();
     let mut sc = Scanner::with_limit(r, max_element);
     let mut saw_events = false;
-    let e = |e: ScanError| scan_err(source, e);
+    let e = |e: ScanError| e.into_parse(source, "");
     sc.expect(b'{').map_err(e)?;
-    let mut more = match sc.peek().map_err(e)? {
-        Some(b'}') => {
-            sc.bump();
-            false
-        }
-        _ => true,
-    };
-    while more {
-        match sc.peek().map_err(e)? {
-            Some(b'"') => {}
-            Some(b) => return Err(e(sc.err(format!("expected an object key, found {}", show(b))))),
-            None => return Err(e(sc.err("truncated: top-level object not closed"))),
-        }
-        let (line, offset) = (sc.line(), sc.offset());
-        let key: String = serde_json::from_slice(sc.value().map_err(e)?)
-            .map_err(|err| ParseError::new(source, Some(line), format!("expected an object key: {err} (byte offset {offset})")))?;
-        sc.expect(b':').map_err(e)?;
+    sc.members("a top-level value", e, |sc, key| {
         if key == "traceEvents" {
             saw_events = true;
-            sc.expect(b'[').map_err(e)?;
-            let mut more_events = match sc.peek().map_err(e)? {
-                Some(b']') => {
-                    sc.bump();
-                    false
-                }
-                _ => true,
-            };
-            while more_events {
-                // Skip whitespace first, so line and offset are the element's own.
-                sc.peek().map_err(e)?;
-                let (line, offset) = (sc.line(), sc.offset());
-                let bytes = sc.value().map_err(e)?;
-                if let Err(msg) = event(&mut st, bytes, opts) {
-                    st.bad += 1;
-                    if st.bad <= 20 {
-                        out.warnings.push(format!("{source}:{line}: traceEvents element skipped: {msg} (byte offset {offset})"));
+            return sc.elements(
+                "a traceEvents element",
+                |_, err| e(err),
+                |_, line, offset, bytes| {
+                    if let Err(msg) = event(&mut st, bytes, opts) {
+                        st.bad += 1;
+                        if st.bad <= 20 {
+                            out.warnings.push(format!("{source}:{line}: traceEvents element skipped: {msg} (byte offset {offset})"));
+                        }
+                    }
+                    Ok(())
+                },
+            );
+        }
+        let bytes = sc.value().map_err(e)?;
+        if key == "deviceProperties" {
+            if let Ok(Value::Array(devs)) = serde_json::from_slice::<Value>(bytes) {
+                for d in devs {
+                    if let Some(n) = d.get("name").and_then(Value::as_str) {
+                        st.devices.push(n.to_string());
+                    }
+                    if let (Some(a), Some(b)) = (d.get("computeMajor").and_then(Value::as_u64), d.get("computeMinor").and_then(Value::as_u64)) {
+                        out.route.entry("arch".into()).or_insert(json!(format!("sm_{a}{b}")));
                     }
                 }
-                more_events = sc.next_or_close(b']', "a traceEvents element").map_err(e)?;
             }
-        } else {
-            let bytes = sc.value().map_err(e)?;
-            if key == "deviceProperties" {
-                if let Ok(Value::Array(devs)) = serde_json::from_slice::<Value>(bytes) {
-                    for d in devs {
-                        if let Some(n) = d.get("name").and_then(Value::as_str) {
-                            st.devices.push(n.to_string());
-                        }
-                        if let (Some(a), Some(b)) = (d.get("computeMajor").and_then(Value::as_u64), d.get("computeMinor").and_then(Value::as_u64)) {
-                            out.route.entry("arch".into()).or_insert(json!(format!("sm_{a}{b}")));
-                        }
-                    }
-                }
-            } else if key == "record_shapes" {
-                st.record_shapes = serde_json::from_slice::<Value>(bytes).ok().is_some_and(|v| v.as_i64() == Some(1) || v.as_bool() == Some(true));
-            } else if matches!(key.as_str(), "cuda_runtime_version" | "cuda_driver_version" | "cupti_version" | "roctracer_version") {
-                if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
-                    out.artifacts.insert(key, v);
-                }
+        } else if key == "record_shapes" {
+            st.record_shapes = serde_json::from_slice::<Value>(bytes).ok().is_some_and(|v| v.as_i64() == Some(1) || v.as_bool() == Some(true));
+        } else if matches!(key.as_str(), "cuda_runtime_version" | "cuda_driver_version" | "cupti_version" | "roctracer_version") {
+            if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
+                out.artifacts.insert(key, v);
             }
         }
-        more = sc.next_or_close(b'}', "a top-level value").map_err(e)?;
-    }
+        Ok(())
+    })?;
     if let Some(b) = sc.peek().map_err(e)? {
         return Err(e(sc.err(format!("trailing data after the top-level object: {}", show(b)))));
     }
