@@ -25,6 +25,7 @@
 //! files passed to `cpp_extension.load` are kernel sources. Installed packages join the roots by
 //! import name ([`python::find_package`]).
 
+mod pysyntax;
 pub mod python;
 pub mod torch_ops;
 

@@ -3,7 +3,7 @@
 //! (`register_kernel`, `impl`, `TORCH_LIBRARY_IMPL` `m.impl`) and where it is called
 //! (`torch.ops.ns.name`). A profiler records such an op by its qualified name.
 
-use super::python::{str_literal, Call};
+use super::pysyntax::{str_literal, Call};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::sync::LazyLock;
