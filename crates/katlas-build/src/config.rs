@@ -2,7 +2,7 @@
 //! [`Settings`]: the matrix (validated against the arch table), kernel roots, dispatch roots.
 
 use crate::error::{BuildError, Result};
-use crate::reach::loads::{parse_patterns, FamilyRule, LoadPattern, Selector};
+use katlas_collect::loads::{parse_patterns, FamilyRule, LoadPattern, Selector};
 use katlas_arch::{ArchDb, Atom};
 use katlas_project::Project;
 use serde::Deserialize;
