@@ -205,8 +205,8 @@ pub fn import_v0(doc: Value, origin_file: Option<&str>, line: Option<u64>) -> Re
         None => {
             notes.mark_absent("captured_at_utc");
             // The Rust writer's prefill row carries a Unix time instead (kept under extra).
-            if let Some(secs) = m.get("captured_at_unix_s").and_then(Value::as_i64) {
-                row.captured_at = format_unix_utc(secs);
+            if let Some(t) = m.get("captured_at_unix_s").and_then(Value::as_i64).and_then(format_unix_utc) {
+                row.captured_at = t;
             }
         }
     }

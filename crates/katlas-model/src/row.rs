@@ -361,28 +361,15 @@ pub fn new_id() -> String {
     out
 }
 
-/// Current UTC time as RFC 3339 with seconds precision.
+/// Current UTC time as RFC 3339 with seconds precision (`2025-05-14T09:12:44Z`).
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-    format_unix_utc(secs)
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// Civil-from-days conversion (Howard Hinnant's algorithm): avoids a date
-/// crate in the model, which every other crate depends on.
-pub fn format_unix_utc(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", sod / 3600, (sod % 3600) / 60, sod % 60)
+/// A Unix time (seconds) as [`now_rfc3339`] writes times; `None` beyond the years chrono
+/// represents (about ±262,000), which no capture time is.
+pub fn format_unix_utc(secs: i64) -> Option<String> {
+    chrono::DateTime::from_timestamp(secs, 0).map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
 }
 
 #[cfg(test)]
@@ -401,9 +388,13 @@ mod tests {
 
     #[test]
     fn utc_formatting() {
-        assert_eq!(format_unix_utc(0), "1970-01-01T00:00:00Z");
-        assert_eq!(format_unix_utc(1_747_213_964), "2025-05-14T09:12:44Z");
-        assert_eq!(format_unix_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(format_unix_utc(0).unwrap(), "1970-01-01T00:00:00Z");
+        assert_eq!(format_unix_utc(1_747_213_964).unwrap(), "2025-05-14T09:12:44Z");
+        assert_eq!(format_unix_utc(951_782_400).unwrap(), "2000-02-29T00:00:00Z");
+        assert_eq!(format_unix_utc(-1).unwrap(), "1969-12-31T23:59:59Z");
+        assert_eq!(format_unix_utc(i64::MAX), None);
+        let now = now_rfc3339();
+        assert!(now.len() == 20 && now.ends_with('Z') && now.as_bytes()[10] == b'T', "{now}");
     }
 
     #[test]

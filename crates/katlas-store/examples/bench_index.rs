@@ -41,7 +41,7 @@ fn main() {
             let mut r = base[i % base.len()].clone();
             r.id = format!("{:032x}", i as u128 * 0x9e37_79b9_7f4a_7c15);
             let day = i / 10_000;
-            r.captured_at = katlas_model::row::format_unix_utc(1_767_225_600 + (day * 86_400 + i % 10_000) as i64);
+            r.captured_at = katlas_model::row::format_unix_utc(1_767_225_600 + (day * 86_400 + i % 10_000) as i64).expect("a 2026 time");
             let jitter = 1.0 + ((i * 7919) % 1000) as f64 / 50_000.0;
             for m in r.metrics.values_mut() {
                 m.value *= jitter;

@@ -25,7 +25,7 @@ fn history(seed: u64, commits: usize, runs: usize, cv: f64, step_at: usize, step
         for r in 0..runs {
             let mut row = Row::new("qwen3.5-9b", "decode");
             row.run_index = r as u32 + 1;
-            row.captured_at = katlas_model::row::format_unix_utc(1_767_225_600 + (c * 3600 + r * 60) as i64);
+            row.captured_at = katlas_model::row::format_unix_utc(1_767_225_600 + (c * 3600 + r * 60) as i64).expect("a 2026 time");
             row.identity.source.commit = Some(format!("{:040x}", 0xc0ffee_u64 + c as u64));
             row.identity.host.hostname = Some("box-a".into());
             let level = if c >= step_at { 100.0 * step } else { 100.0 };

@@ -137,7 +137,7 @@ fn history(p: &Path) {
     for c in 0..12u64 {
         for r in 0..4u64 {
             let mut row = katlas_model::Row::new("qwen3.5-9b", "decode");
-            row.captured_at = katlas_model::row::format_unix_utc(1_767_225_600 + (c * 3600 + r * 60) as i64);
+            row.captured_at = katlas_model::row::format_unix_utc(1_767_225_600 + (c * 3600 + r * 60) as i64).expect("a 2026 time");
             row.identity.source.commit = Some(format!("{:040x}", 0xabc000 + c));
             row.identity.host.hostname = Some("box-a".into());
             let level = if c >= 7 { 95.0 } else { 100.0 };
