@@ -2,8 +2,8 @@
 //! [`Settings`]: the matrix (validated against the arch table), kernel roots, dispatch roots.
 
 use crate::error::{BuildError, Result};
-use katlas_collect::loads::{parse_patterns, FamilyRule, LoadPattern, Selector};
 use katlas_arch::{ArchDb, Atom};
+use katlas_collect::loads::{parse_patterns, FamilyRule, LoadPattern, Selector};
 use katlas_project::Project;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};

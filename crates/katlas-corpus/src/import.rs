@@ -165,7 +165,10 @@ mod tests {
         assert_eq!(got.rows.len(), 1);
         let shown: Vec<String> = got.errors.iter().map(|e| e.to_string()).collect();
         assert_eq!(shown.len(), 2, "{shown:?}");
-        assert!(shown[0].ends_with("mixed.jsonl:2: field `schema`: unsupported schema \"nope\" (expected katlas.row.v1 or hipfire.kernel_atlas.v0)"), "{shown:?}");
+        assert!(
+            shown[0].ends_with("mixed.jsonl:2: field `schema`: unsupported schema \"nope\" (expected katlas.row.v1 or hipfire.kernel_atlas.v0)"),
+            "{shown:?}"
+        );
         assert!(shown[1].contains("mixed.jsonl:3: invalid JSON"), "{shown:?}");
     }
 }

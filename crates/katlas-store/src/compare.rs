@@ -7,8 +7,8 @@
 //! are compared but flagged, and sides of different workload, phase, shape or arch are refused
 //! as not comparable.
 
-use rusqlite::Connection;
 use katlas_stats::{median, welch_log_ci};
+use rusqlite::Connection;
 
 const SELECTABLE: &[&str] = &[
     "id",

@@ -1,9 +1,9 @@
 //! `katlas corpus ls|show|validate|import|export`.
 
+use super::evidence::{load_rows, Source};
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{fmt_num, fmt_opt, paint, print_json, table, Format, FormatArg};
 use crate::output::{say, say_err};
-use super::evidence::{load_rows, Source};
 use katlas_corpus::{append_jsonl_dedup, read_all, Fsync, LineError, Located};
 use katlas_model::{hipfire, Row, Status, ROW_SCHEMA};
 use serde::Serialize;

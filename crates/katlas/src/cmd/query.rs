@@ -1,9 +1,9 @@
 //! `katlas index rebuild|status` and `katlas query "SQL"`: the SQLite query index over the
 //! files under `.katlas/` (docs/corpus.md, "Query index"), or the team store with `--store`.
 
+use super::index::{open_index, with_progress};
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, table};
-use super::index::{open_index, with_progress};
 use katlas_store::index;
 use katlas_store::query::{self, QueryResult};
 use std::process::ExitCode;
