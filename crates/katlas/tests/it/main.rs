@@ -11,6 +11,7 @@ mod capture_with_profile;
 mod captured_modules;
 mod collect_cli;
 mod collect_kill;
+mod demo;
 mod eval_cli;
 mod eval_progress;
 mod exit_contract;
