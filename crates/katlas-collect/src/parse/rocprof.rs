@@ -149,66 +149,81 @@ pub(super) fn phase_name(opts: &ParserOptions) -> String {
     opts.phase.clone().unwrap_or_else(|| "run".into())
 }
 
-/// Kernel trace: one row per dispatch with start and end timestamps (ns).
-fn parse_trace(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, parser: &str) -> Result<ParseOutput, ParseError> {
-    let mut out = ParseOutput::new(parser, source);
-    let mut acc = PhaseAcc::default();
+/// The records of a rocprof CSV, each read under the header line before it (a file may repeat
+/// its header): `header` checks a header's columns (an error refuses the file) and says what
+/// else the rows need of it, `row` gets every other record with its line, the columns, that and
+/// the warnings. A record before any header, or no header at all, is an error.
+fn records<H>(
+    r: &mut dyn BufRead,
+    source: &str,
+    warnings: &mut Vec<String>,
+    header: impl Fn(&Header, &V3Cols, u64) -> Result<H, ParseError>,
+    mut row: impl FnMut(&csv::ByteRecord, u64, &(V3Cols, H), &mut Vec<String>),
+) -> Result<(), ParseError> {
     let mut rd = csvutil::reader(r);
     let mut rec = csv::ByteRecord::new();
-    let mut cols: Option<V3Cols> = None;
-    let mut counters: Vec<(usize, String)> = Vec::new();
-    let mut skipped = 0u64;
-    loop {
-        if !csvutil::next_record(&mut rd, &mut rec, source, 0, &mut out.warnings)? {
-            break;
-        }
+    let mut cols: Option<(V3Cols, H)> = None;
+    while csvutil::next_record(&mut rd, &mut rec, source, 0, warnings)? {
         let line = line_of(&rec);
         if is_header(&rec) {
             let h = Header::new(&rec);
             let c = V3Cols::new(&h, source, line)?;
-            if c.start.is_none() || c.end.is_none() {
-                return Err(ParseError::new(source, Some(line), "no Start_Timestamp/End_Timestamp (or BeginNs/EndNs) columns: not a kernel trace"));
-            }
-            if parser == "rocprof-v1" {
-                counters = v1_counter_columns(&h);
-            }
-            cols = Some(c);
+            let more = header(&h, &c, line)?;
+            cols = Some((c, more));
             continue;
         }
         let Some(c) = &cols else {
             return Err(ParseError::new(source, Some(line), "no header line with a Kernel_Name column before the first record"));
         };
-        if let Some(kind) = field(&rec, c.kind) {
-            if !kind.is_empty() && kind != "KERNEL_DISPATCH" {
-                continue;
-            }
-        }
-        let (Some(name), Some(start), Some(end)) = (field(&rec, Some(c.name)), uint(&rec, c.start), uint(&rec, c.end)) else {
-            skipped += 1;
-            if skipped <= 20 {
-                out.warnings.push(format!("{source}:{line}: missing kernel name or timestamps; row skipped"));
-            }
-            continue;
-        };
-        if end < start {
-            skipped += 1;
-            if skipped <= 20 {
-                out.warnings.push(format!("{source}:{line}: End_Timestamp before Start_Timestamp; row skipped"));
-            }
-            continue;
-        }
-        let k = acc.kernel(kernel_name(name));
-        c.launch(k, &rec);
-        k.add_duration((end - start) as f64 / 1000.0);
-        for (i, cname) in &counters {
-            if let Some(v) = num(&rec, Some(*i)) {
-                k.add_counter(cname, v);
-            }
-        }
+        row(&rec, line, c, warnings);
     }
     if cols.is_none() {
         return Err(ParseError::new(source, None, "empty input: no CSV header"));
     }
+    Ok(())
+}
+
+/// Kernel trace: one row per dispatch with start and end timestamps (ns).
+fn parse_trace(r: &mut dyn BufRead, source: &str, opts: &ParserOptions, parser: &str) -> Result<ParseOutput, ParseError> {
+    let mut out = ParseOutput::new(parser, source);
+    let mut acc = PhaseAcc::default();
+    let mut skipped = 0u64;
+    // rocprof v1 puts counters in columns of their own.
+    let header = |h: &Header, c: &V3Cols, line: u64| {
+        if c.start.is_none() || c.end.is_none() {
+            return Err(ParseError::new(source, Some(line), "no Start_Timestamp/End_Timestamp (or BeginNs/EndNs) columns: not a kernel trace"));
+        }
+        Ok(if parser == "rocprof-v1" { v1_counter_columns(h) } else { Vec::new() })
+    };
+    records(r, source, &mut out.warnings, header, |rec, line, (c, counters), warnings| {
+        if let Some(kind) = field(rec, c.kind) {
+            if !kind.is_empty() && kind != "KERNEL_DISPATCH" {
+                return;
+            }
+        }
+        let (Some(name), Some(start), Some(end)) = (field(rec, Some(c.name)), uint(rec, c.start), uint(rec, c.end)) else {
+            skipped += 1;
+            if skipped <= 20 {
+                warnings.push(format!("{source}:{line}: missing kernel name or timestamps; row skipped"));
+            }
+            return;
+        };
+        if end < start {
+            skipped += 1;
+            if skipped <= 20 {
+                warnings.push(format!("{source}:{line}: End_Timestamp before Start_Timestamp; row skipped"));
+            }
+            return;
+        }
+        let k = acc.kernel(kernel_name(name));
+        c.launch(k, rec);
+        k.add_duration((end - start) as f64 / 1000.0);
+        for (i, cname) in counters {
+            if let Some(v) = num(rec, Some(*i)) {
+                k.add_counter(cname, v);
+            }
+        }
+    })?;
     if skipped > 20 {
         out.warnings.push(format!("{source}: {skipped} rows skipped in all"));
     }
@@ -261,48 +276,32 @@ pub fn parse_v3_counters(r: &mut dyn BufRead, source: &str, opts: &ParserOptions
     let mut out = ParseOutput::new("rocprofv3-counters", source);
     let mut acc = PhaseAcc::default();
     let mut seen: HashMap<String, HashSet<u64>> = HashMap::new();
-    let mut rd = csvutil::reader(r);
-    let mut rec = csv::ByteRecord::new();
-    let mut cols: Option<V3Cols> = None;
     let mut rows = 0u64;
-    loop {
-        if !csvutil::next_record(&mut rd, &mut rec, source, 0, &mut out.warnings)? {
-            break;
+    let header = |_: &Header, c: &V3Cols, line: u64| {
+        if c.counter_name.is_none() || c.counter_value.is_none() {
+            return Err(ParseError::new(source, Some(line), "no Counter_Name/Counter_Value columns: not a counter collection"));
         }
-        let line = line_of(&rec);
-        if is_header(&rec) {
-            let h = Header::new(&rec);
-            let c = V3Cols::new(&h, source, line)?;
-            if c.counter_name.is_none() || c.counter_value.is_none() {
-                return Err(ParseError::new(source, Some(line), "no Counter_Name/Counter_Value columns: not a counter collection"));
-            }
-            cols = Some(c);
-            continue;
-        }
-        let Some(c) = &cols else {
-            return Err(ParseError::new(source, Some(line), "no header line with a Kernel_Name column before the first record"));
+        Ok(())
+    };
+    records(r, source, &mut out.warnings, header, |rec, line, (c, ()), warnings| {
+        let (Some(name), Some(cname)) = (field(rec, Some(c.name)), field(rec, c.counter_name)) else {
+            warnings.push(format!("{source}:{line}: missing kernel or counter name; row skipped"));
+            return;
         };
-        let (Some(name), Some(cname)) = (field(&rec, Some(c.name)), field(&rec, c.counter_name)) else {
-            out.warnings.push(format!("{source}:{line}: missing kernel or counter name; row skipped"));
-            continue;
-        };
-        let Some(value) = num(&rec, c.counter_value) else {
-            out.warnings.push(format!("{source}:{line}: key `Counter_Value`: not a number; row skipped"));
-            continue;
+        let Some(value) = num(rec, c.counter_value) else {
+            warnings.push(format!("{source}:{line}: key `Counter_Value`: not a number; row skipped"));
+            return;
         };
         rows += 1;
         let name = kernel_name(name).to_string();
-        let dispatch = uint(&rec, c.dispatch).unwrap_or(rows);
+        let dispatch = uint(rec, c.dispatch).unwrap_or(rows);
         let k = acc.kernel(&name);
         if seen.entry(name).or_default().insert(dispatch) {
-            c.launch(k, &rec);
+            c.launch(k, rec);
             k.add_call();
         }
         k.add_counter(cname, value);
-    }
-    if cols.is_none() {
-        return Err(ParseError::new(source, None, "empty input: no CSV header"));
-    }
+    })?;
     out.phases.push(acc.finish(&phase_name(opts)));
     Ok(out)
 }
