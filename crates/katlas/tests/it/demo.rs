@@ -72,6 +72,9 @@ fn the_demos_task_eval_ends_in_a_measured_verdict() {
     assert_eq!(task["bench"]["command"][0], "./gemv.sh", "{task}");
     assert!(task["bench"]["env"].get("LD_LIBRARY_PATH").is_none(), "a CPU run needs no CUDA library path: {task}");
     assert_eq!(task["allowed_files"], serde_json::json!(["gemv.sh"]));
+    // A would-be `improved` without a correctness check is `invalid` (unverified): the lab's
+    // oracle check is the task's.
+    assert_eq!(task["correctness"][0]["command"], "./gemv.sh --shapes 256x1024 --samples 1", "{task}");
     let md = std::fs::read_to_string(tasks[0].join("TASK.md")).unwrap();
     let next = md.split("## Next").nth(1).and_then(|s| s.lines().map(str::trim).find(|l| l.starts_with("katlas "))).unwrap_or_else(|| panic!("{md}"));
     let words: Vec<&str> = next.split_whitespace().collect();
