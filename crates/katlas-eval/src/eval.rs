@@ -624,6 +624,7 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
             cross_host,
             mechanism: m.mechanism.clone(),
             disposition: chosen_disposition(m.disposition.as_ref(), verdicts[k]),
+            fleet: None,
         });
     }
     let mut result = EvalResult {

@@ -4,6 +4,7 @@
 pub mod admissions;
 pub mod config;
 pub mod eval;
+pub mod fleet;
 pub mod gate;
 pub mod guard;
 pub mod ledger;

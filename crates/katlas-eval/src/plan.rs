@@ -446,6 +446,7 @@ pub fn needs_baseline_entry(meta: &Meta, metric: &str, goal: Goal, dir: &Path, e
         cross_host: false,
         mechanism: meta.mechanism.clone(),
         disposition: meta.disposition.clone().unwrap_or_else(|| Disposition::default_for(Verdict::NeedsBaseline)),
+        fleet: None,
     }
 }
 

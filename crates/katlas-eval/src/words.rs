@@ -371,6 +371,7 @@ mod tests {
             cross_host: false,
             mechanism: None,
             disposition: katlas_model::ledger::Disposition::Promote,
+            fleet: None,
         };
         // Ad-hoc: both sides are called baseline and candidate; their commands tell them apart.
         let e = entry(side("baseline", None, "./bench --impl old"), side("candidate", None, "./bench --impl new"));

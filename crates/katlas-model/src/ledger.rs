@@ -488,6 +488,10 @@ pub struct LedgerEntry {
     #[serde(default)]
     pub mechanism: Option<String>,
     pub disposition: Disposition,
+    /// A cross-target decision (`katlas eval --on slurm`): every target's verdict and what
+    /// runs where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<crate::fleet::FleetSummary>,
 }
 
 /// Telemetry read around one sample (GPU clocks, temperature).

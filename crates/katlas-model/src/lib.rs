@@ -7,6 +7,7 @@
 
 pub mod comparable;
 pub mod digest;
+pub mod fleet;
 pub mod hipfire;
 pub mod identity;
 pub mod ledger;

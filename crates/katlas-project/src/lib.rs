@@ -179,6 +179,8 @@ pub struct Config {
     #[serde(default)]
     pub store: toml::Table,
     #[serde(default)]
+    pub fleet: toml::Table,
+    #[serde(default)]
     pub perf_allowlist: Vec<toml::Table>,
 }
 

@@ -145,14 +145,14 @@ impl TrustStore {
 /// working directory (`cwd`) and the team store (`[store] url`). What `katlas trust` shows,
 /// by table and key.
 pub fn toml_commands(text: &str) -> Vec<(String, String)> {
-    const KEYS: &[&str] = &["command", "commands", "settle", "build", "wrapper", "compiler", "argv", "args", "cwd"];
+    const KEYS: &[&str] = &["command", "commands", "settle", "build", "wrapper", "compiler", "argv", "args", "cwd", "sbatch_args"];
     let Ok(table) = text.parse::<toml::Table>() else { return Vec::new() };
     let mut out = Vec::new();
     fn walk(prefix: &str, v: &toml::Value, out: &mut Vec<(String, String)>) {
         let toml::Value::Table(t) = v else { return };
         for (k, v) in t {
             let place = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
-            if KEYS.contains(&k.as_str()) || place == "store.url" || place == "provenance.python" {
+            if KEYS.contains(&k.as_str()) || place == "store.url" || place == "provenance.python" || place == "fleet.katlas" {
                 match v {
                     toml::Value::String(s) => out.push((place, s.clone())),
                     toml::Value::Array(a) if a.iter().all(|x| x.is_str()) => {

@@ -9,7 +9,8 @@ pub enum Kind {
     Rows,
     /// `ledger.jsonl`: `katlas.ledger.v1` lines.
     Ledger,
-    /// `evals/*/result.json` and `tasks/*/evals/*/result.json`.
+    /// `evals/*/result.json`, `tasks/*/evals/*/result.json` and a fleet target's
+    /// `fleet/*/*/*/result.json`.
     EvalResult,
     /// `samples.jsonl` beside a `result.json`.
     EvalSamples,
@@ -70,11 +71,7 @@ pub fn discover(layout: &Layout) -> std::io::Result<Vec<Source>> {
         if ledger.is_file() {
             out.push(source(root, ledger, Kind::Ledger));
         }
-        let mut eval_dirs = subdirs(&host.join("evals"))?;
-        for task in subdirs(&host.join("tasks"))? {
-            eval_dirs.extend(subdirs(&task.join("evals"))?);
-        }
-        evals(root, eval_dirs, &mut out);
+        evals(root, eval_dirs(&host, &host.join("tasks"))?, &mut out);
     }
     Ok(out)
 }
@@ -87,15 +84,26 @@ fn own(layout: &Layout, root: &Path, out: &mut Vec<Source>) -> std::io::Result<(
     if ledger.is_file() {
         out.push(source(root, ledger, Kind::Ledger));
     }
-    let mut eval_dirs = subdirs(&root.join("evals"))?;
-    for task in subdirs(&layout.tasks_dir())? {
-        eval_dirs.extend(subdirs(&task.join("evals"))?);
-    }
-    evals(root, eval_dirs, out);
+    evals(root, eval_dirs(root, &layout.tasks_dir())?, out);
     for p in files_with(&layout.isa_dir(), "json")? {
         out.push(source(root, p, Kind::Isa));
     }
     Ok(())
+}
+
+/// Eval directories under `base`: ad-hoc (`evals/E`), a task's (`tasks/T/evals/E`) and a
+/// fleet target's (`fleet/F/TARGET/E`, one per attempt).
+fn eval_dirs(base: &Path, tasks: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut dirs = subdirs(&base.join("evals"))?;
+    for task in subdirs(tasks)? {
+        dirs.extend(subdirs(&task.join("evals"))?);
+    }
+    for fleet in subdirs(&base.join("fleet"))? {
+        for target in subdirs(&fleet)? {
+            dirs.extend(subdirs(&target)?);
+        }
+    }
+    Ok(dirs)
 }
 
 fn evals(root: &Path, dirs: Vec<PathBuf>, out: &mut Vec<Source>) {

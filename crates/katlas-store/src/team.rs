@@ -475,11 +475,22 @@ fn read_sources(srcs: &[Source], stats: &mut PushStats, sink: &mut dyn FnMut(Pen
 
 /// Push every record of the project's files; `progress` is called after each transaction.
 pub fn push(store: &mut Store, layout: &Layout, pushed_by: Option<&str>, progress: &mut dyn FnMut(&Progress)) -> Result<PushStats, TeamError> {
+    push_only(store, layout, pushed_by, &|_| true, progress)
+}
+
+/// [`push`] restricted to the source files `keep` accepts (a fleet job pushes its own eval).
+pub fn push_only(
+    store: &mut Store,
+    layout: &Layout,
+    pushed_by: Option<&str>,
+    keep: &dyn Fn(&Source) -> bool,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<PushStats, TeamError> {
     let t0 = Instant::now();
     store.ensure_schema()?;
     store.create_temp_tables()?;
     // What pulls wrote is other hosts' and in the store already: a push sends this host's own.
-    let srcs: Vec<Source> = sources::discover(layout).map_err(io(&layout.root))?.into_iter().filter(|s| !s.is_pulled()).collect();
+    let srcs: Vec<Source> = sources::discover(layout).map_err(io(&layout.root))?.into_iter().filter(|s| !s.is_pulled() && keep(s)).collect();
     let bytes_total: u64 = srcs.iter().filter_map(|s| std::fs::metadata(&s.path).ok()).map(|m| m.len()).sum();
     let mut stats = PushStats { store: store.name.clone(), sources: srcs.len(), ..PushStats::default() };
     let mut sent = 0u64;
@@ -683,7 +694,7 @@ fn source_ok(kind: Kind, rel: &str) -> bool {
     if !parts.iter().all(|p| plain(p)) {
         return false;
     }
-    let eval_dir = |p: &[&str]| matches!(p, ["evals", _] | ["tasks", _, "evals", _]);
+    let eval_dir = |p: &[&str]| matches!(p, ["evals", _] | ["tasks", _, "evals", _] | ["fleet", _, _, _]);
     match kind {
         Kind::Rows => matches!(parts.as_slice(), ["corpus", f] if f.ends_with(".jsonl")),
         Kind::Ledger => parts == ["ledger.jsonl"],
@@ -964,6 +975,26 @@ pub fn query(store: &mut Store, sql: &str) -> Result<QueryResult, TeamError> {
     Ok(QueryResult { columns, rows: rows.into_rows() })
 }
 
+/// One record as the store holds it, with the host that pushed it.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub id: String,
+    pub raw: Vec<u8>,
+    pub pushed_by: Option<String>,
+}
+
+/// The records of one kind whose id starts with `id_prefix`, in id order (at most `limit`).
+pub fn records_with_prefix(store: &mut Store, kind: Kind, id_prefix: &str, limit: i64) -> Result<Vec<Stored>, TeamError> {
+    store.check_store()?;
+    let name = store.name.clone();
+    let like = format!("{}%", id_prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+    let rows = store
+        .client
+        .query("SELECT id, raw, pushed_by FROM records WHERE kind = $1 AND id LIKE $2 ORDER BY id LIMIT $3", &[&kind.as_str(), &like, &limit])
+        .map_err(|e| TeamError::Sql { store: name, what: "read records", reason: pg_reason(&e) })?;
+    Ok(rows.into_iter().map(|r| Stored { id: r.get(0), raw: r.get(1), pushed_by: r.get(2) }).collect())
+}
+
 fn json_value(text: Option<&str>, ty: &Type) -> serde_json::Value {
     use serde_json::Value;
     let Some(s) = text else { return Value::Null };
@@ -1004,6 +1035,8 @@ mod tests {
         assert!(source_ok(Kind::Ledger, "ledger.jsonl"));
         assert!(source_ok(Kind::EvalResult, "evals/e1/result.json"));
         assert!(source_ok(Kind::EvalSamples, "tasks/t1/evals/e1/samples.jsonl"));
+        assert!(source_ok(Kind::EvalResult, "fleet/f1/gfx1100/1/result.json"), "a fleet target's eval");
+        assert!(!source_ok(Kind::EvalResult, "fleet/f1/result.json"));
         assert!(source_ok(Kind::Isa, "isa/scan-1.json"));
         for bad in ["corpus/../../x.jsonl", "/etc/passwd", "corpus/a/b.jsonl", "corpus/.hidden.jsonl", "ledger.jsonl/x", "corpus/x.txt", "evals/../result.json"]
         {

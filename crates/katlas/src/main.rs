@@ -134,6 +134,8 @@ enum Command {
     Lint(Group<cmd::lint::LintCmd>),
     /// Judge a candidate against its baseline: interleaved fresh-process runs, statistics, verdict, ledger.
     Eval(Runs<Box<cmd::eval::EvalArgs>>),
+    /// Evals sent to a Slurm cluster (`eval --on slurm`): ls, status, wait (resubmits a died job), cancel.
+    Fleet(RunGroup<cmd::fleet::FleetCmd>),
     /// Fresh-process comparison of git refs (each built in its own worktree), CIs relative to the first.
     Ab(InProject<cmd::eval::AbArgs>),
     /// The ledger of every verdict: ls and show with filters.
@@ -288,6 +290,7 @@ fn main() -> ExitCode {
         Command::Lint(g) => with(&cli, name, g, |ctx| cmd::lint::run(&g.cmd, ctx)),
         Command::Eval(w) => with(&cli, name, w, |ctx| cmd::eval::run(&w.args, ctx)),
         Command::Ab(w) => with(&cli, name, w, |ctx| cmd::eval::run_ab(&w.args, ctx)),
+        Command::Fleet(g) => with(&cli, name, g, |ctx| cmd::fleet::run(&g.cmd, ctx)),
         Command::Ledger(g) => with(&cli, name, g, |ctx| cmd::ledger::run(&g.cmd, ctx)),
         Command::Gate(w) => with(&cli, name, w, |ctx| cmd::gate::run(&w.args, ctx)),
         Command::Admissions(g) => with(&cli, name, g, |ctx| cmd::admissions::run(&g.cmd, ctx)),

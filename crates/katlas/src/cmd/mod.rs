@@ -8,6 +8,7 @@ pub mod eval;
 pub mod evidence;
 pub mod export;
 pub mod fit;
+pub mod fleet;
 pub mod gate;
 pub mod identity;
 pub mod index;

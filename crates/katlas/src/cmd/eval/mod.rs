@@ -178,6 +178,8 @@ pub struct EvalArgs {
     #[arg(long)]
     pub disposition: Option<String>,
     #[command(flatten)]
+    pub fleet: crate::cmd::fleet::FleetArgs,
+    #[command(flatten)]
     pub format: FormatArg,
 }
 
@@ -330,6 +332,9 @@ fn map_err(e: ProtocolError) -> CliError {
 }
 
 pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
+    if a.fleet.on.is_some() {
+        return crate::cmd::fleet::submit(a, ctx);
+    }
     let project = ctx.project()?;
     let root = project.root.clone();
     let layout = ctx.layout()?;
@@ -376,10 +381,20 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     crate::trust::authorize(ctx, &sources)?;
     let mut reference_identity = None;
     let mut triton = None;
-    let wt_dir = layout.root.join("worktrees");
+    // A fleet target's job keeps its eval, and any worktree, apart from the other targets'
+    // (their nodes share this directory).
+    let fleet_dirs = a.fleet.fleet_target.as_deref().map(|s| crate::cmd::fleet::fleet_target_dirs(&layout, s)).transpose()?;
+    if let Some((parent, _, _)) = &fleet_dirs {
+        if let Some(done) = finished_fleet_eval(parent) {
+            eprintln!("katlas: {} holds this target's finished eval: pushing it, not measuring again", done.display());
+            crate::cmd::fleet::push_target(ctx, &done)?;
+            return Ok(ExitCode::from(exit::OK));
+        }
+    }
+    let wt_dir = fleet_dirs.as_ref().map(|d| d.2.clone()).unwrap_or_else(|| layout.root.join("worktrees"));
     prune_worktrees(&root, &wt_dir, ecfg.keep_worktrees);
     let planner = plan::Sides { root: &root, cwd: &ctx.cwd, worktrees: &wt_dir, binary: p.binary.clone() };
-    let (metric, parser, g, eval_dir, eval_id);
+    let (metric, parser, g, mut eval_dir, mut eval_id);
     if let (Some(task_id), Some((tpath, _, task))) = (&a.task, loaded_task) {
         let tdir = tpath.parent().expect("task.json has a directory").to_path_buf();
         metric = p.metric.clone().unwrap_or(task.bench.metric.clone());
@@ -429,6 +444,14 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         eval_dir = d.path;
         eval_id = d.id;
     }
+    if let Some((parent, prefix, _)) = &fleet_dirs {
+        let d = plan::numbered_dir(parent, p.fresh);
+        if let Some(n) = &d.passed_over {
+            eprintln!("katlas: {n}");
+        }
+        eval_dir = d.path;
+        eval_id = format!("{prefix}/{}", d.id);
+    }
     for c in &a.claims {
         let route: Option<RouteSpec> = project.section(&["route", c]).map_err(CliError::bad_input)?;
         correctness.push((c.clone(), route));
@@ -467,6 +490,9 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     };
     let report = run_with_progress(&spec, ctx, &metric, g)?;
     print_report(&report, a.format.format, ctx.color, min_effect);
+    if fleet_dirs.is_some() {
+        crate::cmd::fleet::push_target(ctx, &spec.dir)?;
+    }
     if a.aa {
         // Exit 0 only when a band was stored: a refused calibration is a negative result.
         let stored = record_aa(ctx, &noise_key, &report, max_band)?;
@@ -474,6 +500,14 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     }
     let ok = katlas_eval::eval::meets(report.result.verdict, expect);
     Ok(ExitCode::from(if ok { exit::OK } else { exit::NEGATIVE }))
+}
+
+/// The newest eval of a fleet target that has its result (a job that finished measuring and
+/// died before its push).
+fn finished_fleet_eval(parent: &Path) -> Option<PathBuf> {
+    let newest = std::fs::read_dir(parent).ok()?.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).max()?;
+    let d = parent.join(newest.to_string());
+    d.join("result.json").is_file().then_some(d)
 }
 
 /// `.katlas/tasks/<id>/task.json`: its path, text and parsed task. An id is one

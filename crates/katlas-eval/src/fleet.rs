@@ -1,0 +1,336 @@
+//! The cross-target comparison of one eval run on several machines through a cluster
+//! scheduler: each target's verdict checked against what was submitted, the table, and the
+//! allowlist decision (promote where measured better, the conservative default elsewhere,
+//! reject when any measured target regressed).
+
+use katlas_model::fleet::{ExpectedIdentity, FleetOutcome, FleetRecord, FleetSummary};
+use katlas_model::ledger::{Disposition, EvalResult, EvalSide, LedgerEntry, SampleRef, Verdict};
+use katlas_model::Identity;
+
+/// Variables the scheduler sets per job to pick its devices: they differ between targets by
+/// design and say nothing about what ran.
+const SCHEDULER_ENV: &[&str] = &["CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "CUDA_DEVICE_ORDER"];
+
+fn scheduler_set(name: &str) -> bool {
+    SCHEDULER_ENV.contains(&name) || name.starts_with("SLURM_")
+}
+
+/// Why a target's result may not be compared with the others: a side whose source tree is the
+/// submitting checkout ran another commit or diff, a command side ran another binary, or the
+/// route-affecting environment differs from the submission's (declared knobs and stripped
+/// instrumentation aside). Host, devices and arch differ between targets by design.
+pub fn identity_mismatches(expected: &ExpectedIdentity, r: &EvalResult) -> Vec<String> {
+    let mut out = Vec::new();
+    for side in &r.sides {
+        let id = &side.identity;
+        let who = &side.label;
+        if expected.source.root.is_some() && id.source.root == expected.source.root {
+            source_mismatch(who, &expected.source, id, &mut out);
+        }
+        if let Some(want) = expected.binaries.get(who) {
+            match (want.md5.as_deref(), id.binary.as_ref().and_then(|b| b.md5.as_deref())) {
+                (Some(w), Some(g)) if w != g => out.push(format!("side {who}: binary md5 {g}, submitted {w}")),
+                (Some(_), None) => out.push(format!("side {who}: no binary digest recorded, submitted one")),
+                _ => {}
+            }
+        }
+        let keys: std::collections::BTreeSet<&String> = expected.env.keys().chain(id.env.keys()).collect();
+        for k in keys {
+            if scheduler_set(k) || side.knobs.contains_key(k) {
+                continue;
+            }
+            let (w, g) = (expected.env.get(k), id.env.get(k));
+            if w != g {
+                let show = |v: Option<&String>| v.map(|s| format!("`{s}`")).unwrap_or_else(|| "unset".into());
+                out.push(format!("side {who}: env {k} {}, submitted {}", show(g), show(w)));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn source_mismatch(who: &str, want: &katlas_model::SourceIdentity, got: &Identity, out: &mut Vec<String>) {
+    let g = &got.source;
+    if want.commit != g.commit {
+        out.push(format!("side {who}: commit {}, submitted {}", g.commit.as_deref().unwrap_or("none"), want.commit.as_deref().unwrap_or("none")));
+    } else if want.diff_md5 != g.diff_md5 {
+        let show = |d: &Option<String>| d.as_deref().map(|d| format!("diff {d}")).unwrap_or_else(|| "a clean tree".into());
+        out.push(format!("side {who}: source {}, submitted {} (the tree changed after submission)", show(&g.diff_md5), show(&want.diff_md5)));
+    }
+}
+
+/// A target's line: its result judged against the submission, or why it has none.
+pub fn outcome(target: &str, job_id: Option<&str>, expected: &ExpectedIdentity, result: Option<&EvalResult>, missing: &str) -> FleetOutcome {
+    let Some(r) = result else {
+        return FleetOutcome {
+            target: target.into(),
+            arch: None,
+            host: None,
+            job_id: job_id.map(str::to_string),
+            eval_id: None,
+            verdict: None,
+            effect: None,
+            goal: None,
+            reasons: vec![missing.to_string()],
+        };
+    };
+    let cand = r.sides.last();
+    let id = cand.map(|s| &s.identity);
+    let mismatches = identity_mismatches(expected, r);
+    let (verdict, reasons) = if mismatches.is_empty() {
+        (r.verdict, r.reasons.clone())
+    } else {
+        (Verdict::Invalid, mismatches.into_iter().map(|m| format!("identity against the submission: {m}")).collect())
+    };
+    FleetOutcome {
+        target: target.into(),
+        arch: id.and_then(|i| i.arch().map(str::to_string)),
+        host: id.and_then(|i| i.host.hostname.clone()),
+        job_id: job_id.map(str::to_string),
+        eval_id: Some(r.eval_id.clone()),
+        verdict: Some(verdict),
+        effect: r.effects.first().cloned(),
+        goal: Some(r.goal),
+        reasons,
+    }
+}
+
+/// Targets must have run the same binaries: for each side, a target whose binary differs
+/// from the one most targets ran (every target, on a tie) is `invalid` for the comparison.
+/// `results` are the finished targets' results, matched to `lines` by eval id.
+pub fn binaries_agree(lines: &mut [FleetOutcome], results: &[&EvalResult]) {
+    let md5 = |r: &EvalResult, label: &str| r.sides.iter().find(|s| s.label == label).and_then(|s| s.identity.binary.as_ref()).and_then(|b| b.md5.clone());
+    let labels: std::collections::BTreeSet<String> = results.iter().flat_map(|r| r.sides.iter().map(|s| s.label.clone())).collect();
+    for label in labels {
+        let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+        for r in results {
+            if let Some(m) = md5(r, &label) {
+                *counts.entry(m).or_default() += 1;
+            }
+        }
+        if counts.len() < 2 {
+            continue;
+        }
+        let top = counts.values().max().copied().unwrap_or(0);
+        let winners: Vec<&String> = counts.iter().filter(|(_, n)| **n == top).map(|(m, _)| m).collect();
+        let majority = (winners.len() == 1).then(|| winners[0].clone());
+        for r in results {
+            let Some(m) = md5(r, &label) else { continue };
+            if majority.as_ref() == Some(&m) {
+                continue;
+            }
+            if let Some(line) = lines.iter_mut().find(|l| l.eval_id.as_deref() == Some(r.eval_id.as_str())) {
+                line.verdict = Some(Verdict::Invalid);
+                let others: Vec<&String> = counts.keys().filter(|k| **k != m).collect();
+                line.reasons.insert(
+                    0,
+                    format!(
+                        "identity across targets: side {label} ran binary md5 {m}, other targets {}",
+                        others.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// The allowlist decision over the targets' lines, with the verdict and disposition the
+/// ledger records it under. Only valid measurements count: an `invalid`, unstable or
+/// unmeasured target keeps the conservative default, and never vetoes or promotes.
+pub fn decide(fleet_id: &str, scheduler: &str, targets: Vec<FleetOutcome>) -> (FleetSummary, Verdict, Disposition) {
+    let measured = |v: Verdict| targets.iter().filter(move |t| t.verdict == Some(v));
+    let key = |t: &FleetOutcome| t.arch.clone().unwrap_or_else(|| t.target.clone());
+    let regressed: Vec<String> = measured(Verdict::Regressed).map(|t| t.target.clone()).collect();
+    let improved: Vec<String> = measured(Verdict::Improved).map(key).collect();
+    let all_improved = !targets.is_empty() && targets.iter().all(|t| t.verdict == Some(Verdict::Improved));
+    let (decision, allowlist, verdict, disposition) = if !regressed.is_empty() {
+        let keep = if improved.is_empty() {
+            String::new()
+        } else {
+            format!("; it improved on {}: gate it per arch (a perf variant with an allowlist row) and evaluate again to keep that", improved.join(", "))
+        };
+        let why = format!("regressed on {}{keep}", regressed.join(", "));
+        ("reject", Vec::new(), Verdict::Regressed, Disposition::RevisitIf { condition: why })
+    } else if all_improved {
+        ("promote", dedup(improved), Verdict::Improved, Disposition::Promote)
+    } else if !improved.is_empty() {
+        ("allowlist", dedup(improved), Verdict::Improved, Disposition::OptIn)
+    } else {
+        let v = if targets.iter().any(|t| t.verdict == Some(Verdict::NoChange)) { Verdict::NoChange } else { Verdict::Inconclusive };
+        ("keep_default", Vec::new(), v, Disposition::default_for(v))
+    };
+    let summary = FleetSummary { fleet_id: fleet_id.into(), scheduler: scheduler.into(), decision: decision.into(), allowlist, targets };
+    (summary, verdict, disposition)
+}
+
+fn dedup(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The ledger entry of a fleet's decision: sides, protocol and metric of the first measured
+/// target, the decision and every target's line in `fleet`.
+pub fn decision_entry(
+    record: &FleetRecord,
+    first: Option<&EvalResult>,
+    summary: FleetSummary,
+    verdict: Verdict,
+    disposition: Disposition,
+    now: &str,
+) -> LedgerEntry {
+    let side = |k: usize| {
+        first.and_then(|r| r.sides.get(k).cloned()).unwrap_or_else(|| EvalSide { label: if k == 0 { "A" } else { "B" }.into(), ..Default::default() })
+    };
+    let reasons = summary
+        .targets
+        .iter()
+        .map(|t| {
+            let v = t.verdict.map(|v| v.to_string()).unwrap_or_else(|| "not measured".into());
+            let why = t.reasons.first().map(|r| format!(": {r}")).unwrap_or_default();
+            format!("target {}: {v}{why}", t.target)
+        })
+        .collect();
+    LedgerEntry {
+        schema: katlas_model::LEDGER_SCHEMA.into(),
+        id: format!("fleet-{}", record.id),
+        recorded_at: now.into(),
+        task_id: None,
+        eval_id: Some(format!("fleet/{}", record.id)),
+        lever: record.lever.clone(),
+        kernel: record.kernel.clone(),
+        arch: None,
+        phase: None,
+        shape: None,
+        quant: None,
+        hypothesis: None,
+        metric: record.metric.clone(),
+        goal: first.map(|r| r.goal).unwrap_or_default(),
+        baseline: side(0),
+        candidate: side(1),
+        protocol: first.map(|r| r.protocol.clone()).unwrap_or_default(),
+        samples: SampleRef { path: format!(".katlas/fleet/{}/fleet.json", record.id), ..Default::default() },
+        verdict,
+        reasons,
+        effect: None,
+        noise_threshold: first.map(|r| r.noise_threshold).unwrap_or(0.0),
+        correctness: Vec::new(),
+        cross_host: true,
+        mechanism: None,
+        disposition,
+        fleet: Some(summary),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use katlas_model::fleet::FleetOutcome;
+
+    fn line(target: &str, arch: Option<&str>, v: Option<Verdict>) -> FleetOutcome {
+        FleetOutcome {
+            target: target.into(),
+            arch: arch.map(str::to_string),
+            host: None,
+            job_id: None,
+            eval_id: None,
+            verdict: v,
+            effect: None,
+            goal: None,
+            reasons: vec![],
+        }
+    }
+
+    #[test]
+    fn a_regression_on_any_measured_target_rejects_and_names_where_it_helped() {
+        let (s, v, d) = decide("f", "slurm", vec![line("a", Some("gfx1100"), Some(Verdict::Improved)), line("b", Some("gfx1201"), Some(Verdict::Regressed))]);
+        assert_eq!((s.decision.as_str(), v), ("reject", Verdict::Regressed));
+        assert!(s.allowlist.is_empty());
+        let Disposition::RevisitIf { condition } = d else { panic!("{d:?}") };
+        assert!(condition.contains("regressed on b") && condition.contains("improved on gfx1100"), "{condition}");
+    }
+
+    #[test]
+    fn improved_somewhere_and_flat_or_unmeasured_elsewhere_allowlists_only_the_improved_archs() {
+        let (s, v, d) = decide(
+            "f",
+            "slurm",
+            vec![
+                line("a", Some("sm_90"), Some(Verdict::Improved)),
+                line("b", Some("sm_80"), Some(Verdict::NoChange)),
+                line("c", None, None),
+                line("d", Some("sm_120"), Some(Verdict::Invalid)),
+            ],
+        );
+        assert_eq!((s.decision.as_str(), v, d), ("allowlist", Verdict::Improved, Disposition::OptIn));
+        assert_eq!(s.allowlist, ["sm_90"]);
+    }
+
+    #[test]
+    fn everywhere_improved_promotes_and_nothing_better_keeps_the_default() {
+        let (s, v, _) = decide("f", "slurm", vec![line("a", Some("sm_90"), Some(Verdict::Improved)), line("b", None, Some(Verdict::Improved))]);
+        assert_eq!((s.decision.as_str(), v), ("promote", Verdict::Improved));
+        assert_eq!(s.allowlist, ["b", "sm_90"], "a target without a known arch is keyed by its name");
+        let (s, v, _) = decide("f", "slurm", vec![line("a", None, Some(Verdict::NoChange)), line("b", None, Some(Verdict::Unstable))]);
+        assert_eq!((s.decision.as_str(), v), ("keep_default", Verdict::NoChange));
+        let (s, _, _) = decide("f", "slurm", vec![line("a", None, Some(Verdict::Invalid))]);
+        assert_eq!(s.decision, "keep_default", "an invalid target neither promotes nor vetoes");
+    }
+
+    fn result_with(diff: Option<&str>, md5: &str, env: &[(&str, &str)]) -> EvalResult {
+        let mut id = Identity::default();
+        id.source.root = Some("/p".into());
+        id.source.commit = Some("c1".into());
+        id.source.diff_md5 = diff.map(str::to_string);
+        id.binary = Some(katlas_model::FileDigest { md5: Some(md5.into()), ..Default::default() });
+        id.env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let side = |l: &str| EvalSide { label: l.into(), identity: id.clone(), ..Default::default() };
+        EvalResult {
+            schema: katlas_model::EVAL_RESULT_SCHEMA.into(),
+            eval_id: "fleet/f/a/1".into(),
+            task_id: None,
+            created_at: String::new(),
+            metric: "t_us".into(),
+            goal: Default::default(),
+            verdict: Verdict::Improved,
+            reasons: vec![],
+            sides: vec![side("A"), side("B")],
+            effects: vec![],
+            noise_threshold: 0.01,
+            protocol: katlas_model::ledger::Protocol::default(),
+            samples: SampleRef::default(),
+            drift: Default::default(),
+            correctness: vec![],
+            cross_host: false,
+            route_changes: vec![],
+            ledger_id: None,
+        }
+    }
+
+    #[test]
+    fn a_target_that_ran_another_diff_binary_or_env_is_invalid_for_the_comparison() {
+        let mut exp = ExpectedIdentity::default();
+        exp.source.root = Some("/p".into());
+        exp.source.commit = Some("c1".into());
+        exp.source.diff_md5 = Some("d1".into());
+        exp.binaries.insert("B".into(), katlas_model::FileDigest { md5: Some("m1".into()), ..Default::default() });
+        exp.env.insert("HIP_FORCE".into(), "1".into());
+        let same = result_with(Some("d1"), "m1", &[("HIP_FORCE", "1"), ("CUDA_VISIBLE_DEVICES", "3"), ("SLURM_JOB_ID", "9")]);
+        assert!(identity_mismatches(&exp, &same).is_empty(), "{:?}", identity_mismatches(&exp, &same));
+        let o = outcome("a", Some("7"), &exp, Some(&same), "");
+        assert_eq!(o.verdict, Some(Verdict::Improved));
+        for (r, want) in [
+            (result_with(Some("d2"), "m1", &[("HIP_FORCE", "1")]), "tree changed after submission"),
+            (result_with(Some("d1"), "m2", &[("HIP_FORCE", "1")]), "side B: binary md5 m2, submitted m1"),
+            (result_with(Some("d1"), "m1", &[("HIP_FORCE", "0")]), "env HIP_FORCE `0`, submitted `1`"),
+        ] {
+            let o = outcome("a", Some("7"), &exp, Some(&r), "");
+            assert_eq!(o.verdict, Some(Verdict::Invalid));
+            assert!(o.reasons.iter().any(|x| x.contains(want)), "{want}: {:?}", o.reasons);
+        }
+        let none = outcome("b", Some("8"), &exp, None, "job 8 CANCELLED without a result");
+        assert_eq!((none.verdict, none.reasons[0].as_str()), (None, "job 8 CANCELLED without a result"));
+    }
+}

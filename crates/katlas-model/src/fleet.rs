@@ -1,0 +1,126 @@
+//! Cross-target evaluation through a cluster scheduler: the fleet's own record
+//! (`.katlas/fleet/<id>/fleet.json`, what was submitted where) and the decision it ends in
+//! (a ledger entry's `fleet` field).
+
+use crate::identity::{FileDigest, SourceIdentity};
+use crate::ledger::{Effect, Verdict};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const FLEET_SCHEMA: &str = "katlas.fleet.v1";
+
+/// `katlas.fleet.v1`: one cross-target eval as submitted, rewritten as its jobs move.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FleetRecord {
+    /// Always `katlas.fleet.v1`.
+    pub schema: String,
+    /// Fleet id (directory name under `.katlas/fleet/`).
+    pub id: String,
+    /// `slurm`.
+    pub scheduler: String,
+    pub created_at: String,
+    /// Host that submitted the jobs.
+    #[serde(default)]
+    pub submitted_from: Option<String>,
+    /// The `katlas eval` arguments every target runs (the same plan and seed everywhere).
+    pub eval_args: Vec<String>,
+    /// Metric and goal of the eval, for the table.
+    pub metric: String,
+    #[serde(default)]
+    pub lever: Option<String>,
+    #[serde(default)]
+    pub kernel: Option<String>,
+    /// What every target must have run: the submitting tree's source identity, the
+    /// route-affecting environment, and each command side's binary.
+    pub expected: ExpectedIdentity,
+    pub targets: Vec<FleetTarget>,
+}
+
+/// The identity a target's sides must match to enter the comparison.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedIdentity {
+    #[serde(default)]
+    pub source: SourceIdentity,
+    /// Route-affecting environment at submission (what the jobs inherit).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Binary of each command side by side label (`A`, `B`), when it is a compiled program.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub binaries: BTreeMap<String, FileDigest>,
+}
+
+/// One target: where its job runs and every job submitted for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FleetTarget {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// Node feature (`sbatch --constraint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<String>,
+    /// The job script, relative to the project root.
+    pub script: String,
+    /// Jobs in submission order; the last is the live one.
+    #[serde(default)]
+    pub jobs: Vec<FleetJob>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FleetJob {
+    pub job_id: String,
+    pub submitted_at: String,
+    /// Last state the scheduler reported (`PENDING`, `RUNNING`, `COMPLETED`, `CANCELLED` …).
+    #[serde(default)]
+    pub state: Option<String>,
+    /// Node the scheduler ran it on, once known.
+    #[serde(default)]
+    pub node: Option<String>,
+}
+
+/// What a fleet decided, on the ledger entry that records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FleetSummary {
+    pub fleet_id: String,
+    pub scheduler: String,
+    /// `promote` (every measured target improved), `allowlist` (improved on some, flat or
+    /// unmeasured elsewhere: run it only where measured better), `reject` (a measured target
+    /// regressed), `keep_default` (nothing measured better).
+    pub decision: String,
+    /// Arch atoms (or target names where the arch is unknown) that run the candidate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowlist: Vec<String>,
+    pub targets: Vec<FleetOutcome>,
+}
+
+/// One target's line of the cross-target table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FleetOutcome {
+    pub target: String,
+    #[serde(default)]
+    pub arch: Option<String>,
+    #[serde(default)]
+    pub host: Option<String>,
+    #[serde(default)]
+    pub job_id: Option<String>,
+    #[serde(default)]
+    pub eval_id: Option<String>,
+    /// The target's own verdict, `invalid` when its identity does not match what was
+    /// submitted; absent when the target was not measured.
+    #[serde(default)]
+    pub verdict: Option<Verdict>,
+    #[serde(default)]
+    pub effect: Option<Effect>,
+    /// The eval's goal (the sign of `effect.gain`).
+    #[serde(default)]
+    pub goal: Option<crate::ledger::Goal>,
+    /// Why the verdict is what it is, or why nothing was measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+}
