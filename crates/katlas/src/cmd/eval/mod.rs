@@ -394,7 +394,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     let wt_dir = fleet_dirs.as_ref().map(|d| d.2.clone()).unwrap_or_else(|| layout.root.join("worktrees"));
     prune_worktrees(&root, &wt_dir, ecfg.keep_worktrees);
     let planner = plan::Sides { root: &root, cwd: &ctx.cwd, worktrees: &wt_dir, binary: p.binary.clone() };
-    let (metric, parser, g, mut eval_dir, mut eval_id);
+    let (metric, parser, g, eval_dir, eval_id);
     if let (Some(task_id), Some((tpath, _, task))) = (&a.task, loaded_task) {
         let tdir = tpath.parent().expect("task.json has a directory").to_path_buf();
         metric = p.metric.clone().unwrap_or(task.bench.metric.clone());
@@ -405,12 +405,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         };
         strip.extend(task.bench.stripped_env.iter().cloned());
         meta = plan::task_meta(meta, &task);
-        let d = plan::numbered_dir(&tdir.join("evals"), p.fresh);
-        if let Some(n) = &d.passed_over {
-            eprintln!("katlas: {n}");
-        }
-        eval_dir = d.path;
-        eval_id = format!("{task_id}/{}", d.id);
+        (eval_dir, eval_id) = eval_place(fleet_dirs.as_ref(), p.fresh, || (plan::numbered_dir(&tdir.join("evals"), p.fresh), Some(task_id.clone())));
         let Some(ts) = planner.task(&task, &tpath)? else {
             return needs_baseline(a, ctx, &meta, &metric, g, &eval_dir, &eval_id, "the task names no baseline git ref");
         };
@@ -437,20 +432,9 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
             let b = a.baseline.as_deref().ok_or_else(|| CliError::bad_input("--baseline is required (or a TASK, --variant, --aa)"))?;
             (sides, allowed) = planner.pair(b, a.candidate.as_deref(), p.command.as_deref(), p.build.as_deref(), &a.allowed)?;
         }
-        let d = plan::fingerprint_dir(&layout.root.join("evals"), &plan::sides_fingerprint(&sides, &metric, &parser), p.fresh);
-        if let Some(n) = &d.passed_over {
-            eprintln!("katlas: {n}");
-        }
-        eval_dir = d.path;
-        eval_id = d.id;
-    }
-    if let Some((parent, prefix, _)) = &fleet_dirs {
-        let d = plan::numbered_dir(parent, p.fresh);
-        if let Some(n) = &d.passed_over {
-            eprintln!("katlas: {n}");
-        }
-        eval_dir = d.path;
-        eval_id = format!("{prefix}/{}", d.id);
+        (eval_dir, eval_id) = eval_place(fleet_dirs.as_ref(), p.fresh, || {
+            (plan::fingerprint_dir(&layout.root.join("evals"), &plan::sides_fingerprint(&sides, &metric, &parser), p.fresh), None)
+        });
     }
     for c in &a.claims {
         let route: Option<RouteSpec> = project.section(&["route", c]).map_err(CliError::bad_input)?;
@@ -500,6 +484,21 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     }
     let ok = katlas_eval::eval::meets(report.result.verdict, expect);
     Ok(ExitCode::from(if ok { exit::OK } else { exit::NEGATIVE }))
+}
+
+/// Where this eval's samples go: a fleet target's own numbered directory when the job runs as
+/// one (the nodes share the project, so targets never share a directory, a Triton cache
+/// included), else the directory `default` picks, its id under `default`'s prefix.
+fn eval_place(fleet: Option<&(PathBuf, String, PathBuf)>, fresh: bool, default: impl FnOnce() -> (plan::EvalDir, Option<String>)) -> (PathBuf, String) {
+    let (d, prefix) = match fleet {
+        Some((parent, prefix, _)) => (plan::numbered_dir(parent, fresh), Some(prefix.clone())),
+        None => default(),
+    };
+    if let Some(n) = &d.passed_over {
+        eprintln!("katlas: {n}");
+    }
+    let id = prefix.map(|p| format!("{p}/{}", d.id)).unwrap_or(d.id);
+    (d.path, id)
 }
 
 /// The newest eval of a fleet target that has its result (a job that finished measuring and

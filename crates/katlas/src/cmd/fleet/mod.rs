@@ -237,12 +237,34 @@ enum Look {
     NotSubmitted,
 }
 
-/// The newest finished eval of `target` in the store (another host's evidence: read, never resumed).
-fn stored_result(store: &mut Store, fleet: &str, target: &str) -> Result<Option<EvalResult>, CliError> {
+/// Whether the store's record `id` holds exactly the result this fleet's job wrote in the
+/// project (`fleet/F/T/N/result.json`, on the file system the nodes share). Anyone who can push
+/// to the store can push a record under a fleet's id; only the job writes the file.
+fn written_by_the_job(layout: &Layout, id: &str, raw: &[u8]) -> bool {
+    let parts: Vec<&str> = id.split('/').collect();
+    let ["fleet", f, t, n] = parts.as_slice() else { return false };
+    if !(submit::plain_name(f) && submit::plain_name(t) && n.parse::<u32>().is_ok()) {
+        return false;
+    }
+    let file = submit::job_dir(layout, f, t).join(n).join("result.json");
+    katlas_fs::check(&file).is_ok() && std::fs::read(&file).is_ok_and(|b| b == raw)
+}
+
+/// The newest finished eval of `target` in the store that its job wrote (another host's
+/// evidence: read, never resumed). A record the job's file does not back is reported, not used.
+fn stored_result(layout: &Layout, store: &mut Store, fleet: &str, target: &str) -> Result<Option<EvalResult>, CliError> {
     let recs = team::records_with_prefix(store, Kind::EvalResult, &format!("fleet/{fleet}/{target}/"), 1000).map_err(team_error)?;
     let mut best: Option<(u32, EvalResult)> = None;
     for rec in recs {
         let n: u32 = rec.id.rsplit('/').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        if !written_by_the_job(layout, &rec.id, &rec.raw) {
+            eprintln!(
+                "katlas: warning: the store's result {} (pushed by {}) is not the file this fleet's job wrote: not used",
+                printable(&rec.id),
+                printable(rec.pushed_by.as_deref().unwrap_or("unknown"))
+            );
+            continue;
+        }
         if let Ok(r) = serde_json::from_slice::<EvalResult>(&rec.raw) {
             if r.eval_id == rec.id && best.as_ref().is_none_or(|(m, _)| n > *m) {
                 best = Some((n, r));
@@ -268,7 +290,7 @@ fn look(ctx: &Ctx, layout: &Layout, store: &mut Store, r: &mut FleetRecord) -> R
                 job.node = i.node.clone();
             }
         }
-        if let Some(res) = stored_result(store, &fid, &t.name)? {
+        if let Some(res) = stored_result(layout, store, &fid, &t.name)? {
             out.push(Look::Done(Box::new(res)));
             continue;
         }
@@ -426,5 +448,24 @@ fn print_table(r: &FleetRecord, lines: &[FleetOutcome], decision: Option<&katlas
         if let Some(why) = lines.iter().find(|o| o.verdict == Some(Verdict::Regressed)) {
             println!("  {} regressed: a measured regression anywhere rejects the change as it stands", why.target);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_record_counts_only_when_the_jobs_own_file_backs_it() {
+        let d = tempfile::tempdir().unwrap();
+        let layout = Layout::for_project(d.path());
+        let dir = submit::job_dir(&layout, "f1", "wide").join("1");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("result.json"), b"{\"verdict\":\"regressed\"}").unwrap();
+        assert!(written_by_the_job(&layout, "fleet/f1/wide/1", b"{\"verdict\":\"regressed\"}"));
+        assert!(!written_by_the_job(&layout, "fleet/f1/wide/1", b"{\"verdict\":\"improved\"}"), "a forged verdict under the job's id");
+        assert!(!written_by_the_job(&layout, "fleet/f1/wide/2", b"{\"verdict\":\"regressed\"}"), "an attempt the job never wrote");
+        assert!(!written_by_the_job(&layout, "fleet/f1/../../x/1", b""));
+        assert!(!written_by_the_job(&layout, "evals/e/1", b""));
     }
 }

@@ -211,7 +211,9 @@ pub fn submit(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         scheduler: "slurm".into(),
         created_at: katlas_model::row::now_rfc3339(),
         submitted_from: here.host.hostname.clone(),
-        eval_args: args.clone(),
+        // The record keeps the command line as every record does, credentials redacted; the
+        // job scripts need it whole (they are command files, shown and trusted like a task).
+        eval_args: katlas_identity::redact_argv(&args),
         metric: a.protocol.metric.clone().unwrap_or_else(|| a.task.as_deref().map(|t| format!("task {t}'s metric")).unwrap_or_default()),
         lever: a.lever.clone(),
         kernel: a.kernel.clone(),
