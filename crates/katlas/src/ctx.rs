@@ -8,13 +8,38 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Exit codes of the README's contract.
+/// Exit codes of the contract in docs/cli.md ("Exit codes"), where each is listed with when it
+/// is returned; crates/katlas/tests/it/exit_contract.rs fails when a code returned here is not
+/// listed there.
 #[allow(dead_code)]
 pub mod exit {
     pub const OK: u8 = 0;
     pub const NEGATIVE: u8 = 1;
     pub const BAD_INPUT: u8 = 2;
     pub const MISSING_ENV: u8 = 3;
+    /// Ctrl-C (or SIGTERM) stopped a command that keeps what it measured (`collect`,
+    /// `fleet wait`): 128 + SIGINT, what a shell reports for a process Ctrl-C killed.
+    pub const INTERRUPTED: u8 = 130;
+}
+
+/// OS errors of a file system that refuses a write: no space left, a quota, a read-only
+/// mount, a file over the size limit.
+const REFUSED_WRITE: [i32; 4] = [libc::ENOSPC, libc::EDQUOT, libc::EROFS, libc::EFBIG];
+
+fn refuses_write(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(e.kind(), StorageFull | QuotaExceeded | ReadOnlyFilesystem | FileTooLarge)
+}
+
+/// SQLite's own message for `SQLITE_FULL` (the query index on a full disk).
+const SQLITE_FULL: &str = "database or disk is full";
+
+/// Whether a message carries a refused write: `std::io::Error` prints an OS error as
+/// `… (os error N)`, and the stage crates pass I/O errors on as text (`path: error`, in
+/// `StoreError`, `AdviseError::Io`, the trust store, the exporters), so the text is all that
+/// reaches the CLI of a full disk met deep in a library.
+fn mentions_refused_write(message: &str) -> bool {
+    message.contains(SQLITE_FULL) || REFUSED_WRITE.iter().any(|c| message.contains(&format!("(os error {c})")))
 }
 
 /// An error that knows its exit code. The message names file, line and field
@@ -26,8 +51,13 @@ pub struct CliError {
 }
 
 impl CliError {
+    /// Bad input (2), except that a message carrying a write the file system refused is the
+    /// environment (3): a full disk is one class of failure whichever write met it (a report on
+    /// stdout, a row appended to the corpus, a file under `.katlas/`).
     pub fn bad_input(m: impl Display) -> Self {
-        Self { code: exit::BAD_INPUT, message: m.to_string() }
+        let message = m.to_string();
+        let code = if mentions_refused_write(&message) { exit::MISSING_ENV } else { exit::BAD_INPUT };
+        Self { code, message }
     }
     pub fn missing_env(m: impl Display) -> Self {
         Self { code: exit::MISSING_ENV, message: m.to_string() }
@@ -56,10 +86,10 @@ impl From<katlas_corpus::StoreError> for CliError {
 impl From<std::io::Error> for CliError {
     /// A full disk or a read-only filesystem is the environment (3), not bad input.
     fn from(e: std::io::Error) -> Self {
-        use std::io::ErrorKind::*;
-        match e.kind() {
-            StorageFull | ReadOnlyFilesystem | QuotaExceeded => Self::missing_env(e),
-            _ => Self::bad_input(e),
+        if refuses_write(&e) {
+            Self::missing_env(e)
+        } else {
+            Self::bad_input(e)
         }
     }
 }

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 compiled code objects, explains each hot kernel against its hardware, proposes one lever at a time, and judges \
 candidates against baselines with a fresh-process protocol. Every verdict lands in a ledger.\n\n\
 Exit codes: 0 success or positive verdict; 1 negative verdict or failed gate; 2 bad input or usage; \
-3 missing environment (tool, GPU, compiler)."
+3 missing environment (tool, GPU, compiler, a full or read-only disk); 130 interrupted (Ctrl-C)."
 )]
 struct Cli {
     /// Project root, for a command that reads a project (the same as the command's own
@@ -169,7 +169,10 @@ enum Command {
 fn usage_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind::*;
     if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
-        let _ = e.print();
+        if let Err(w) = e.print() {
+            // `katlas --help > /dev/full` fails as any other report that cannot be written does.
+            return CliError::missing_env(format!("failed printing to stdout: {w}")).report();
+        }
         return ExitCode::from(if e.use_stderr() { ctx::exit::BAD_INPUT } else { 0 });
     }
     let text = e.render().to_string();

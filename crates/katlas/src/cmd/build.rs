@@ -28,7 +28,12 @@ pub struct BuildArgs {
 }
 
 pub fn cli_err(e: BuildError) -> CliError {
-    CliError { code: e.exit_code(), message: e.to_string() }
+    // Through the constructors, so a write the disk refused (BuildError::Io) is the
+    // environment, as everywhere else.
+    match e.exit_code() {
+        crate::ctx::exit::MISSING_ENV => CliError::missing_env(e),
+        _ => CliError::bad_input(e),
+    }
 }
 
 pub fn settings(ctx: &Ctx, arch: Option<&[String]>) -> Result<Settings, CliError> {

@@ -146,7 +146,7 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
         }
     }
     if rep.interrupted {
-        return Ok(ExitCode::from(130));
+        return Ok(ExitCode::from(crate::ctx::exit::INTERRUPTED));
     }
     Ok(if rep.rows_error > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
