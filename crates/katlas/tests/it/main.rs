@@ -17,6 +17,7 @@ mod eval_progress;
 mod exit_contract;
 mod fit_cli;
 mod foundation;
+mod help_golden;
 mod hipfire_peer;
 mod hostile_import;
 mod input_messages;
