@@ -224,10 +224,19 @@ fn stale_binary_and_allowed_files_are_invalid() {
     assert!(base.path.join("built.txt").exists(), "build ran in the worktree");
     assert!(!repo.join("built.txt").exists(), "the user's checkout is untouched");
     assert_eq!(git(&repo, &["status", "--porcelain"]), "", "user's tree still clean");
-    // Both sides run the same prebuilt binary although their sources differ: stale.
-    let mut a = input(side("A", "baseline", &["--iters", "1000"], &base.path));
+    // Both sides run the same prebuilt binary from a shared build directory (in no git
+    // repository, so it could be these sources' build) although their sources differ: stale.
+    let build = d.path().join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    std::fs::copy(SPIN, build.join("bench")).unwrap();
+    let prebuilt = |label: &str, name: &str, cwd: &Path| {
+        let mut s = side(label, name, &["--iters", "1000"], cwd);
+        s.argv[0] = build.join("bench").display().to_string();
+        s
+    };
+    let mut a = input(prebuilt("A", "baseline", &base.path));
     a.source_root = Some(base.path.clone());
-    let mut b = input(side("B", "candidate", &["--iters", "1000"], &cand.path));
+    let mut b = input(prebuilt("B", "candidate", &cand.path));
     b.source_root = Some(cand.path.clone());
     let r = run_eval(&spec(d.path(), vec![a.clone(), b.clone()], Plan::fixed(3)), &cx(), None).unwrap();
     assert_eq!(r.result.verdict, Verdict::Invalid);
