@@ -1,28 +1,9 @@
 //! `scripts/demo` end to end on the debug binaries, then the command its task packet names
 //! (TASK.md's `## Next`), run exactly: the demo's next step ends in a measured verdict.
 
-use crate::support::cli::{repo, KATLAS};
+use crate::support::cli::{binaries, repo};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-/// The directory holding the katlas binary under test and a katlas-lab built beside it:
-/// `cargo test --workspace` builds both; `cargo test -p katlas` builds katlas-lab here.
-fn binaries() -> PathBuf {
-    let dir = Path::new(KATLAS).parent().expect("a binary directory").to_path_buf();
-    if !dir.join("katlas-lab").is_file() {
-        let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug").to_string();
-        let o = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "katlas-lab", "--profile", if profile == "debug" { "dev" } else { &profile }])
-            .arg("--target-dir")
-            .arg(dir.parent().expect("a target directory"))
-            .current_dir(repo())
-            .output()
-            .expect("cargo runs");
-        assert!(o.status.success(), "cargo build -p katlas-lab: {}", String::from_utf8_lossy(&o.stderr));
-    }
-    assert!(dir.join("katlas-lab").is_file(), "no katlas-lab beside {KATLAS}");
-    dir
-}
 
 /// A command in the test environment, its trust recorded in the test's own config and nothing
 /// trusted by `KATLAS_YES`: the demo trusts what it runs, as a user does.

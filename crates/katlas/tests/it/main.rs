@@ -3,6 +3,8 @@
 
 mod support {
     pub mod cli;
+    pub mod pg;
+    pub mod slurm;
 }
 mod advise_cli;
 mod arch_cli;
@@ -16,6 +18,7 @@ mod eval_cli;
 mod eval_progress;
 mod exit_contract;
 mod fit_cli;
+mod fleet_slurm;
 mod foundation;
 mod help_golden;
 mod hipfire_peer;

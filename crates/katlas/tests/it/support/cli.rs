@@ -26,3 +26,27 @@ pub fn katlas(dir: &Path, args: &[&str]) -> Output {
 pub fn katlas_env(dir: &Path, args: &[&str], vars: &[(&str, &std::ffi::OsStr)]) -> Output {
     katlas_cmd(dir).args(args).env("KATLAS_YES", "1").envs(vars.iter().copied()).output().expect("katlas runs")
 }
+
+/// The directory holding the katlas binary under test and a katlas-lab built beside it:
+/// `cargo test --workspace` builds both; `cargo test -p katlas` builds katlas-lab there.
+pub fn binaries() -> std::path::PathBuf {
+    let dir = Path::new(KATLAS).parent().expect("a binary directory").to_path_buf();
+    if !dir.join("katlas-lab").is_file() {
+        let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug").to_string();
+        let o = Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "katlas-lab", "--profile", if profile == "debug" { "dev" } else { &profile }])
+            .arg("--target-dir")
+            .arg(dir.parent().expect("a target directory"))
+            .current_dir(repo())
+            .output()
+            .expect("cargo runs");
+        assert!(o.status.success(), "cargo build -p katlas-lab: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert!(dir.join("katlas-lab").is_file(), "no katlas-lab beside {KATLAS}");
+    dir
+}
+
+/// The katlas-lab binary beside the katlas under test.
+pub fn lab_binary() -> std::path::PathBuf {
+    binaries().join("katlas-lab")
+}
