@@ -2,8 +2,9 @@
 
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, say_err, say_line, table, Format, FormatArg};
+use clap::builder::PossibleValuesParser;
 use katlas_eval::ledger::{find, read, Filter};
-use katlas_model::ledger::{gain_text, LedgerEntry, Verdict};
+use katlas_model::ledger::{gain_text, Disposition, LedgerEntry, Verdict};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -17,10 +18,9 @@ pub enum LedgerCmd {
 
 #[derive(Debug, clap::Args)]
 pub struct LsArgs {
-    /// Only entries with this verdict: improved, regressed, no_change, inconclusive, unstable,
-    /// incorrect, needs_baseline or invalid.
-    #[arg(long)]
-    pub verdict: Option<String>,
+    /// Only entries with this verdict.
+    #[arg(long, value_parser = crate::cmd::eval::verdict_parser())]
+    pub verdict: Option<Verdict>,
     /// Only entries of this lever (exact name, as in `katlas suggest --catalog`).
     #[arg(long)]
     pub lever: Option<String>,
@@ -36,8 +36,8 @@ pub struct LsArgs {
     /// Only entries judged on this metric (exact name).
     #[arg(long)]
     pub metric: Option<String>,
-    /// promote, reject, opt-in or revisit-if.
-    #[arg(long)]
+    /// Only entries with this kind of disposition (a revisit-if matches whatever its condition).
+    #[arg(long, value_parser = disposition_kinds())]
     pub disposition: Option<String>,
     /// Entries recorded at or after this RFC 3339 time (or date).
     #[arg(long)]
@@ -60,6 +60,12 @@ pub struct ShowArgs {
     pub format: FormatArg,
 }
 
+/// The names `--disposition` takes: each disposition's kind, as the ledger filter compares it.
+fn disposition_kinds() -> PossibleValuesParser {
+    let every = [Disposition::Promote, Disposition::Reject, Disposition::OptIn, Disposition::RevisitIf { condition: String::new() }];
+    PossibleValuesParser::new(every.map(|d| d.kind()))
+}
+
 fn load(ctx: &Ctx, file: &Option<PathBuf>) -> Result<Vec<LedgerEntry>, CliError> {
     let path = match file {
         Some(f) => ctx.resolve(f),
@@ -80,14 +86,8 @@ pub fn run(c: &LedgerCmd, ctx: &Ctx) -> CmdResult {
 }
 
 fn ls(a: &LsArgs, ctx: &Ctx) -> CmdResult {
-    let verdict = a.verdict.as_deref().map(str::parse::<Verdict>).transpose().map_err(CliError::bad_input)?;
-    if let Some(d) = &a.disposition {
-        if !["promote", "reject", "opt-in", "revisit-if"].contains(&d.as_str()) {
-            return Err(CliError::bad_input(format!("--disposition {d}: expected promote, reject, opt-in or revisit-if")));
-        }
-    }
     let f = Filter {
-        verdict,
+        verdict: a.verdict,
         lever: a.lever.clone(),
         kernel: a.kernel.clone(),
         arch: a.arch.clone(),

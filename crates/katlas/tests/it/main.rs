@@ -11,6 +11,7 @@ mod arch_cli;
 mod build_cli;
 mod capture_with_profile;
 mod captured_modules;
+mod closed_set_flags;
 mod collect_cli;
 mod collect_kill;
 mod demo;

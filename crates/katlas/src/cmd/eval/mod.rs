@@ -2,6 +2,7 @@
 
 use crate::ctx::{exit, CliError, CmdResult, Ctx};
 use crate::output::{paint, print_json, table, Format, FormatArg};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use katlas_eval::config::EvalConfig;
 use katlas_eval::eval::{run_eval, CaptureContext, EvalReport, EvalSpec, Meta, SideInput, SolSpec};
 use katlas_eval::plan::{self, Band, PlanError};
@@ -66,9 +67,9 @@ pub struct ProtocolArgs {
     /// Warmup runs per side, discarded [default: 1].
     #[arg(long)]
     pub warmups: Option<u32>,
-    /// abba or shuffle [default: abba].
-    #[arg(long)]
-    pub order: Option<String>,
+    /// How each block orders the sides [default: abba].
+    #[arg(long, value_parser = order_parser())]
+    pub order: Option<Order>,
     /// Seed of the order shuffle and the bootstrap.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -151,8 +152,8 @@ pub struct EvalArgs {
     #[arg(long)]
     pub product: Option<String>,
     /// Verdict that counts as success for the exit code (default: improved).
-    #[arg(long, value_name = "VERDICT")]
-    pub expect: Option<String>,
+    #[arg(long, value_name = "VERDICT", value_parser = verdict_parser())]
+    pub expect: Option<Verdict>,
     /// Lever the candidate applies, as in `katlas suggest --catalog` (ledger note).
     #[arg(long)]
     pub lever: Option<String>,
@@ -175,12 +176,32 @@ pub struct EvalArgs {
     #[arg(long)]
     pub mechanism: Option<String>,
     /// promote, reject, opt-in or `revisit-if: CONDITION` (default: from the verdict).
-    #[arg(long)]
-    pub disposition: Option<String>,
+    #[arg(long, value_parser = str::parse::<Disposition>)]
+    pub disposition: Option<Disposition>,
     #[command(flatten)]
     pub fleet: crate::cmd::fleet::FleetArgs,
     #[command(flatten)]
     pub format: FormatArg,
+}
+
+/// A verdict's name as a flag's value (`eval --expect`, `ledger ls --verdict`): clap refuses
+/// any other word, listing the names, before a command runs. The hyphenated spellings that
+/// `Verdict`'s parser also takes (`no-change`) are accepted as aliases.
+pub(crate) fn verdict_parser() -> impl TypedValueParser<Value = Verdict> {
+    let names = Verdict::ALL.map(|v| {
+        let name = PossibleValue::new(v.as_str());
+        match v {
+            Verdict::NoChange => name.alias("no-change"),
+            Verdict::NeedsBaseline => name.alias("needs-baseline"),
+            _ => name,
+        }
+    });
+    PossibleValuesParser::new(names).try_map(|s| s.parse::<Verdict>())
+}
+
+/// `--order`: clap refuses any other word, listing abba and shuffle.
+fn order_parser() -> impl TypedValueParser<Value = Order> {
+    PossibleValuesParser::new([Order::Abba, Order::Shuffle].map(Order::as_str)).try_map(|s| s.parse::<Order>())
 }
 
 fn goal(g: Option<GoalArg>, metric: &str) -> Goal {
@@ -221,7 +242,12 @@ fn band(p: &ProtocolArgs, cfg: &EvalConfig, calibrated: Option<katlas_eval::nois
 }
 
 fn settings(p: &ProtocolArgs, cfg: &EvalConfig, metric: String, g: Goal, parser: String, threshold: f64, mut strip: Vec<String>) -> Result<Settings, CliError> {
-    let order: Order = p.order.clone().or(cfg.order.clone()).unwrap_or_else(|| "abba".into()).parse().map_err(CliError::bad_input)?;
+    // clap has checked the flag; katlas.toml's `[eval] order` is text, checked here.
+    let order = match (p.order, &cfg.order) {
+        (Some(o), _) => o,
+        (None, Some(s)) => s.parse().map_err(|e| CliError::bad_input(format!("katlas.toml: eval.order: {e}")))?,
+        (None, None) => Order::Abba,
+    };
     let min_effect = p.min_effect.or(cfg.min_effect).unwrap_or(0.05);
     if !(min_effect > 0.0 && min_effect < 1.0) {
         return Err(CliError::bad_input(format!("--min-effect {min_effect}: expected a fraction in (0, 1)")));
@@ -339,8 +365,6 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     let root = project.root.clone();
     let layout = ctx.layout()?;
     let p = &a.protocol;
-    let expect = a.expect.as_deref().map(str::parse::<Verdict>).transpose().map_err(CliError::bad_input)?;
-    let disposition = a.disposition.as_deref().map(str::parse::<Disposition>).transpose().map_err(CliError::bad_input)?;
     let mut meta = Meta {
         lever: a.lever.clone(),
         kernel: a.kernel.clone(),
@@ -349,7 +373,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         quant: a.quant.clone(),
         hypothesis: a.hypothesis.clone(),
         mechanism: a.mechanism.clone(),
-        disposition,
+        disposition: a.disposition.clone(),
         ..Default::default()
     };
     let mut sides: Vec<SideInput>;
@@ -482,7 +506,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         let stored = record_aa(ctx, &noise_key, &report, max_band)?;
         return Ok(ExitCode::from(if stored { exit::OK } else { exit::NEGATIVE }));
     }
-    let ok = katlas_eval::eval::meets(report.result.verdict, expect);
+    let ok = katlas_eval::eval::meets(report.result.verdict, a.expect);
     Ok(ExitCode::from(if ok { exit::OK } else { exit::NEGATIVE }))
 }
 
