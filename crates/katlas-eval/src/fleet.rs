@@ -3,7 +3,7 @@
 //! allowlist decision (promote where measured better, the conservative default elsewhere,
 //! reject when any measured target regressed).
 
-use katlas_model::fleet::{ExpectedIdentity, FleetOutcome, FleetRecord, FleetSummary};
+use katlas_model::fleet::{ExpectedIdentity, FleetJobResult, FleetOutcome, FleetRecord, FleetSummary};
 use katlas_model::ledger::{Disposition, EvalResult, EvalSide, LedgerEntry, SampleRef, Verdict};
 use katlas_model::Identity;
 
@@ -23,41 +23,53 @@ pub fn identity_mismatches(expected: &ExpectedIdentity, r: &EvalResult) -> Vec<S
     let mut out = Vec::new();
     for side in &r.sides {
         let id = &side.identity;
-        let who = &side.label;
-        if expected.source.root.is_some() && id.source.root == expected.source.root {
-            source_mismatch(who, &expected.source, id, &mut out);
-        }
-        if let Some(want) = expected.binaries.get(who) {
+        let who = format!("side {}", side.label);
+        if let Some(want) = expected.binaries.get(&side.label) {
             match (want.md5.as_deref(), id.binary.as_ref().and_then(|b| b.md5.as_deref())) {
-                (Some(w), Some(g)) if w != g => out.push(format!("side {who}: binary md5 {g}, submitted {w}")),
-                (Some(_), None) => out.push(format!("side {who}: no binary digest recorded, submitted one")),
+                (Some(w), Some(g)) if w != g => out.push(format!("{who}: binary md5 {g}, submitted {w}")),
+                (Some(_), None) => out.push(format!("{who}: no binary digest recorded, submitted one")),
                 _ => {}
             }
         }
-        let keys: std::collections::BTreeSet<&String> = expected.env.keys().chain(id.env.keys()).collect();
-        for k in keys {
-            if scheduler_set(k) || side.knobs.contains_key(k) {
-                continue;
-            }
-            let (w, g) = (expected.env.get(k), id.env.get(k));
-            if w != g {
-                let show = |v: Option<&String>| v.map(|s| format!("`{s}`")).unwrap_or_else(|| "unset".into());
-                out.push(format!("side {who}: env {k} {}, submitted {}", show(g), show(w)));
-            }
-        }
+        tree_and_env_mismatches(&who, expected, id, &side.knobs, &mut out);
     }
     out.sort();
     out.dedup();
     out
 }
 
+/// Why a `gate` or `collect` target's job may not be compared with the others: its node ran
+/// another commit or diff of the submitting checkout, or another route-affecting environment.
+pub fn job_mismatches(expected: &ExpectedIdentity, job: &FleetJobResult) -> Vec<String> {
+    let mut out = Vec::new();
+    tree_and_env_mismatches("the job", expected, &job.identity, &Default::default(), &mut out);
+    out
+}
+
+fn tree_and_env_mismatches(who: &str, expected: &ExpectedIdentity, id: &Identity, knobs: &std::collections::BTreeMap<String, String>, out: &mut Vec<String>) {
+    if expected.source.root.is_some() && id.source.root == expected.source.root {
+        source_mismatch(who, &expected.source, id, out);
+    }
+    let keys: std::collections::BTreeSet<&String> = expected.env.keys().chain(id.env.keys()).collect();
+    for k in keys {
+        if scheduler_set(k) || knobs.contains_key(k) {
+            continue;
+        }
+        let (w, g) = (expected.env.get(k), id.env.get(k));
+        if w != g {
+            let show = |v: Option<&String>| v.map(|s| format!("`{s}`")).unwrap_or_else(|| "unset".into());
+            out.push(format!("{who}: env {k} {}, submitted {}", show(g), show(w)));
+        }
+    }
+}
+
 fn source_mismatch(who: &str, want: &katlas_model::SourceIdentity, got: &Identity, out: &mut Vec<String>) {
     let g = &got.source;
     if want.commit != g.commit {
-        out.push(format!("side {who}: commit {}, submitted {}", g.commit.as_deref().unwrap_or("none"), want.commit.as_deref().unwrap_or("none")));
+        out.push(format!("{who}: commit {}, submitted {}", g.commit.as_deref().unwrap_or("none"), want.commit.as_deref().unwrap_or("none")));
     } else if want.diff_md5 != g.diff_md5 {
         let show = |d: &Option<String>| d.as_deref().map(|d| format!("diff {d}")).unwrap_or_else(|| "a clean tree".into());
-        out.push(format!("side {who}: source {}, submitted {} (the tree changed after submission)", show(&g.diff_md5), show(&want.diff_md5)));
+        out.push(format!("{who}: source {}, submitted {} (the tree changed after submission)", show(&g.diff_md5), show(&want.diff_md5)));
     }
 }
 
@@ -74,6 +86,8 @@ pub fn outcome(target: &str, job_id: Option<&str>, expected: &ExpectedIdentity, 
             effect: None,
             goal: None,
             reasons: vec![missing.to_string()],
+            passed: None,
+            summary: None,
         };
     };
     let cand = r.sides.last();
@@ -94,7 +108,37 @@ pub fn outcome(target: &str, job_id: Option<&str>, expected: &ExpectedIdentity, 
         effect: r.effects.first().cloned(),
         goal: Some(r.goal),
         reasons,
+        passed: None,
+        summary: None,
     }
+}
+
+/// A `gate` or `collect` target's line: its job's result judged against the submission, or
+/// why it has none. A job whose identity does not match what was submitted is `invalid` and
+/// counts as not passed.
+pub fn job_outcome(target: &str, job_id: Option<&str>, expected: &ExpectedIdentity, result: Option<&FleetJobResult>, missing: &str) -> FleetOutcome {
+    let mut line = outcome(target, job_id, expected, None, missing);
+    let Some(j) = result else { return line };
+    let mismatches = job_mismatches(expected, j);
+    line.arch = j.arch.clone().or_else(|| j.identity.arch().map(str::to_string));
+    line.host = j.identity.host.hostname.clone();
+    line.eval_id = Some(j.id.clone());
+    line.summary = Some(j.summary.clone());
+    if mismatches.is_empty() {
+        line.passed = Some(j.passed);
+        line.reasons = j.reasons.clone();
+    } else {
+        line.passed = Some(false);
+        line.verdict = Some(Verdict::Invalid);
+        line.reasons = mismatches.into_iter().map(|m| format!("identity against the submission: {m}")).collect();
+    }
+    line
+}
+
+/// A gate's or collect's fleet passes only when every target passed (held its floors, gave its
+/// rows): a gate fails closed, so an unmeasured or `invalid` target fails it too.
+pub fn all_passed(lines: &[FleetOutcome]) -> bool {
+    !lines.is_empty() && lines.iter().all(|l| l.passed == Some(true))
 }
 
 /// Targets must have run the same binaries: for each side, a target whose binary differs
@@ -240,6 +284,8 @@ mod tests {
             effect: None,
             goal: None,
             reasons: vec![],
+            passed: None,
+            summary: None,
         }
     }
 
@@ -332,5 +378,48 @@ mod tests {
         }
         let none = outcome("b", Some("8"), &exp, None, "job 8 CANCELLED without a result");
         assert_eq!((none.verdict, none.reasons[0].as_str()), (None, "job 8 CANCELLED without a result"));
+    }
+
+    fn job(diff: &str, passed: bool) -> FleetJobResult {
+        let mut identity = Identity::default();
+        identity.source.root = Some("/p".into());
+        identity.source.commit = Some("c1".into());
+        identity.source.diff_md5 = Some(diff.into());
+        identity.env.insert("SLURM_JOB_ID".into(), "12".into());
+        FleetJobResult {
+            schema: katlas_model::fleet::FLEET_JOB_SCHEMA.into(),
+            id: "fleet/f/wide/1".into(),
+            command: katlas_model::fleet::FleetCommand::Gate,
+            identity,
+            finished_at: String::new(),
+            passed,
+            summary: "gate wide: PASS".into(),
+            arch: Some("wide".into()),
+            reasons: vec![],
+            gate: None,
+            rows_file: None,
+            rows_ok: None,
+            rows_error: None,
+        }
+    }
+
+    #[test]
+    fn a_gate_fleet_passes_only_when_every_target_held_and_ran_what_was_submitted() {
+        let mut exp = ExpectedIdentity::default();
+        exp.source.root = Some("/p".into());
+        exp.source.commit = Some("c1".into());
+        exp.source.diff_md5 = Some("d1".into());
+        let ok = job_outcome("wide", Some("3"), &exp, Some(&job("d1", true)), "");
+        assert_eq!((ok.passed, ok.arch.as_deref(), ok.verdict), (Some(true), Some("wide"), None));
+        let failed = job_outcome("narrow", Some("4"), &exp, Some(&job("d1", false)), "");
+        assert_eq!(failed.passed, Some(false));
+        assert!(all_passed(std::slice::from_ref(&ok)));
+        assert!(!all_passed(&[ok.clone(), failed]), "one target under its floor fails the fleet");
+        let edited = job_outcome("narrow", Some("4"), &exp, Some(&job("d2", true)), "");
+        assert_eq!((edited.passed, edited.verdict), (Some(false), Some(Verdict::Invalid)));
+        assert!(edited.reasons[0].contains("the tree changed after submission"), "{:?}", edited.reasons);
+        let missing = job_outcome("narrow", Some("4"), &exp, None, "job 4 CANCELLED without a result");
+        assert!(!all_passed(&[ok, missing]), "an unmeasured target fails closed");
+        assert!(!all_passed(&[]));
     }
 }

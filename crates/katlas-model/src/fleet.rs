@@ -9,6 +9,39 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub const FLEET_SCHEMA: &str = "katlas.fleet.v1";
+pub const FLEET_JOB_SCHEMA: &str = "katlas.fleet_job.v1";
+
+/// The katlas command a fleet's jobs run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FleetCommand {
+    /// `katlas eval`: each target's verdict, then the allowlist decision.
+    #[default]
+    Eval,
+    /// `katlas gate`: each target's speed floors (its arch's baseline file).
+    Gate,
+    /// `katlas collect`: each target's corpus rows.
+    Collect,
+}
+
+impl FleetCommand {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FleetCommand::Eval => "eval",
+            FleetCommand::Gate => "gate",
+            FleetCommand::Collect => "collect",
+        }
+    }
+    fn is_eval(&self) -> bool {
+        *self == FleetCommand::Eval
+    }
+}
+
+impl std::fmt::Display for FleetCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// `katlas.fleet.v1`: one cross-target eval as submitted, rewritten as its jobs move.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -20,13 +53,17 @@ pub struct FleetRecord {
     pub id: String,
     /// `slurm`.
     pub scheduler: String,
+    /// What every target runs (absent: `eval`).
+    #[serde(default, skip_serializing_if = "FleetCommand::is_eval")]
+    pub command: FleetCommand,
     pub created_at: String,
     /// Host that submitted the jobs.
     #[serde(default)]
     pub submitted_from: Option<String>,
-    /// The `katlas eval` arguments every target runs (the same plan and seed everywhere).
+    /// The arguments of the katlas command every target runs (the same plan and seed
+    /// everywhere), credentials redacted.
     pub eval_args: Vec<String>,
-    /// Metric and goal of the eval, for the table.
+    /// Metric and goal of the eval, for the table (a gate's or collect's: what it reads).
     pub metric: String,
     #[serde(default)]
     pub lever: Option<String>,
@@ -123,4 +160,45 @@ pub struct FleetOutcome {
     /// Why the verdict is what it is, or why nothing was measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasons: Vec<String>,
+    /// A gate's or collect's target: whether it passed (absent: not measured, or an eval's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed: Option<bool>,
+    /// A gate's or collect's target: its finding in one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+/// `katlas.fleet_job.v1`: what one `gate` or `collect` job of a fleet did on its node
+/// (`.katlas/fleet/<fleet>/<target>/<attempt>/job.json`, pushed to the team store). An eval's
+/// job writes its eval result instead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FleetJobResult {
+    /// Always `katlas.fleet_job.v1`.
+    pub schema: String,
+    /// `fleet/<fleet>/<target>/<attempt>`.
+    pub id: String,
+    pub command: FleetCommand,
+    /// The node's identity when the command ended: host, devices, source tree, route-affecting env.
+    pub identity: crate::Identity,
+    pub finished_at: String,
+    /// `gate`: every floor held. `collect`: every run gave its rows without an error row.
+    pub passed: bool,
+    /// The command's finding in one line (the gate's headline, collect's row counts).
+    pub summary: String,
+    /// Arch atom the command judged or measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    /// `gate`: its report (`katlas.gate.v1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<serde_json::Value>,
+    /// `collect`: the corpus file its rows went to, relative to `.katlas/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_ok: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_error: Option<u64>,
 }

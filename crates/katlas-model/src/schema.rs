@@ -23,6 +23,7 @@ pub fn schemas() -> Vec<SchemaDoc> {
         (crate::ledger::EVAL_SAMPLE_SCHEMA, || serde_json::to_value(schemars::schema_for!(crate::ledger::EvalSample)).expect("schema serialises")),
         (crate::ledger::EVAL_RESULT_SCHEMA, || serde_json::to_value(schemars::schema_for!(crate::ledger::EvalResult)).expect("schema serialises")),
         (crate::fleet::FLEET_SCHEMA, || serde_json::to_value(schemars::schema_for!(crate::fleet::FleetRecord)).expect("schema serialises")),
+        (crate::fleet::FLEET_JOB_SCHEMA, || serde_json::to_value(schemars::schema_for!(crate::fleet::FleetJobResult)).expect("schema serialises")),
         (crate::task::TASK_SCHEMA, || serde_json::to_value(schemars::schema_for!(crate::task::Task)).expect("schema serialises")),
     ];
     core.iter().map(|(name, f)| SchemaDoc { name, schema: f() }).collect()

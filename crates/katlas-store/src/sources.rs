@@ -16,6 +16,8 @@ pub enum Kind {
     EvalSamples,
     /// `isa/*.json`: `katlas.isa.v1` manifests.
     Isa,
+    /// A `gate` or `collect` fleet target's `fleet/*/*/*/job.json` (`katlas.fleet_job.v1`).
+    FleetJob,
 }
 
 impl Kind {
@@ -26,6 +28,7 @@ impl Kind {
             Kind::EvalResult => "eval_result",
             Kind::EvalSamples => "eval_samples",
             Kind::Isa => "isa",
+            Kind::FleetJob => "fleet_job",
         }
     }
     /// JSON-lines files grow by appends and are indexed incrementally; the others are whole documents.
@@ -115,6 +118,10 @@ fn evals(root: &Path, dirs: Vec<PathBuf>, out: &mut Vec<Source>) {
         let samples = d.join("samples.jsonl");
         if samples.is_file() {
             out.push(source(root, samples, Kind::EvalSamples));
+        }
+        let job = d.join("job.json");
+        if job.is_file() {
+            out.push(source(root, job, Kind::FleetJob));
         }
     }
 }

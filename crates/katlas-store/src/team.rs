@@ -279,6 +279,8 @@ fn parse_record(kind: Kind, source: &str, line: u64, raw: &[u8]) -> Parsed {
             extract::isa_manifest(&m, source, &md5, &mut b);
             md5
         }),
+        // Kept whole in `records` only: the submitting side reads a fleet's jobs by id.
+        Kind::FleetJob => parse_line::<katlas_model::fleet::FleetJobResult>(t, katlas_model::fleet::FLEET_JOB_SCHEMA).map(|j| j.id),
     };
     match id {
         Ok(id) => Parsed::Record(Record { kind, id, source: source.to_string(), line, raw: raw.to_vec() }, b),
@@ -642,7 +644,7 @@ pub struct PullStats {
 }
 
 fn kind_of(s: &str) -> Option<Kind> {
-    [Kind::Rows, Kind::Ledger, Kind::EvalResult, Kind::EvalSamples, Kind::Isa].into_iter().find(|k| k.as_str() == s)
+    [Kind::Rows, Kind::Ledger, Kind::EvalResult, Kind::EvalSamples, Kind::Isa, Kind::FleetJob].into_iter().find(|k| k.as_str() == s)
 }
 
 /// The longest file name a pulled record may have (bytes), and its whole path under `.katlas/`.
@@ -678,7 +680,7 @@ fn destination(kind: Kind, rel: &str, host: &str) -> String {
             None => rel.to_string(),
         },
         Kind::Isa => rel.to_string(),
-        Kind::Ledger | Kind::EvalResult | Kind::EvalSamples => format!("{}/{host}/{rel}", sources::PULLED_DIR),
+        Kind::Ledger | Kind::EvalResult | Kind::EvalSamples | Kind::FleetJob => format!("{}/{host}/{rel}", sources::PULLED_DIR),
     }
 }
 
@@ -701,6 +703,7 @@ fn source_ok(kind: Kind, rel: &str) -> bool {
         Kind::Isa => matches!(parts.as_slice(), ["isa", f] if f.ends_with(".json")),
         Kind::EvalResult => parts.last() == Some(&"result.json") && eval_dir(&parts[..parts.len() - 1]),
         Kind::EvalSamples => parts.last() == Some(&"samples.jsonl") && eval_dir(&parts[..parts.len() - 1]),
+        Kind::FleetJob => matches!(parts.as_slice(), ["fleet", _, _, _, "job.json"]),
     }
 }
 
@@ -1037,6 +1040,8 @@ mod tests {
         assert!(source_ok(Kind::EvalSamples, "tasks/t1/evals/e1/samples.jsonl"));
         assert!(source_ok(Kind::EvalResult, "fleet/f1/gfx1100/1/result.json"), "a fleet target's eval");
         assert!(!source_ok(Kind::EvalResult, "fleet/f1/result.json"));
+        assert!(source_ok(Kind::FleetJob, "fleet/f1/gfx1100/1/job.json"), "a gate or collect fleet target's job");
+        assert!(!source_ok(Kind::FleetJob, "evals/e1/job.json"), "only a fleet target writes one");
         assert!(source_ok(Kind::Isa, "isa/scan-1.json"));
         for bad in ["corpus/../../x.jsonl", "/etc/passwd", "corpus/a/b.jsonl", "corpus/.hidden.jsonl", "ledger.jsonl/x", "corpus/x.txt", "evals/../result.json"]
         {

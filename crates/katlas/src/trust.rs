@@ -60,9 +60,9 @@ pub fn shown(ctx: &Ctx, p: &Path) -> String {
     abs.strip_prefix(&cwd).map(|r| r.display().to_string()).unwrap_or_else(|_| p.display().to_string())
 }
 
-/// Record a task packet katlas has just written at the user's command, whose
-/// commands were printed with it, as trusted: the packet is the user's own, not a
-/// file a repository shipped. Best effort: on failure the user is asked at eval.
+/// Record a file katlas has just written at the user's command (a task packet, a fleet's job
+/// script), whose commands are printed with it, as trusted: it is the user's own, not a file
+/// a repository shipped. Best effort: on failure the user is asked when it runs.
 pub fn trust_written(ctx: &Ctx, file: &Path) {
     let saved = TrustStore::load().and_then(|mut store| {
         let content = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
@@ -70,7 +70,7 @@ pub fn trust_written(ctx: &Ctx, file: &Path) {
         store.save()
     });
     match saved {
-        Ok(()) => eprintln!("katlas: trusted {} for eval (its commands are shown above; `katlas trust --revoke` undoes it)", printable(&shown(ctx, file))),
-        Err(e) => eprintln!("katlas: warning: trust store: {e}; `katlas eval` will ask for `katlas trust`"),
+        Ok(()) => eprintln!("katlas: trusted {}, which katlas wrote (`katlas trust --revoke` undoes it)", printable(&shown(ctx, file))),
+        Err(e) => eprintln!("katlas: warning: trust store: {e}; running it will ask for `katlas trust`"),
     }
 }

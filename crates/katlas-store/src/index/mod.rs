@@ -442,7 +442,8 @@ fn is_bulk(t: &TableDef) -> bool {
 fn delete_document(tx: &Connection, rel: &str, kind: Kind) -> rusqlite::Result<()> {
     let stmts: &[&str] = match kind {
         Kind::EvalResult => &["DELETE FROM evals WHERE source = ?1", "DELETE FROM eval_sides WHERE source = ?1"],
-        _ => &["DELETE FROM isa_kernels WHERE manifest = ?1", "DELETE FROM isa_objects WHERE manifest = ?1"],
+        Kind::Isa => &["DELETE FROM isa_kernels WHERE manifest = ?1", "DELETE FROM isa_objects WHERE manifest = ?1"],
+        _ => &[],
     };
     for s in stmts {
         tx.execute(s, [rel])?;
@@ -573,7 +574,13 @@ impl Schema for LeanRow<'_> {
 macro_rules! schema_field {
     ($($t:ty),*) => {$(impl Schema for $t { fn schema(&self) -> &str { &self.schema } })*};
 }
-schema_field!(katlas_model::LedgerEntry, katlas_model::EvalSample, katlas_model::EvalResult, katlas_isa::manifest::IsaManifest);
+schema_field!(
+    katlas_model::LedgerEntry,
+    katlas_model::EvalSample,
+    katlas_model::EvalResult,
+    katlas_isa::manifest::IsaManifest,
+    katlas_model::fleet::FleetJobResult
+);
 
 /// Parse one JSON record whose `schema` must be `want_schema`: the record, or why not (the
 /// field path named). The wrong schema is reported first, even when the rest does not parse.
@@ -752,6 +759,8 @@ fn ingest_document(loader: &mut Loader, s: &Source, stats: &mut Stats) -> Result
     let mut b = Batch::default();
     let res = match s.kind {
         Kind::EvalResult => parse_line::<katlas_model::EvalResult>(&bytes, katlas_model::EVAL_RESULT_SCHEMA).map(|r| extract::eval_result(&r, &s.rel, &mut b)),
+        // Checked, not tabled: `katlas fleet` reads a fleet's jobs from its own directory.
+        Kind::FleetJob => parse_line::<katlas_model::fleet::FleetJobResult>(&bytes, katlas_model::fleet::FLEET_JOB_SCHEMA).map(|_| ()),
         _ => parse_line::<katlas_isa::manifest::IsaManifest>(&bytes, katlas_isa::manifest::SCHEMA)
             .map(|m| extract::isa_manifest(&m, &s.rel, &md5_hex(&bytes), &mut b)),
     };

@@ -1,11 +1,13 @@
 //! `katlas collect WORKLOAD`: run a workload spec in fresh processes and
 //! append one row per (run, phase) to the corpus.
 
+use crate::cmd::fleet::job;
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, table, Format, FormatArg};
 use katlas_collect::collect::{collect, CollectOptions};
 use katlas_collect::ops::OpRules;
 use katlas_collect::spec::{self, SpecError};
+use katlas_model::fleet::FleetCommand;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -42,6 +44,8 @@ pub struct CollectArgs {
     /// List the workloads this project can run.
     #[arg(long)]
     pub list: bool,
+    #[command(flatten)]
+    pub fleet: crate::cmd::fleet::FleetArgs,
     #[command(flatten)]
     pub format: FormatArg,
 }
@@ -90,6 +94,30 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
         let src = if project.config_path.as_deref() == Some(file) { project.config_commands(cmds) } else { crate::trust::source_of(file, cmds)? };
         crate::trust::authorize(ctx, &[src])?;
     }
+    if (args.fleet.on.is_some() || args.fleet.fleet_target.is_some()) && (args.list || args.output.is_some()) {
+        return Err(CliError::bad_input("--list and --output run here: a fleet's collect writes each target's rows to its own corpus file"));
+    }
+    if args.fleet.on.is_some() {
+        // The workload's commands were shown and trusted above, here, where a person answers;
+        // the jobs on the nodes find them trusted.
+        return crate::cmd::fleet::submit_command(
+            crate::cmd::fleet::Submission {
+                command: FleetCommand::Collect,
+                fleet: &args.fleet,
+                metric: format!("workload {}", ls.name),
+                lever: None,
+                kernel: None,
+                arch_given: false,
+                format: args.format.format,
+            },
+            ctx,
+        );
+    }
+    let attempt = match args.fleet.fleet_target.as_deref().map(|s| job::begin(ctx, s)).transpose()? {
+        Some(None) => return Ok(ExitCode::SUCCESS),
+        Some(Some(at)) => Some(at),
+        None => None,
+    };
     let mut set = BTreeMap::new();
     for kv in &args.set {
         let (k, v) = kv.split_once('=').ok_or_else(|| CliError::bad_input(format!("--set {kv}: expected KEY=VALUE")))?;
@@ -106,7 +134,10 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
     if args.capture_modules {
         opts.capture_lib = Some(capture_lib()?);
     }
-    opts.output = args.output.as_ref().map(|p| ctx.resolve(p));
+    opts.output = match &attempt {
+        Some(at) => Some(at.rows_file(ctx)?),
+        None => args.output.as_ref().map(|p| ctx.resolve(p)),
+    };
     opts.progress = std::io::stderr().is_terminal();
     katlas_proc::install_interrupt_handler();
     let rep = collect(&ls, &opts).map_err(CliError::bad_input)?;
@@ -147,6 +178,17 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
     }
     if rep.interrupted {
         return Ok(ExitCode::from(crate::ctx::exit::INTERRUPTED));
+    }
+    if let Some(at) = &attempt {
+        let found = job::Found {
+            passed: rep.rows_error == 0 && rep.rows_ok > 0,
+            summary: format!("{}: {} runs, {} ok rows, {} error rows", rep.workload, rep.runs, rep.rows_ok, rep.rows_error),
+            arch: None,
+            reasons: rep.rows.iter().filter_map(|r| r.message.clone()).take(5).collect(),
+            gate: None,
+            rows: Some((rep.output.clone(), rep.rows_ok as u64, rep.rows_error as u64)),
+        };
+        job::finish(ctx, at, FleetCommand::Collect, found)?;
     }
     Ok(if rep.rows_error > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

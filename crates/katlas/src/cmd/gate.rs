@@ -1,10 +1,12 @@
 //! `katlas gate`: speed floors per arch, fail closed.
 
+use crate::cmd::fleet::job;
 use crate::ctx::{exit, CliError, CmdResult, Ctx};
 use crate::output::{print_json, table, Format, FormatArg};
 use katlas_eval::config::GateConfig;
 use katlas_eval::gate::{check_with_facts, find, parse, unknown_directions, update, Status};
 use katlas_eval::protocol::run_process;
+use katlas_model::fleet::FleetCommand;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +55,8 @@ pub struct GateArgs {
     #[arg(long, default_value_t = 600.0)]
     pub timeout: f64,
     #[command(flatten)]
+    pub fleet: crate::cmd::fleet::FleetArgs,
+    #[command(flatten)]
     pub format: FormatArg,
 }
 
@@ -63,6 +67,32 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
     let runs = a.runs.or(gcfg.runs).unwrap_or(5);
     let threshold = a.threshold.or(gcfg.threshold).unwrap_or(0.01);
     let command = a.command.clone().or(gcfg.command.clone());
+    if let Some(cmd) = command.as_ref().filter(|_| a.command.is_none()) {
+        crate::trust::authorize(ctx, &[project.config_commands(vec![("[gate] command".into(), cmd.clone())])])?;
+    }
+    if a.update && (a.fleet.on.is_some() || a.fleet.fleet_target.is_some()) {
+        return Err(CliError::bad_input("--update runs here, not on a fleet: judge with --on slurm, then raise floors from one machine's runs"));
+    }
+    if a.fleet.on.is_some() {
+        return crate::cmd::fleet::submit_command(
+            crate::cmd::fleet::Submission {
+                command: FleetCommand::Gate,
+                fleet: &a.fleet,
+                metric: if a.keys.is_empty() { "speed floors".into() } else { format!("speed floors of {}", a.keys.join(", ")) },
+                lever: None,
+                kernel: None,
+                arch_given: a.arch.is_some(),
+                format: a.format.format,
+            },
+            ctx,
+        );
+    }
+    // A fleet target's job judges in its own attempt directory and reports through the store.
+    let attempt = match a.fleet.fleet_target.as_deref().map(|s| job::begin(ctx, s)).transpose()? {
+        Some(None) => return Ok(ExitCode::SUCCESS),
+        Some(Some(at)) => Some(at),
+        None => None,
+    };
     let arch = match &a.arch {
         Some(x) => x.clone(),
         None => katlas_identity::gpu::devices().into_iter().find_map(|d| d.arch).ok_or_else(|| CliError::missing_env("no GPU detected; give --arch"))?,
@@ -73,7 +103,19 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
         (None, None) => project.root.join("tests/speed-baselines"),
     };
     let Some(path) = find(&dir, &arch) else {
-        eprintln!("katlas: gate: no baseline file for {arch} in {} (fail closed)", dir.display());
+        let why = format!("no baseline file for {arch} in {} (fail closed)", dir.display());
+        eprintln!("katlas: gate: {why}");
+        if let Some(at) = &attempt {
+            let found = job::Found {
+                passed: false,
+                summary: format!("gate {arch}: FAIL — {why}"),
+                arch: Some(arch.clone()),
+                reasons: vec![why],
+                gate: None,
+                rows: None,
+            };
+            job::finish(ctx, at, FleetCommand::Gate, found)?;
+        }
         return Ok(ExitCode::from(exit::NEGATIVE));
     };
     let text = katlas_corpus::input::read_text(&path).map_err(CliError::bad_input)?;
@@ -101,9 +143,6 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
         add(&t, &f.display().to_string())?;
     }
     if let Some(cmd) = &command {
-        if a.command.is_none() {
-            crate::trust::authorize(ctx, &[project.config_commands(vec![("[gate] command".into(), cmd.clone())])])?;
-        }
         for i in 0..runs {
             let argv = vec!["sh".to_string(), "-c".to_string(), cmd.clone()];
             let r = run_process(&argv, &BTreeMap::new(), &[], &project.root, Duration::from_secs_f64(a.timeout)).map_err(CliError::missing_env)?;
@@ -130,6 +169,17 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
         facts.insert(k.trim().into(), v.trim().into());
     }
     let report = check_with_facts(&file, &arch, &measured, threshold, &a.keys, &facts, &gcfg.goals);
+    if let Some(at) = &attempt {
+        let found = job::Found {
+            passed: report.passed,
+            summary: headline(&arch, &report),
+            arch: Some(arch.clone()),
+            reasons: report.reasons.clone(),
+            gate: serde_json::to_value(&report).ok(),
+            rows: None,
+        };
+        job::finish(ctx, at, FleetCommand::Gate, found)?;
+    }
     if a.format.format == Format::Json {
         print_json(&report);
     } else {

@@ -14,7 +14,7 @@ use std::process::Output;
 const BENCH: &str = r#"#!/bin/sh
 # One sample of the lab's 4-bit GEMV in variant $1 at the shape this partition serves.
 exec "$KATLAS_LAB" --backend cpu --kernel 'gemv_hfq4g256$' --variant "$1" \
-  --shapes "$(cat "inputs/${SLURM_JOB_PARTITION:?run me through sbatch}")" --samples 20 --format collect
+  --shapes "$(cat "inputs/${SLURM_JOB_PARTITION:?run me through sbatch}")" --samples 40 --format collect
 "#;
 
 struct Cluster {
@@ -78,6 +78,11 @@ impl Cluster {
 /// A git project with the bench script, one input file per partition and a `[fleet]` that
 /// gives each job the node to itself and looks every second.
 fn project() -> tempfile::TempDir {
+    project_with("", &[])
+}
+
+/// [`project`] with more of katlas.toml and more files, committed.
+fn project_with(toml: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
     std::fs::write(p.join("bench.sh"), BENCH).unwrap();
@@ -86,7 +91,11 @@ fn project() -> tempfile::TempDir {
     std::fs::create_dir(p.join("inputs")).unwrap();
     std::fs::write(p.join("inputs/wide"), "1024x4096\n").unwrap();
     std::fs::write(p.join("inputs/narrow"), "1x16384\n").unwrap();
-    std::fs::write(p.join("katlas.toml"), "[fleet]\nsbatch_args = [\"--exclusive\"]\ntime_limit = \"20:00\"\npoll_s = 1\n").unwrap();
+    std::fs::write(p.join("katlas.toml"), format!("[fleet]\nsbatch_args = [\"--exclusive\"]\ntime_limit = \"20:00\"\npoll_s = 1\n{toml}")).unwrap();
+    for (rel, text) in files {
+        std::fs::create_dir_all(p.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(p.join(rel), text).unwrap();
+    }
     std::fs::write(p.join(".gitignore"), ".katlas/\n").unwrap();
     git(p, &["init", "-q"]);
     git(p, &["add", "-A"]);
@@ -109,18 +118,27 @@ fn ledger(c: &Cluster, project: &Path) -> Vec<Value> {
     v.as_array().or_else(|| v["entries"].as_array()).cloned().unwrap_or_else(|| panic!("{v}"))
 }
 
+/// A target whose verdict a busy 2-core box's spread decided rather than the lever: `unstable`
+/// (CPU spread past the limits), or `invalid` because one run fell into the slow mode of the
+/// box's two speeds (a sibling hyperthread busy) while most later runs did not, which the
+/// shared-state guard cannot tell from a cache one run leaves for the next.
+fn busy_box_artifact(o: &Value) -> bool {
+    o["verdict"] == "unstable" || (o["verdict"] == "invalid" && o["reasons"].to_string().contains("runs share state"))
+}
+
 fn outcome<'a>(entry: &'a Value, target: &str) -> &'a Value {
     entry["fleet"]["targets"].as_array().and_then(|t| t.iter().find(|o| o["target"] == target)).unwrap_or_else(|| panic!("no {target} in {entry}"))
 }
 
 #[test]
 #[ignore = "heavy: starts a Slurm cluster and a PostgreSQL server and measures on them; run by scripts/test-all's second step"]
-fn a_fleet_eval_through_slurm_judges_each_partition_resumes_a_cancelled_job_and_refuses_a_changed_tree() {
+fn a_fleet_through_slurm_judges_each_partition_resumes_a_cancelled_job_and_refuses_a_changed_tree() {
     let c = Cluster { slurm: Slurm::start(), pg: Pg::start(), lab: lab_binary(), config: tempfile::tempdir().unwrap() };
 
     // 1. One eval, two partitions: faster on wide, slower on narrow → reject, gated per arch.
-    //    A busy 2-core box can leave a target `unstable` (CPU spread past the limits): the
-    //    fleet is measured again, at most three times, as a person would on such a box.
+    //    A busy 2-core box can leave a target `unstable` or `invalid` by its spread alone
+    //    ([`busy_box_artifact`]): the fleet is measured again, at most three times, as a
+    //    person would on such a box.
     let (mut p, mut o, mut out, mut entry) = (project(), None, String::new(), Value::Null);
     for _ in 0..3 {
         p = project();
@@ -131,7 +149,7 @@ fn a_fleet_eval_through_slurm_judges_each_partition_resumes_a_cancelled_job_and_
             .find(|e| e["id"].as_str().is_some_and(|i| i.starts_with("fleet-")))
             .unwrap_or_else(|| panic!("no fleet entry: {out}"));
         o = Some(run);
-        if outcome(&entry, "wide")["verdict"] != "unstable" && outcome(&entry, "narrow")["verdict"] != "unstable" {
+        if !["wide", "narrow"].iter().any(|t| busy_box_artifact(outcome(&entry, t))) {
             break;
         }
     }
@@ -213,4 +231,61 @@ fn a_fleet_eval_through_slurm_judges_each_partition_resumes_a_cancelled_job_and_
     assert_eq!(wide["verdict"], "invalid", "{entry}");
     assert!(wide["reasons"].to_string().contains("the tree changed after submission"), "{entry}");
     assert_eq!(entry["fleet"]["decision"], "keep_default", "{entry}");
+
+    // 4. A gate through the fleet: each target judged against its own arch's baseline file
+    //    (`[fleet.target.NAME] arch`). Both files hold the same ceiling, a factor of about ten
+    //    from each shape's time (wide does 64 times narrow's work): the partition's input alone
+    //    decides that wide fails and narrow passes, and one failing target fails the gate.
+    const TARGETS: &str = "[fleet.target.wide]\npartition = \"wide\"\narch = \"wide\"\n[fleet.target.narrow]\npartition = \"narrow\"\narch = \"narrow\"\n\
+        [workload.gemv]\ncommand = \"./bench.sh r4\"\nparsers = [\"katlas-rows\"]\nruns = 2\nwarmup = 0\n";
+    let ceilings = [("tests/speed-baselines/wide.txt", "cpu_min_us=330\n"), ("tests/speed-baselines/narrow.txt", "cpu_min_us=330\n")];
+    let p = project_with(TARGETS, &ceilings);
+    let gate = ["gate", "--command", "./bench.sh r4", "--parser", "katlas-rows", "-n", "3", "--on", "slurm"];
+    let o = c.katlas(p.path(), &gate);
+    assert_eq!(o.status.code(), Some(1), "{}", c.fail("the fleet gate", &o));
+    let out = stdout(&o);
+    let line = |t: &str| out.lines().find(|l| l.contains(&format!(" {t} ")) && l.contains("gate ")).unwrap_or_else(|| panic!("no {t} line: {out}")).to_string();
+    assert!(line("wide").contains("fail") && line("wide").contains("gate wide: FAIL"), "{out}");
+    assert!(line("narrow").contains("pass") && line("narrow").contains("gate narrow: PASS"), "{out}");
+    assert!(out.contains("gate: FAIL on wide"), "{out}");
+    let id = submitted_id(&o);
+    for (t, passed) in [("wide", false), ("narrow", true)] {
+        let stored = c.pg.psql(&format!("SELECT convert_from(raw, 'UTF8') FROM records WHERE kind = 'fleet_job' AND id LIKE 'fleet/{id}/{t}/%'"));
+        let job: Value = serde_json::from_str(stored.trim()).unwrap_or_else(|e| panic!("{e}: the store holds {stored:?} for {t}"));
+        assert_eq!((job["command"].as_str(), job["passed"].as_bool(), job["arch"].as_str()), (Some("gate"), Some(passed), Some(t)), "{job}");
+        assert_eq!(job["gate"]["checks"][0]["metric"], "cpu_min_us", "{job}");
+    }
+
+    // 5. A gate whose tree changed after submission: the target is invalid and fails the gate.
+    let p = project_with(TARGETS, &ceilings);
+    let holder = c.slurm.hold_node();
+    let o = c.katlas(p.path(), &[&gate[..], &["--target", "narrow", "--no-wait"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", c.fail("gate --no-wait", &o));
+    let id = submitted_id(&o);
+    std::fs::write(p.path().join("tests/speed-baselines/narrow.txt"), "cpu_min_us=100000\n").unwrap();
+    c.slurm.output("scancel", &[&holder]);
+    let o = c.katlas(p.path(), &["fleet", "wait", &id]);
+    assert_eq!(o.status.code(), Some(1), "{}", c.fail("fleet wait on a gate over a changed tree", &o));
+    let out = stdout(&o);
+    assert!(out.lines().any(|l| l.contains(" narrow ") && l.contains("invalid") && l.contains("the tree changed after submission")), "{out}");
+
+    // 6. A collect through the fleet: each target's rows, measured at its partition's shape,
+    //    land in the shared corpus under its own file and in the store.
+    let p = project_with(TARGETS, &ceilings);
+    let o = c.katlas(p.path(), &["collect", "gemv", "--on", "slurm"]);
+    assert_eq!(o.status.code(), Some(0), "{}", c.fail("the fleet collect", &o));
+    let id = submitted_id(&o);
+    assert!(stdout(&o).contains("collect: every target's rows are in the store"), "{}", stdout(&o));
+    for (t, shape) in [("wide", "1024x4096"), ("narrow", "1x16384")] {
+        let file = format!("corpus/fleet-{id}-{t}-1.jsonl");
+        let rows = std::fs::read_to_string(p.path().join(".katlas").join(&file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let rows: Vec<Value> = rows.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert!(rows.len() >= 2 && rows.iter().all(|r| r["shape_bucket"] == shape), "{t} measured {rows:?}");
+        let ids: std::collections::BTreeSet<&str> = rows.iter().filter_map(|r| r["id"].as_str()).collect();
+        let stored = c.pg.psql(&format!("SELECT count(*) FROM records WHERE kind = 'rows' AND source = '{file}'"));
+        assert_eq!(stored.trim().parse::<usize>().ok(), Some(ids.len()), "the store holds {stored:?} rows of {file}");
+        let job = c.pg.psql(&format!("SELECT convert_from(raw, 'UTF8') FROM records WHERE kind = 'fleet_job' AND id = 'fleet/{id}/{t}/1'"));
+        let job: Value = serde_json::from_str(job.trim()).unwrap_or_else(|e| panic!("{e}: {job:?}"));
+        assert_eq!((job["command"].as_str(), job["passed"].as_bool(), job["rows_file"].as_str()), (Some("collect"), Some(true), Some(file.as_str())), "{job}");
+    }
 }

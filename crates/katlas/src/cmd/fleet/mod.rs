@@ -4,6 +4,7 @@
 //! and verdict to the team store; the submitting side follows the jobs, resubmits a target
 //! whose job died, and ends in the cross-target table and the allowlist decision.
 
+pub mod job;
 mod slurm;
 mod submit;
 
@@ -11,7 +12,7 @@ use crate::cmd::store::{team_error, UrlArg};
 use crate::ctx::{exit, CliError, CmdResult, Ctx};
 use crate::output::{print_json, printable, FormatArg};
 use katlas_corpus::Layout;
-use katlas_model::fleet::{FleetOutcome, FleetRecord};
+use katlas_model::fleet::{FleetCommand, FleetJobResult, FleetOutcome, FleetRecord};
 use katlas_model::ledger::{EvalResult, Verdict};
 use katlas_store::sources::Kind;
 use katlas_store::team::{self, Store};
@@ -20,7 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-pub use submit::{fleet_target_dirs, push_target, submit, FleetArgs};
+pub use submit::{fleet_target_dirs, push_target, submit, submit_command, FleetArgs, Submission};
 
 /// How long the submitting side follows its jobs.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -90,6 +91,9 @@ pub struct FleetSection {
 pub struct TargetSection {
     pub partition: Option<String>,
     pub constraint: Option<String>,
+    /// Arch atom of the target's nodes: the baseline file `katlas gate` judges there when
+    /// `--arch` is not typed (else the node's detected GPU).
+    pub arch: Option<String>,
     #[serde(default)]
     pub sbatch_args: Vec<String>,
 }
@@ -222,11 +226,18 @@ pub fn connect(ctx: &Ctx) -> Result<Store, CliError> {
     Store::connect(&url).map_err(team_error)
 }
 
+/// A target's result, from the store.
+#[derive(Debug, Clone)]
+enum Finished {
+    Eval(Box<EvalResult>),
+    /// A gate's or collect's job.
+    Job(Box<FleetJobResult>),
+}
+
 /// What one look found for a target.
 #[derive(Debug, Clone)]
 enum Look {
-    /// The target's eval result, from the store.
-    Done(Box<EvalResult>),
+    Done(Finished),
     Live(slurm::JobInfo),
     /// The job ended (or was forgotten) without a result in the store.
     Ended {
@@ -240,24 +251,28 @@ enum Look {
 /// Whether the store's record `id` holds exactly the result this fleet's job wrote in the
 /// project (`fleet/F/T/N/result.json`, on the file system the nodes share). Anyone who can push
 /// to the store can push a record under a fleet's id; only the job writes the file.
-fn written_by_the_job(layout: &Layout, id: &str, raw: &[u8]) -> bool {
+fn written_by_the_job(layout: &Layout, id: &str, file: &str, raw: &[u8]) -> bool {
     let parts: Vec<&str> = id.split('/').collect();
     let ["fleet", f, t, n] = parts.as_slice() else { return false };
     if !(submit::plain_name(f) && submit::plain_name(t) && n.parse::<u32>().is_ok()) {
         return false;
     }
-    let file = submit::job_dir(layout, f, t).join(n).join("result.json");
+    let file = submit::job_dir(layout, f, t).join(n).join(file);
     katlas_fs::check(&file).is_ok() && std::fs::read(&file).is_ok_and(|b| b == raw)
 }
 
-/// The newest finished eval of `target` in the store that its job wrote (another host's
+/// The newest finished result of `target` in the store that its job wrote (another host's
 /// evidence: read, never resumed). A record the job's file does not back is reported, not used.
-fn stored_result(layout: &Layout, store: &mut Store, fleet: &str, target: &str) -> Result<Option<EvalResult>, CliError> {
-    let recs = team::records_with_prefix(store, Kind::EvalResult, &format!("fleet/{fleet}/{target}/"), 1000).map_err(team_error)?;
-    let mut best: Option<(u32, EvalResult)> = None;
+fn stored_result(layout: &Layout, store: &mut Store, command: FleetCommand, fleet: &str, target: &str) -> Result<Option<Finished>, CliError> {
+    let (kind, file) = match command {
+        FleetCommand::Eval => (Kind::EvalResult, "result.json"),
+        FleetCommand::Gate | FleetCommand::Collect => (Kind::FleetJob, "job.json"),
+    };
+    let recs = team::records_with_prefix(store, kind, &format!("fleet/{fleet}/{target}/"), 1000).map_err(team_error)?;
+    let mut best: Option<(u32, Finished)> = None;
     for rec in recs {
         let n: u32 = rec.id.rsplit('/').next().and_then(|n| n.parse().ok()).unwrap_or(0);
-        if !written_by_the_job(layout, &rec.id, &rec.raw) {
+        if !written_by_the_job(layout, &rec.id, file, &rec.raw) {
             eprintln!(
                 "katlas: warning: the store's result {} (pushed by {}) is not the file this fleet's job wrote: not used",
                 printable(&rec.id),
@@ -265,9 +280,13 @@ fn stored_result(layout: &Layout, store: &mut Store, fleet: &str, target: &str) 
             );
             continue;
         }
-        if let Ok(r) = serde_json::from_slice::<EvalResult>(&rec.raw) {
-            if r.eval_id == rec.id && best.as_ref().is_none_or(|(m, _)| n > *m) {
-                best = Some((n, r));
+        let found = match command {
+            FleetCommand::Eval => serde_json::from_slice::<EvalResult>(&rec.raw).ok().filter(|r| r.eval_id == rec.id).map(|r| Finished::Eval(Box::new(r))),
+            _ => serde_json::from_slice::<FleetJobResult>(&rec.raw).ok().filter(|j| j.id == rec.id && j.command == command).map(|j| Finished::Job(Box::new(j))),
+        };
+        if let Some(f) = found {
+            if best.as_ref().is_none_or(|(m, _)| n > *m) {
+                best = Some((n, f));
             }
         }
     }
@@ -277,6 +296,7 @@ fn stored_result(layout: &Layout, store: &mut Store, fleet: &str, target: &str) 
 fn look(ctx: &Ctx, layout: &Layout, store: &mut Store, r: &mut FleetRecord) -> Result<Vec<Look>, CliError> {
     let mut out = Vec::new();
     let fid = r.id.clone();
+    let command = r.command;
     for t in &mut r.targets {
         let Some(job) = t.jobs.last_mut() else {
             out.push(Look::NotSubmitted);
@@ -290,8 +310,8 @@ fn look(ctx: &Ctx, layout: &Layout, store: &mut Store, r: &mut FleetRecord) -> R
                 job.node = i.node.clone();
             }
         }
-        if let Some(res) = stored_result(layout, store, &fid, &t.name)? {
-            out.push(Look::Done(Box::new(res)));
+        if let Some(res) = stored_result(layout, store, command, &fid, &t.name)? {
+            out.push(Look::Done(res));
             continue;
         }
         match info {
@@ -309,7 +329,10 @@ fn look(ctx: &Ctx, layout: &Layout, store: &mut Store, r: &mut FleetRecord) -> R
 fn outcome_of(r: &FleetRecord, t: &katlas_model::fleet::FleetTarget, l: &Look) -> FleetOutcome {
     let job = t.jobs.last().map(|j| j.job_id.as_str());
     match l {
-        Look::Done(res) => katlas_eval::fleet::outcome(&t.name, job, &r.expected, Some(res), ""),
+        Look::Done(res) => match res {
+            Finished::Eval(e) => katlas_eval::fleet::outcome(&t.name, job, &r.expected, Some(e), ""),
+            Finished::Job(j) => katlas_eval::fleet::job_outcome(&t.name, job, &r.expected, Some(j), ""),
+        },
         Look::Live(i) => katlas_eval::fleet::outcome(&t.name, job, &r.expected, None, &format!("job {} {}", job.unwrap_or("?"), i.state)),
         Look::Ended { job, state, log_tail } => {
             let tail = log_tail
@@ -323,10 +346,11 @@ fn outcome_of(r: &FleetRecord, t: &katlas_model::fleet::FleetTarget, l: &Look) -
     }
 }
 
-/// The newest progress line a running target's eval wrote to its job log.
-fn progress_line(layout: &Layout, fid: &str, target: &str, job: &str) -> Option<String> {
+/// The newest progress line a running target's command wrote to its job log.
+fn progress_line(layout: &Layout, fid: &str, command: FleetCommand, target: &str, job: &str) -> Option<String> {
     let tail = katlas_proc::tail(&submit::job_log(layout, fid, target, job), 4096)?;
-    tail.lines().rev().find(|l| l.starts_with("katlas eval:")).map(|l| l.trim_start_matches("katlas eval:").trim().to_string())
+    let lead = format!("katlas {command}:");
+    tail.lines().rev().find(|l| l.starts_with(&lead)).map(|l| l.trim_start_matches(&lead).trim().to_string())
 }
 
 /// Follow the fleet until every target has a result or is out of attempts; then the table,
@@ -346,13 +370,16 @@ pub fn wait(ctx: &Ctx, id: &str, opts: &WaitOpts, format: crate::output::Format)
         let mut pending = 0;
         for (t, l) in r.targets.clone().iter().zip(&looks) {
             let said = match l {
-                Look::Done(res) => format!("done: {}", res.verdict),
+                Look::Done(res) => match res {
+                    Finished::Eval(e) => format!("done: {}", e.verdict),
+                    Finished::Job(j) => format!("done: {}", j.summary),
+                },
                 Look::Live(i) => {
                     pending += 1;
                     let job = t.jobs.last().map(|j| j.job_id.as_str()).unwrap_or("?");
                     let on = i.node.as_deref().map(|n| format!(" on {n}")).unwrap_or_default();
                     let why = i.reason.as_deref().filter(|_| i.state == "PENDING").map(|r| format!(" ({r})")).unwrap_or_default();
-                    let p = progress_line(&layout, id, &t.name, job).map(|p| format!(": {p}")).unwrap_or_default();
+                    let p = progress_line(&layout, id, r.command, &t.name, job).map(|p| format!(": {p}")).unwrap_or_default();
                     format!("job {job} {}{on}{why}{p}", i.state)
                 }
                 Look::Ended { job, state, .. } => {
@@ -382,7 +409,7 @@ pub fn wait(ctx: &Ctx, id: &str, opts: &WaitOpts, format: crate::output::Format)
                 eprintln!(
                     "katlas fleet {id}: stopped following; the jobs go on. `katlas fleet wait {id}` picks them up, `katlas fleet cancel {id}` ends them."
                 );
-                return Ok(ExitCode::from(130));
+                return Ok(ExitCode::from(exit::INTERRUPTED));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -391,7 +418,19 @@ pub fn wait(ctx: &Ctx, id: &str, opts: &WaitOpts, format: crate::output::Format)
 
 fn finish(layout: &Layout, r: &FleetRecord, looks: &[Look], format: crate::output::Format) -> CmdResult {
     let mut lines: Vec<FleetOutcome> = r.targets.iter().zip(looks).map(|(t, l)| outcome_of(r, t, l)).collect();
-    let results: Vec<&EvalResult> = looks.iter().filter_map(|l| if let Look::Done(res) = l { Some(res.as_ref()) } else { None }).collect();
+    if r.command != FleetCommand::Eval {
+        return finish_jobs(r, &lines, format);
+    }
+    let results: Vec<&EvalResult> = looks
+        .iter()
+        .filter_map(|l| match l {
+            Look::Done(res) => match res {
+                Finished::Eval(e) => Some(e.as_ref()),
+                Finished::Job(_) => None,
+            },
+            _ => None,
+        })
+        .collect();
     katlas_eval::fleet::binaries_agree(&mut lines, &results);
     let first = results.first().copied();
     let (summary, verdict, disposition) = katlas_eval::fleet::decide(&r.id, &r.scheduler, lines);
@@ -411,7 +450,51 @@ fn finish(layout: &Layout, r: &FleetRecord, looks: &[Look], format: crate::outpu
     Ok(ExitCode::from(if verdict == Verdict::Improved { exit::OK } else { exit::NEGATIVE }))
 }
 
+/// A gate's or collect's fleet: every target's line and, for a gate, one verdict over them
+/// (it fails closed: an unmeasured or `invalid` target fails it). Exit 0 when every target
+/// passed.
+fn finish_jobs(r: &FleetRecord, lines: &[FleetOutcome], format: crate::output::Format) -> CmdResult {
+    let passed = katlas_eval::fleet::all_passed(lines);
+    if format == crate::output::Format::Json {
+        print_json(&serde_json::json!({"fleet": r.id, "command": r.command, "passed": passed, "targets": lines}));
+    } else {
+        print_table(r, lines, None);
+        let failing: Vec<&str> = lines.iter().filter(|l| l.passed != Some(true)).map(|l| l.target.as_str()).collect();
+        match (r.command, failing.is_empty()) {
+            (FleetCommand::Gate, true) => println!("gate: PASS on every target"),
+            (FleetCommand::Gate, false) => println!("gate: FAIL on {} (a gate fails closed: an unmeasured or invalid target fails it)", failing.join(", ")),
+            (_, true) => println!("collect: every target's rows are in the store and in .katlas/corpus/"),
+            (_, false) => println!("collect: {} without a complete collect", failing.join(", ")),
+        }
+    }
+    Ok(ExitCode::from(if passed { exit::OK } else { exit::NEGATIVE }))
+}
+
 fn print_table(r: &FleetRecord, lines: &[FleetOutcome], decision: Option<&katlas_model::fleet::FleetSummary>) {
+    if r.command != FleetCommand::Eval {
+        println!("fleet {}: {} across {} target(s)", r.id, r.command, lines.len());
+        let mut t = crate::output::table(crate::output::Format::Text, &["target", "arch", "host", "job", "result", "finding"]);
+        for o in lines {
+            let result = match (o.verdict, o.passed) {
+                (Some(Verdict::Invalid), _) => "invalid",
+                (_, Some(true)) => "pass",
+                (_, Some(false)) => "fail",
+                (_, None) => "not measured",
+            };
+            let finding =
+                if o.verdict == Some(Verdict::Invalid) { o.reasons.first().cloned() } else { o.summary.clone().or_else(|| o.reasons.first().cloned()) };
+            t.add_row(vec![
+                o.target.clone(),
+                o.arch.clone().unwrap_or_else(|| "-".into()),
+                o.host.clone().unwrap_or_else(|| "-".into()),
+                o.job_id.clone().unwrap_or_else(|| "-".into()),
+                result.into(),
+                finding.unwrap_or_default(),
+            ]);
+        }
+        println!("{t}");
+        return;
+    }
     let rows: Vec<Vec<String>> = lines
         .iter()
         .map(|o| {
@@ -462,10 +545,12 @@ mod tests {
         let dir = submit::job_dir(&layout, "f1", "wide").join("1");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("result.json"), b"{\"verdict\":\"regressed\"}").unwrap();
-        assert!(written_by_the_job(&layout, "fleet/f1/wide/1", b"{\"verdict\":\"regressed\"}"));
-        assert!(!written_by_the_job(&layout, "fleet/f1/wide/1", b"{\"verdict\":\"improved\"}"), "a forged verdict under the job's id");
-        assert!(!written_by_the_job(&layout, "fleet/f1/wide/2", b"{\"verdict\":\"regressed\"}"), "an attempt the job never wrote");
-        assert!(!written_by_the_job(&layout, "fleet/f1/../../x/1", b""));
-        assert!(!written_by_the_job(&layout, "evals/e/1", b""));
+        let r = "result.json";
+        assert!(written_by_the_job(&layout, "fleet/f1/wide/1", r, b"{\"verdict\":\"regressed\"}"));
+        assert!(!written_by_the_job(&layout, "fleet/f1/wide/1", r, b"{\"verdict\":\"improved\"}"), "a forged verdict under the job's id");
+        assert!(!written_by_the_job(&layout, "fleet/f1/wide/1", "job.json", b"{\"verdict\":\"regressed\"}"), "another file of the job");
+        assert!(!written_by_the_job(&layout, "fleet/f1/wide/2", r, b"{\"verdict\":\"regressed\"}"), "an attempt the job never wrote");
+        assert!(!written_by_the_job(&layout, "fleet/f1/../../x/1", r, b""));
+        assert!(!written_by_the_job(&layout, "evals/e/1", r, b""));
     }
 }

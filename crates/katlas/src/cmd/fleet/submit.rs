@@ -7,17 +7,17 @@ use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::printable;
 use katlas_collect::spec::shell_quote;
 use katlas_corpus::Layout;
-use katlas_model::fleet::{ExpectedIdentity, FleetJob, FleetRecord, FleetTarget, FLEET_SCHEMA};
+use katlas_model::fleet::{ExpectedIdentity, FleetCommand, FleetJob, FleetRecord, FleetTarget, FLEET_SCHEMA};
 use katlas_project::trust::CommandSource;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Where an eval runs: here (default) or on a cluster's nodes.
+/// Where a command runs: here (default) or on a cluster's nodes.
 #[derive(Debug, Default, clap::Args)]
 pub struct FleetArgs {
-    /// Run the eval on a cluster through its scheduler (`slurm`): one `sbatch` job per target,
-    /// each running this eval on its node and pushing to the team store; then the
-    /// cross-target table and the allowlist decision.
+    /// Run this command on a cluster through its scheduler (`slurm`): one `sbatch` job per
+    /// target, each running it on its node and pushing its result to the team store; then the
+    /// cross-target table (an eval's ends in the allowlist decision).
     #[arg(long, value_name = "SCHEDULER", value_parser = ["slurm"])]
     pub on: Option<String>,
     /// A target: this Slurm partition (repeatable).
@@ -58,6 +58,8 @@ struct Planned {
     name: String,
     partition: Option<String>,
     constraint: Option<String>,
+    /// The arch atom of the target's nodes (`[fleet.target.NAME] arch`).
+    arch: Option<String>,
     sbatch_args: Vec<String>,
 }
 
@@ -73,16 +75,22 @@ fn targets(a: &FleetArgs, cfg: &FleetSection) -> Result<Vec<Planned>, CliError> 
                 if known.is_empty() { "none".into() } else { known.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ") }
             ))
         })?;
-        Ok(Planned { name: n.clone(), partition: t.partition.clone(), constraint: t.constraint.clone(), sbatch_args: t.sbatch_args.clone() })
+        Ok(Planned {
+            name: n.clone(),
+            partition: t.partition.clone(),
+            constraint: t.constraint.clone(),
+            arch: t.arch.clone(),
+            sbatch_args: t.sbatch_args.clone(),
+        })
     };
     for n in &a.targets {
         out.push(named(n)?);
     }
     for p in &a.partitions {
-        out.push(Planned { name: p.clone(), partition: Some(p.clone()), constraint: None, sbatch_args: vec![] });
+        out.push(Planned { name: p.clone(), partition: Some(p.clone()), constraint: None, arch: None, sbatch_args: vec![] });
     }
     for c in &a.constraints {
-        out.push(Planned { name: c.clone(), partition: None, constraint: Some(c.clone()), sbatch_args: vec![] });
+        out.push(Planned { name: c.clone(), partition: None, constraint: Some(c.clone()), arch: None, sbatch_args: vec![] });
     }
     if out.is_empty() {
         for n in cfg.target.keys() {
@@ -100,7 +108,7 @@ fn targets(a: &FleetArgs, cfg: &FleetSection) -> Result<Vec<Planned>, CliError> 
         if !seen.insert(t.name.clone()) {
             return Err(CliError::bad_input(format!("target `{}` given twice", t.name)));
         }
-        for v in t.partition.iter().chain(&t.constraint).chain(&t.sbatch_args).chain(&cfg.sbatch_args).chain(&cfg.time_limit) {
+        for v in t.partition.iter().chain(&t.constraint).chain(&t.arch).chain(&t.sbatch_args).chain(&cfg.sbatch_args).chain(&cfg.time_limit) {
             sbatch_value(&format!("target {}", t.name), v)?;
         }
     }
@@ -108,7 +116,7 @@ fn targets(a: &FleetArgs, cfg: &FleetSection) -> Result<Vec<Planned>, CliError> 
 }
 
 /// The command line this process was given, without the options that only the submitting
-/// side reads: every target runs the same eval with the same plan and seed.
+/// side reads: every target runs the same command with the same plan and seed.
 fn forwarded_args() -> Vec<String> {
     const WITH_VALUE: &[&str] = &["--on", "--partition", "--constraint", "--target", "--resubmit", "--poll"];
     let mut out = Vec::new();
@@ -134,10 +142,22 @@ pub fn job_log(layout: &Layout, fleet: &str, target: &str, job: &str) -> PathBuf
     job_dir(layout, fleet, target).join(format!("slurm-{job}.out"))
 }
 
-fn script_text(fleet: &str, t: &Planned, cfg: &FleetSection, katlas: &str, args: &[String], log_dir: &Path, cwd: &Path) -> String {
+/// `args` are the katlas command line every target runs; `extra` what this target adds to it.
+#[allow(clippy::too_many_arguments)]
+fn script_text(
+    fleet: &str,
+    command: FleetCommand,
+    t: &Planned,
+    cfg: &FleetSection,
+    katlas: &str,
+    args: &[String],
+    extra: &[String],
+    log_dir: &Path,
+    cwd: &Path,
+) -> String {
     let mut s = String::from("#!/bin/sh\n");
-    s += &format!("# katlas fleet {fleet}, target {}: this eval on the node Slurm picks, its samples and\n", t.name);
-    s += "# verdict pushed to the team store. Written by `katlas eval --on slurm`; trusted by content.\n";
+    s += &format!("# katlas fleet {fleet}, target {}: this {command} on the node Slurm picks, its result pushed\n", t.name);
+    s += &format!("# to the team store. Written by `katlas {command} --on slurm`; trusted by content.\n");
     s += &format!("#SBATCH --job-name=katlas-{fleet}-{}\n", t.name);
     if let Some(p) = &t.partition {
         s += &format!("#SBATCH --partition={p}\n");
@@ -153,10 +173,13 @@ fn script_text(fleet: &str, t: &Planned, cfg: &FleetSection, katlas: &str, args:
     for a in cfg.sbatch_args.iter().chain(&t.sbatch_args) {
         s += &format!("#SBATCH {a}\n");
     }
-    let argv: Vec<String> =
-        std::iter::once(katlas.to_string()).chain(args.iter().cloned()).chain(["--fleet-target".to_string(), format!("{fleet}/{}", t.name)]).collect();
+    let argv: Vec<String> = std::iter::once(katlas.to_string())
+        .chain(args.iter().cloned())
+        .chain(extra.iter().cloned())
+        .chain(["--fleet-target".to_string(), format!("{fleet}/{}", t.name)])
+        .collect();
     s += &argv.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ");
-    s += "\nrc=$?\n# 0 and 1 are verdicts (improved or not); 2 and up are errors the job reports.\n[ \"$rc\" -le 1 ] && exit 0\nexit \"$rc\"\n";
+    s += "\nrc=$?\n# 0 and 1 are results (improved or not, passed or not); 2 and up are errors the job reports.\n[ \"$rc\" -le 1 ] && exit 0\nexit \"$rc\"\n";
     s
 }
 
@@ -185,8 +208,36 @@ fn new_id() -> String {
     format!("{}-{:04x}", chrono::Utc::now().format("%Y%m%d-%H%M%S"), (nanos ^ std::process::id()) & 0xffff)
 }
 
+/// What a fleet submits: the command its targets run and what the table shows of it.
+pub struct Submission<'a> {
+    pub command: FleetCommand,
+    pub fleet: &'a FleetArgs,
+    /// What the command judges or reads (an eval's metric), for the table.
+    pub metric: String,
+    pub lever: Option<String>,
+    pub kernel: Option<String>,
+    /// `--arch` was typed: it goes to every target as typed.
+    pub arch_given: bool,
+    pub format: crate::output::Format,
+}
+
 pub fn submit(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
-    let f = &a.fleet;
+    submit_command(
+        Submission {
+            command: FleetCommand::Eval,
+            fleet: &a.fleet,
+            metric: a.protocol.metric.clone().unwrap_or_else(|| a.task.as_deref().map(|t| format!("task {t}'s metric")).unwrap_or_default()),
+            lever: a.lever.clone(),
+            kernel: a.kernel.clone(),
+            arch_given: true,
+            format: a.format.format,
+        },
+        ctx,
+    )
+}
+
+pub fn submit_command(sub: Submission, ctx: &Ctx) -> CmdResult {
+    let f = sub.fleet;
     let layout = ctx.layout()?;
     let cfg = section(ctx)?;
     let planned = targets(f, &cfg)?;
@@ -209,14 +260,15 @@ pub fn submit(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         schema: FLEET_SCHEMA.into(),
         id: id.clone(),
         scheduler: "slurm".into(),
+        command: sub.command,
         created_at: katlas_model::row::now_rfc3339(),
         submitted_from: here.host.hostname.clone(),
         // The record keeps the command line as every record does, credentials redacted; the
         // job scripts need it whole (they are command files, shown and trusted like a task).
         eval_args: katlas_identity::redact_argv(&args),
-        metric: a.protocol.metric.clone().unwrap_or_else(|| a.task.as_deref().map(|t| format!("task {t}'s metric")).unwrap_or_default()),
-        lever: a.lever.clone(),
-        kernel: a.kernel.clone(),
+        metric: sub.metric.clone(),
+        lever: sub.lever.clone(),
+        kernel: sub.kernel.clone(),
         expected,
         targets: Vec::new(),
     };
@@ -227,7 +279,13 @@ pub fn submit(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         katlas_fs::create_dir_all(&dir)?;
         let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
         let script = dir.join("job.sh");
-        katlas_fs::write_atomic(&script, script_text(&id, t, &cfg, &katlas, &args, &dir, &cwd).as_bytes())?;
+        // A gate judges its target's arch: the one `[fleet.target.NAME] arch` names, unless
+        // `--arch` was typed (then every target is judged against that arch's floors).
+        let extra: Vec<String> = match (&t.arch, sub.command) {
+            (Some(arch), FleetCommand::Gate) if !sub.arch_given => vec!["--arch".into(), arch.clone()],
+            _ => vec![],
+        };
+        katlas_fs::write_atomic(&script, script_text(&id, sub.command, t, &cfg, &katlas, &args, &extra, &dir, &cwd).as_bytes())?;
         let rel = script.strip_prefix(std::fs::canonicalize(&root).unwrap_or(root.clone())).map(Path::to_path_buf).unwrap_or(script.clone());
         rec.targets.push(FleetTarget {
             name: t.name.clone(),
@@ -260,7 +318,7 @@ pub fn submit(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     if f.no_wait {
         return Ok(ExitCode::SUCCESS);
     }
-    super::wait(ctx, &id, &f.wait, a.format.format)
+    super::wait(ctx, &id, &f.wait, sub.format)
 }
 
 fn script_sources(scripts: &[PathBuf]) -> Result<Vec<CommandSource>, CliError> {
@@ -301,12 +359,17 @@ pub fn fleet_target_dirs(layout: &Layout, spec: &str) -> Result<(PathBuf, String
 
 /// Push a fleet target's finished eval (result and samples) to the team store.
 pub fn push_target(ctx: &Ctx, eval_dir: &Path) -> Result<(), CliError> {
+    let dir = eval_dir.to_path_buf();
+    push_files(ctx, "eval", move |p| p.parent() == Some(dir.as_path()))
+}
+
+/// Push the project's files that `keep` picks (a fleet target's own) to the team store.
+pub fn push_files(ctx: &Ctx, what: &str, keep: impl Fn(&Path) -> bool) -> Result<(), CliError> {
     let layout = ctx.layout()?;
     let mut store = super::connect(ctx)?;
     let host = katlas_identity::host::host_identity().hostname;
-    let dir = eval_dir.to_path_buf();
-    let keep = move |s: &katlas_store::sources::Source| s.path.parent() == Some(dir.as_path());
+    let keep = move |s: &katlas_store::sources::Source| keep(&s.path);
     let st = katlas_store::team::push_only(&mut store, &layout, host.as_deref(), &keep, &mut |_| {}).map_err(crate::cmd::store::team_error)?;
-    eprintln!("katlas: pushed this target's eval to {}: {} new record(s), {} already there", st.store, st.new, st.present + st.conflicts);
+    eprintln!("katlas: pushed this target's {what} to {}: {} new record(s), {} already there", st.store, st.new, st.present + st.conflicts);
     Ok(())
 }
