@@ -215,6 +215,34 @@ fn a_fleet_through_slurm_judges_each_partition_resumes_a_cancelled_job_and_refus
     assert!(["improved", "no_change", "inconclusive", "unstable"].contains(&wide["verdict"].as_str().unwrap_or("")), "{entry}");
     assert!(["promote", "keep_default"].contains(&entry["fleet"]["decision"].as_str().unwrap_or("")), "{entry}");
 
+    // 2b. A job killed with scancel while it measures is resubmitted, and the new job resumes
+    //     the killed one's eval (same node, same attempt directory) instead of measuring its
+    //     runs again.
+    let p = project();
+    let o = c.eval(p.path(), &["wide"], &["--no-wait"]);
+    assert_eq!(o.status.code(), Some(0), "{}", c.fail("--no-wait", &o));
+    let id = submitted_id(&o);
+    let first = fleet_record(p.path(), &id)["targets"][0]["jobs"][0]["job_id"].as_str().unwrap().to_string();
+    let samples = p.path().join(".katlas/fleet").join(&id).join("wide/1/samples.jsonl");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&samples).map(|s| s.lines().count()).unwrap_or(0) < 3 {
+        assert!(t0.elapsed().as_secs() < 120, "the job measured nothing in 120 s: {}", c.slurm.logs());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    c.slurm.output("scancel", &[&first]);
+    c.slurm.wait_state(&first, &["CANCELLED"]);
+    let kept = std::fs::read_to_string(&samples).unwrap().lines().count();
+    let o = c.katlas(p.path(), &["fleet", "wait", &id]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", c.fail("fleet wait after killing a running job", &o));
+    assert!(stderr(&o).contains(&format!("job {first} CANCELLED without a result: resubmitted as job")), "{}", c.fail("the resubmission", &o));
+    let rec = fleet_record(p.path(), &id);
+    let second = rec["targets"][0]["jobs"][1]["job_id"].as_str().unwrap().to_string();
+    let log = std::fs::read_to_string(p.path().join(".katlas/fleet").join(&id).join(format!("wide/slurm-{second}.out"))).unwrap();
+    assert!(log.contains("resumed from") && kept >= 3, "the second job did not resume the {kept} sample(s) the killed one kept:\n{log}");
+    let entry = ledger(&c, p.path()).into_iter().find(|e| e["id"] == format!("fleet-{id}")).unwrap();
+    assert_eq!(outcome(&entry, "wide")["eval_id"], format!("fleet/{id}/wide/1"), "{entry}");
+    assert_eq!(outcome(&entry, "wide")["job_id"], second.as_str(), "{entry}");
+
     // 3. The tree changed between submission and the job's run: the target is invalid for the
     //    comparison, and nothing is promoted.
     let p = project();
