@@ -3,7 +3,7 @@
 //! allowlist decision (promote where measured better, the conservative default elsewhere,
 //! reject when any measured target regressed).
 
-use katlas_model::fleet::{ExpectedIdentity, FleetJobResult, FleetOutcome, FleetRecord, FleetSummary};
+use katlas_model::fleet::{ExpectedIdentity, FleetDecision, FleetJobResult, FleetOutcome, FleetRecord, FleetSummary};
 use katlas_model::ledger::{Disposition, EvalResult, EvalSide, LedgerEntry, SampleRef, Verdict};
 use katlas_model::Identity;
 
@@ -196,16 +196,16 @@ pub fn decide(fleet_id: &str, scheduler: &str, targets: Vec<FleetOutcome>) -> (F
             format!("; it improved on {}: gate it per arch (a perf variant with an allowlist row) and evaluate again to keep that", improved.join(", "))
         };
         let why = format!("regressed on {}{keep}", regressed.join(", "));
-        ("reject", Vec::new(), Verdict::Regressed, Disposition::RevisitIf { condition: why })
+        (FleetDecision::Reject, Vec::new(), Verdict::Regressed, Disposition::RevisitIf { condition: why })
     } else if all_improved {
-        ("promote", dedup(improved), Verdict::Improved, Disposition::Promote)
+        (FleetDecision::Promote, dedup(improved), Verdict::Improved, Disposition::Promote)
     } else if !improved.is_empty() {
-        ("allowlist", dedup(improved), Verdict::Improved, Disposition::OptIn)
+        (FleetDecision::Allowlist, dedup(improved), Verdict::Improved, Disposition::OptIn)
     } else {
         let v = if targets.iter().any(|t| t.verdict == Some(Verdict::NoChange)) { Verdict::NoChange } else { Verdict::Inconclusive };
-        ("keep_default", Vec::new(), v, Disposition::default_for(v))
+        (FleetDecision::KeepDefault, Vec::new(), v, Disposition::default_for(v))
     };
-    let summary = FleetSummary { fleet_id: fleet_id.into(), scheduler: scheduler.into(), decision: decision.into(), allowlist, targets };
+    let summary = FleetSummary { fleet_id: fleet_id.into(), scheduler: scheduler.into(), decision, allowlist, targets };
     (summary, verdict, disposition)
 }
 
@@ -292,7 +292,7 @@ mod tests {
     #[test]
     fn a_regression_on_any_measured_target_rejects_and_names_where_it_helped() {
         let (s, v, d) = decide("f", "slurm", vec![line("a", Some("gfx1100"), Some(Verdict::Improved)), line("b", Some("gfx1201"), Some(Verdict::Regressed))]);
-        assert_eq!((s.decision.as_str(), v), ("reject", Verdict::Regressed));
+        assert_eq!((s.decision, v), (FleetDecision::Reject, Verdict::Regressed));
         assert!(s.allowlist.is_empty());
         let Disposition::RevisitIf { condition } = d else { panic!("{d:?}") };
         assert!(condition.contains("regressed on b") && condition.contains("improved on gfx1100"), "{condition}");
@@ -310,19 +310,21 @@ mod tests {
                 line("d", Some("sm_120"), Some(Verdict::Invalid)),
             ],
         );
-        assert_eq!((s.decision.as_str(), v, d), ("allowlist", Verdict::Improved, Disposition::OptIn));
+        assert_eq!((s.decision, v, d), (FleetDecision::Allowlist, Verdict::Improved, Disposition::OptIn));
         assert_eq!(s.allowlist, ["sm_90"]);
     }
 
     #[test]
     fn everywhere_improved_promotes_and_nothing_better_keeps_the_default() {
         let (s, v, _) = decide("f", "slurm", vec![line("a", Some("sm_90"), Some(Verdict::Improved)), line("b", None, Some(Verdict::Improved))]);
-        assert_eq!((s.decision.as_str(), v), ("promote", Verdict::Improved));
+        assert_eq!((s.decision, v), (FleetDecision::Promote, Verdict::Improved));
         assert_eq!(s.allowlist, ["b", "sm_90"], "a target without a known arch is keyed by its name");
         let (s, v, _) = decide("f", "slurm", vec![line("a", None, Some(Verdict::NoChange)), line("b", None, Some(Verdict::Unstable))]);
-        assert_eq!((s.decision.as_str(), v), ("keep_default", Verdict::NoChange));
+        assert_eq!((s.decision, v), (FleetDecision::KeepDefault, Verdict::NoChange));
         let (s, _, _) = decide("f", "slurm", vec![line("a", None, Some(Verdict::Invalid))]);
-        assert_eq!(s.decision, "keep_default", "an invalid target neither promotes nor vetoes");
+        assert_eq!(s.decision, FleetDecision::KeepDefault, "an invalid target neither promotes nor vetoes");
+        // The record keeps the words it always had.
+        assert_eq!(serde_json::to_string(&s.decision).unwrap(), "\"keep_default\"");
     }
 
     fn result_with(diff: Option<&str>, md5: &str, env: &[(&str, &str)]) -> EvalResult {

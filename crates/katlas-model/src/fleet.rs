@@ -125,14 +125,42 @@ pub struct FleetJob {
 pub struct FleetSummary {
     pub fleet_id: String,
     pub scheduler: String,
-    /// `promote` (every measured target improved), `allowlist` (improved on some, flat or
-    /// unmeasured elsewhere: run it only where measured better), `reject` (a measured target
-    /// regressed), `keep_default` (nothing measured better).
-    pub decision: String,
+    pub decision: FleetDecision,
     /// Arch atoms (or target names where the arch is unknown) that run the candidate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowlist: Vec<String>,
     pub targets: Vec<FleetOutcome>,
+}
+
+/// The allowlist decision over a fleet's measured targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FleetDecision {
+    /// Every target improved.
+    Promote,
+    /// Improved on some, flat or unmeasured elsewhere: run it only where measured better.
+    Allowlist,
+    /// A measured target regressed.
+    Reject,
+    /// Nothing measured better.
+    KeepDefault,
+}
+
+impl FleetDecision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FleetDecision::Promote => "promote",
+            FleetDecision::Allowlist => "allowlist",
+            FleetDecision::Reject => "reject",
+            FleetDecision::KeepDefault => "keep_default",
+        }
+    }
+}
+
+impl std::fmt::Display for FleetDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One target's line of the cross-target table.

@@ -174,7 +174,7 @@ pub fn run(c: &FleetCmd, ctx: &Ctx) -> CmdResult {
                         )
                     })
                     .collect();
-                println!("{}  {}  {}", r.id, r.metric, t.join(", "));
+                println!("{}  {} {}  {}", r.id, r.command, r.metric, t.join(", "));
             }
             Ok(ExitCode::SUCCESS)
         }
