@@ -20,6 +20,11 @@ fn verdict(o: &Output) -> Option<String> {
     String::from_utf8_lossy(&o.stdout).lines().find_map(|l| l.strip_prefix("verdict: ")).map(|v| v.trim().to_string())
 }
 
+/// Whether an eval's words say its runs shared state (the guard's reason).
+fn shared_state(text: &str) -> bool {
+    text.contains("runs share state")
+}
+
 /// What an eval measured and judged; `invalid` (incomparable sides) and the like are not.
 const MEASURED: [&str; 5] = ["improved", "regressed", "no_change", "inconclusive", "unstable"];
 
@@ -62,15 +67,26 @@ fn the_demos_task_eval_ends_in_a_measured_verdict() {
     assert_eq!(&words[..2], ["katlas", "eval"], "{next}");
 
     // TASK.md's command, exactly, after the demo: a measured verdict, recorded in the ledger.
-    let o = env(&mut Command::new(bin.join("katlas")), &config).args(&words[1..]).current_dir(&project).output().unwrap();
-    let v = verdict(&o).unwrap_or_else(|| panic!("`{next}` printed no verdict: {}", text(&o)));
-    assert!(MEASURED.contains(&v.as_str()), "`{next}`: {v}\n{}", text(&o));
+    // On a busy box one stalled first run of the candidate reads as state shared between runs
+    // (`invalid`, "re-run"): it is run again, at most three times, as its message says.
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        let o = env(&mut Command::new(bin.join("katlas")), &config).args(&words[1..]).current_dir(&project).output().unwrap();
+        let v = verdict(&o).unwrap_or_else(|| panic!("`{next}` printed no verdict: {}", text(&o)));
+        if runs < 3 && v == "invalid" && shared_state(&String::from_utf8_lossy(&o.stdout)) {
+            continue;
+        }
+        assert!(MEASURED.contains(&v.as_str()), "`{next}`: {v}\n{}", text(&o));
+        break;
+    }
     let o = env(&mut Command::new(bin.join("katlas")), &config).args(["ledger", "ls", "--format", "json"]).current_dir(&project).output().unwrap();
     let ledger: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
     let entries = ledger.as_array().or_else(|| ledger["entries"].as_array()).unwrap_or_else(|| panic!("{ledger}"));
-    assert_eq!(entries.len(), 2, "the demo's eval and this one: {ledger}");
+    assert_eq!(entries.len(), 1 + runs, "the demo's eval and this one's runs: {ledger}");
     for e in entries {
-        assert!(MEASURED.contains(&e["verdict"].as_str().unwrap_or("")), "{e}");
+        let retried = e["verdict"] == "invalid" && shared_state(&e["reasons"].to_string());
+        assert!(MEASURED.contains(&e["verdict"].as_str().unwrap_or("")) || retried, "{e}");
         assert_eq!(e["metric"], "cpu_min_us", "{e}");
     }
 }
