@@ -28,7 +28,8 @@ fn tmean(v: &mut [f64]) -> f64 {
     let n = v.len();
     v[g..n - g].iter().sum::<f64>() / (n - 2 * g) as f64
 }
-fn boot_trim(a: &[f64], b: &[f64], level: f64, r: u32, seed: u64) -> [f64; 2] {
+/// Percentile bootstrap interval of `stat(b) / stat(a) - 1` at `level`, `r` resamples.
+fn boot_ratio(a: &[f64], b: &[f64], level: f64, r: u32, seed: u64, stat: impl Fn(&mut [f64]) -> f64) -> [f64; 2] {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut ba = vec![0.0; a.len()];
     let mut bb = vec![0.0; b.len()];
@@ -40,25 +41,7 @@ fn boot_trim(a: &[f64], b: &[f64], level: f64, r: u32, seed: u64) -> [f64; 2] {
         for x in bb.iter_mut() {
             *x = b[rng.random_range(0..b.len())];
         }
-        st.push(tmean(&mut bb) / tmean(&mut ba) - 1.0);
-    }
-    st.sort_by(|x, y| x.total_cmp(y));
-    let al = 1.0 - level;
-    [stats::quantile_sorted(&st, al / 2.0), stats::quantile_sorted(&st, 1.0 - al / 2.0)]
-}
-fn boot_median(a: &[f64], b: &[f64], level: f64, r: u32, seed: u64) -> [f64; 2] {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut ba = vec![0.0; a.len()];
-    let mut bb = vec![0.0; b.len()];
-    let mut st = Vec::new();
-    for _ in 0..r {
-        for x in ba.iter_mut() {
-            *x = a[rng.random_range(0..a.len())];
-        }
-        for x in bb.iter_mut() {
-            *x = b[rng.random_range(0..b.len())];
-        }
-        st.push(stats::median(&bb) / stats::median(&ba) - 1.0);
+        st.push(stat(&mut bb) / stat(&mut ba) - 1.0);
     }
     st.sort_by(|x, y| x.total_cmp(y));
     let al = 1.0 - level;
@@ -108,7 +91,7 @@ fn interval(m: Method, a: &[f64], b: &[f64], level: f64, seed: u64) -> Option<[f
             if classify(w, 1.0, 0.01) == Verdict::Inconclusive {
                 return Some(w);
             }
-            let x = boot_trim(a, b, level, 2000, seed);
+            let x = boot_ratio(a, b, level, 2000, seed, tmean);
             Some([x[0].min(w[0]), x[1].max(w[1])])
         }
         Method::HullTrimYuen => {
@@ -116,7 +99,7 @@ fn interval(m: Method, a: &[f64], b: &[f64], level: f64, seed: u64) -> Option<[f
             if classify(w, 1.0, 0.01) == Verdict::Inconclusive {
                 return Some(w);
             }
-            let x = boot_trim(a, b, level, 2000, seed);
+            let x = boot_ratio(a, b, level, 2000, seed, tmean);
             Some([x[0].min(w[0]), x[1].max(w[1])])
         }
         Method::Hull => {
@@ -124,7 +107,7 @@ fn interval(m: Method, a: &[f64], b: &[f64], level: f64, seed: u64) -> Option<[f
             if classify(w, 1.0, 0.01) == Verdict::Inconclusive {
                 return Some(w);
             }
-            let x = boot_median(a, b, level, 2000, seed);
+            let x = boot_ratio(a, b, level, 2000, seed, |v| stats::median(v));
             Some([x[0].min(w[0]), x[1].max(w[1])])
         }
     }

@@ -3,9 +3,12 @@
 //! arch), in parallel, and prints per-architecture totals and every disagreement.
 //! Exit 1 on any refusal or mismatch.
 use katlas_isa::manifest::Vendor;
-use katlas_isa::oracle::{check_object, sample, ArchTotals};
+use katlas_isa::oracle::{check_object, sample};
 use rayon::prelude::*;
-use std::collections::BTreeMap;
+
+#[path = "../tests/it/support/mix_tally.rs"]
+mod mix_tally;
+use mix_tally::Tally;
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -19,8 +22,7 @@ fn main() {
     let objdump = take("--objdump").unwrap_or_else(|| "/usr/lib/llvm-22/bin/llvm-objdump".into());
     let tool = katlas_isa::Tool { name: "llvm-objdump".into(), path: objdump.into(), version: None };
     let started = std::time::Instant::now();
-    let mut totals: BTreeMap<String, ArchTotals> = BTreeMap::new();
-    let mut bad = 0usize;
+    let mut tally = Tally::default();
     for path in &args {
         let (objs, errors, bytes) = match katlas_isa::oracle::scan_file_with_bytes(path.as_ref()) {
             Ok(x) => x,
@@ -42,32 +44,19 @@ fn main() {
                 (arch.clone(), o.chain_text.clone(), check_object(&tool, arch, b.bytes(), &names))
             })
             .collect();
+        let shown = tally.disagreements.len();
         for (arch, chain, r) in results {
-            let t = totals.entry(arch.clone()).or_default();
-            t.objects += 1;
-            t.kernels += r.kernels;
-            t.instructions += r.instructions;
-            if let Some(e) = r.refused {
-                t.refused += 1;
-                bad += 1;
-                println!("REFUSED {chain} ({arch}): {e}");
-            }
-            if let Some(e) = r.objdump_error {
-                bad += 1;
-                println!("OBJDUMP FAILED {chain} ({arch}): {e}");
-            }
-            t.mismatched_kernels += r.mismatches.len();
-            for m in r.mismatches {
-                bad += 1;
-                println!("MISMATCH {chain} ({arch}): {m}");
-            }
+            tally.add(&arch, &chain, r);
+        }
+        for d in &tally.disagreements[shown..] {
+            println!("{d}");
         }
     }
     println!("| arch | objects | kernels | instructions | refused | kernels mismatched |");
     println!("|---|---|---|---|---|---|");
-    for (arch, t) in &totals {
+    for (arch, t) in &tally.totals {
         println!("| {arch} | {} | {} | {} | {} | {} |", t.objects, t.kernels, t.instructions, t.refused, t.mismatched_kernels);
     }
     println!("elapsed {:.1} s", started.elapsed().as_secs_f64());
-    std::process::exit(if bad == 0 { 0 } else { 1 });
+    std::process::exit(if tally.disagreements.is_empty() { 0 } else { 1 });
 }

@@ -315,6 +315,19 @@ cycles: 18
 accepted: 239
 ";
 
+/// The text hipfire's own collector test `test` feeds its parser, read verbatim from
+/// fixtures/hipfire-tree/tests/test_kernel_atlas.py: the first `"""` string of that method.
+pub fn peer_test_input(test: &str) -> String {
+    let path = crate::fixture("hipfire-tree/tests/test_kernel_atlas.py");
+    let py = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let body = py.split_once(&format!("def {test}(self):")).unwrap_or_else(|| panic!("{}: no test {test}", path.display())).1;
+    const QUOTES: &str = "\"\"\"";
+    let (before, rest) = body.split_once(QUOTES).unwrap_or_else(|| panic!("{test}: no {QUOTES} input"));
+    assert!(!before.contains("def "), "{test}: no {QUOTES} input of its own");
+    let text = rest.split_once(QUOTES).unwrap_or_else(|| panic!("{test}: its input string does not end")).0;
+    text.to_string()
+}
+
 /// `key: value` lines of the BENCH METRICS block, split by hand.
 pub fn bench_metrics(text: &str) -> BTreeMap<String, f64> {
     text.lines()

@@ -10,6 +10,14 @@ pub fn tree() -> PathBuf {
     crate::fixture("hipfire-tree").canonicalize().unwrap()
 }
 
+/// kernels/, crates/ and scripts/ of the tree copied into `dir`: a project that katlas and the
+/// peer read as the real tree, with a katlas.toml of the test's own beside them.
+pub fn copy_sources(dir: &Path) {
+    for sub in ["kernels", "crates", "scripts"] {
+        crate::copy_tree(&tree().join(sub), &dir.join(sub));
+    }
+}
+
 /// The `.rs` files under the tree's crates/, sorted.
 pub fn rust_files() -> Vec<PathBuf> {
     fn walk(d: &Path, out: &mut Vec<PathBuf>) {

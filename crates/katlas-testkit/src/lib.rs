@@ -1,12 +1,13 @@
 //! What the katlas crates' integration tests share (a dev-dependency only, never published):
 //! the repository's paths and fixtures, the isolated environment every run of the katlas binary
-//! gets, the hipfire stand-ins and facts several crates test against, the mutation drivers'
-//! generator, and [`own_process!`].
+//! gets, the hipfire stand-ins and facts several crates test against, the hostile-input suites'
+//! time bound and mutation driver, and [`own_process!`].
 //!
 //! Each crate has one integration-test binary (`tests/it/main.rs`, its files modules of it), so a
 //! crate's tests share one process: [`own_process!`] gives the few that change what a process
 //! shares a process of their own.
 
+pub mod bound;
 pub mod cli;
 pub mod hipfire_streams;
 pub mod hipfire_tree;
@@ -26,6 +27,20 @@ pub fn fixture(rel: &str) -> PathBuf {
     let p = repo_root().join("fixtures").join(rel);
     assert!(p.exists(), "fixture {} is missing (the repository's fixtures/ are committed)", p.display());
     p
+}
+
+/// A copy of the directory tree `from` at `to` (created), files and directories; a link to a
+/// file is copied as the file it points at.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{}: {e}", to.display()));
+    for e in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap_or_else(|err| panic!("{}: {err}", e.path().display()));
+        }
+    }
 }
 
 /// The third-party fixture cache (`KATLAS_FIXTURES`, else `.cache/fixtures`) that

@@ -1,6 +1,19 @@
-//! The mutation drivers' shared parts (`crates/katlas-collect/tests/it/mutation_driver.rs` and
-//! `crates/katlas-isa/tests/it/mutation_driver.rs`): a seeded generator, the structural mutator,
-//! and the peak-RSS reading.
+//! The mutation drivers (`crates/katlas-collect/tests/it/mutation_driver.rs` for the output and
+//! profiler parsers, `crates/katlas-isa/tests/it/mutation_driver.rs` for the code-object
+//! containers): a seeded generator, the structural mutator, the driver that feeds [`INPUTS`]
+//! mutated inputs to one reader under the hang bound, and the peak-RSS bound over the whole run.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Mutated inputs per reader.
+pub const INPUTS: usize = 10_000;
+/// No input may take longer than this.
+pub const HANG: Duration = Duration::from_secs(5);
+/// The whole run's peak RSS stays under 1 GiB.
+pub const RSS_LIMIT_KB: u64 = 1 << 20;
 
 /// SplitMix64: seeded, so every failure is reproducible from its number.
 pub struct Rng(pub u64);
@@ -97,4 +110,69 @@ pub fn catch_quietly<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     QUIET.with(|q| q.set(false));
     r
+}
+
+/// Inputs that panicked, by number.
+type Failures = Arc<Mutex<Vec<(usize, Vec<u8>)>>>;
+
+/// Where a failing input is left to reproduce: `target/mutation-failures/FILE`.
+fn save_failure(file: &str, data: &[u8]) -> PathBuf {
+    let dir = crate::repo_root().join("target/mutation-failures");
+    let _ = std::fs::create_dir_all(&dir);
+    let p = dir.join(file);
+    let _ = std::fs::write(&p, data);
+    p
+}
+
+/// Feeds [`INPUTS`] mutations of `seeds` (taken in turn, so the first is mutated most when
+/// there are fewer seeds than inputs) to `read` on a worker thread, and fails naming `name`,
+/// the input's number and the file it is saved to (`{saved_as}-{number}.bin`) when an input
+/// panics or takes longer than [`HANG`]. Returns the line the run reports.
+pub fn drive(name: &str, saved_as: &str, seeds: Vec<Vec<u8>>, read: impl Fn(&[u8]) + Send + 'static) -> String {
+    assert!(!seeds.is_empty(), "{name}: no seed input");
+    let done = Arc::new(AtomicUsize::new(0));
+    let panics: Failures = Arc::default();
+    let current: Arc<Mutex<Vec<u8>>> = Arc::default();
+    let (d, p, c) = (done.clone(), panics.clone(), current.clone());
+    let mut rng = Rng(0x6b61_746c_6173 ^ name.len() as u64);
+    let worker = std::thread::spawn(move || {
+        for i in 0..INPUTS {
+            let input = mutate(&seeds[i % seeds.len()], &mut rng);
+            *c.lock().unwrap() = input.clone();
+            if catch_quietly(|| read(&input)).is_err() {
+                p.lock().unwrap().push((i, input));
+            }
+            d.store(i + 1, Ordering::SeqCst);
+        }
+    });
+    let t0 = Instant::now();
+    let (mut last, mut since) = (0, Instant::now());
+    while done.load(Ordering::SeqCst) < INPUTS {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = done.load(Ordering::SeqCst);
+        if now != last {
+            (last, since) = (now, Instant::now());
+        } else if since.elapsed() > HANG {
+            let p = save_failure(&format!("{saved_as}-{now}.bin"), &current.lock().unwrap());
+            panic!("{name}: input #{now} did not finish in {HANG:?} (saved to {})", p.display());
+        }
+    }
+    worker.join().unwrap();
+    let panics = panics.lock().unwrap();
+    if let Some((i, data)) = panics.first() {
+        let p = save_failure(&format!("{saved_as}-{i}.bin"), data);
+        panic!("{name}: {} of {INPUTS} inputs panicked; first #{i} (saved to {})", panics.len(), p.display());
+    }
+    format!("{name}: {INPUTS} inputs, 0 panics, 0 hangs, {:.1} s", t0.elapsed().as_secs_f64())
+}
+
+/// Prints the drivers' `report` lines and the peak RSS, and fails when the RSS breached
+/// [`RSS_LIMIT_KB`]. Only meaningful in a process of its own (`own_process!`).
+pub fn assert_peak_rss(report: &[String]) {
+    let rss = peak_rss_kb();
+    for r in report {
+        eprintln!("{r}");
+    }
+    eprintln!("peak RSS {} MiB", rss / 1024);
+    assert!(rss < RSS_LIMIT_KB, "peak RSS {} MiB breaches the 1 GiB bound", rss / 1024);
 }

@@ -18,6 +18,20 @@ pub fn decode_row() -> Row {
     katlas_model::hipfire::import_v0(v, Some(&p.display().to_string()), Some(1)).unwrap()
 }
 
+/// The fit of `row` alone: no ISA manifest, product or arch given, the built-in arch database.
+pub fn row_fit(row: &Row, rules: &katlas_advise::Rules) -> katlas_advise::FitView {
+    katlas_advise::build_fit(&katlas_advise::FitInput {
+        row: Some(row),
+        isa: None,
+        product: None,
+        arch: None,
+        db: katlas_arch::ArchDb::builtin(),
+        rules,
+        row_source: None,
+    })
+    .unwrap()
+}
+
 /// A katlas.isa.v1 manifest with gfx1201 and gfx1100 objects; `names` become gfx1201 kernels.
 pub fn manifest_json(names: &[(&str, u32, u32, u32)]) -> serde_json::Value {
     let kernels: Vec<serde_json::Value> = names

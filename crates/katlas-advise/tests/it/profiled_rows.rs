@@ -24,16 +24,7 @@ fn a_task_from_a_profiled_row_runs_the_plain_command() {
     assert!(c.fresh_baseline_why.iter().any(|w| w.contains("under its profiler")), "{:?}", c.fresh_baseline_why);
 
     let extras = katlas_advise::task::TaskExtras::default();
-    let fit = katlas_advise::build_fit(&katlas_advise::FitInput {
-        row: Some(&row),
-        isa: None,
-        product: None,
-        arch: None,
-        db: katlas_arch::ArchDb::builtin(),
-        rules: &rules,
-        row_source: None,
-    })
-    .unwrap();
+    let fit = common::row_fit(&row, &rules);
     let t = katlas_advise::task::from_row(&fit, &row, None, &rules, &[], &extras).unwrap();
     assert!(!t.bench.command.iter().any(|a| a.contains("trace")), "{:?}", t.bench.command);
     let md = task_markdown(&t);
@@ -62,16 +53,7 @@ fn a_prefill_row_is_judged_on_the_prefill_rate() {
     let m = eval_contract(Some(&bare), &rules).metric.unwrap();
     assert!(!m.starts_with("gen_") && !m.starts_with("decode_"), "{m}");
 
-    let fit = katlas_advise::build_fit(&katlas_advise::FitInput {
-        row: Some(pre),
-        isa: None,
-        product: None,
-        arch: None,
-        db: katlas_arch::ArchDb::builtin(),
-        rules: &rules,
-        row_source: None,
-    })
-    .unwrap();
+    let fit = common::row_fit(pre, &rules);
     let q = katlas_advise::suggest::suggest(
         &fit,
         Some(pre),

@@ -3,7 +3,7 @@
 //! Expected values are written from the vendors' tables (or worked by hand from the
 //! documented rules, shown in the comments), never taken from this crate's output.
 
-use katlas_arch::{occupancy, occupancy_with, total_vgprs, ArchDb, Atom, KernelResources, Limiter, OccupancyOptions};
+use katlas_arch::{occupancy, occupancy_with, total_vgprs, ArchDb, Atom, KernelResources, Limiter, Occupancy, OccupancyOptions};
 
 fn atom(name: &str) -> &'static Atom {
     ArchDb::builtin().atom(name).unwrap_or_else(|| panic!("atom {name}"))
@@ -17,79 +17,43 @@ fn nv(threads: u32, regs: u32, shared: u64) -> KernelResources {
     KernelResources { regs_per_thread: Some(regs), shared_bytes: shared, workgroup_size: Some(threads), ..Default::default() }
 }
 
-/// GCN / Vega (gfx906) waves per SIMD by VGPRs: AMD's GCN occupancy table
-/// (256 VGPRs per lane per SIMD, 4-register granules, 10 wave slots), as printed in
-/// AMD's "GCN ISA" performance notes and CodeXL/Radeon GPU Analyzer occupancy view.
-fn gcn_table(v: u32) -> u32 {
-    match v {
-        0..=24 => 10,
-        25..=28 => 9,
-        29..=32 => 8,
-        33..=36 => 7,
-        37..=40 => 6,
-        41..=48 => 5,
-        49..=64 => 4,
-        65..=84 => 3,
-        85..=128 => 2,
-        _ => 1,
-    }
+/// Waves per SIMD, what limits them, and how many workgroups are resident per what unit.
+fn residency(o: &Occupancy) -> (u32, Limiter, u32, &str) {
+    (o.achieved, o.limiter, o.groups, o.group_unit.as_str())
 }
+
+/// Waves per SIMD by VGPRs from a vendor table: rows of (highest register count, waves),
+/// lowest first, the last row open-ended.
+fn waves(table: &[(u32, u32)], v: u32) -> u32 {
+    table.iter().find(|(top, _)| v <= *top).expect("the last row covers every count").1
+}
+
+/// GCN / Vega (gfx906): AMD's GCN occupancy table (256 VGPRs per lane per SIMD, 4-register
+/// granules, 10 wave slots), as printed in AMD's "GCN ISA" performance notes and
+/// CodeXL/Radeon GPU Analyzer occupancy view.
+const GCN: &[(u32, u32)] = &[(24, 10), (28, 9), (32, 8), (36, 7), (40, 6), (48, 5), (64, 4), (84, 3), (128, 2), (u32::MAX, 1)];
 
 /// CDNA2/CDNA3 (gfx90a, gfx942) unified 512-register file, 8-register granules,
 /// 8 wave slots: AMD Instinct MI200/MI300 occupancy table (AMD ROCm docs,
 /// "MI200/MI300 ... VGPR and AGPR: waves per SIMD by total registers").
-fn cdna_unified_table(v: u32) -> u32 {
-    match v {
-        0..=64 => 8,
-        65..=72 => 7,
-        73..=80 => 6,
-        81..=96 => 5,
-        97..=128 => 4,
-        129..=168 => 3,
-        169..=256 => 2,
-        _ => 1,
-    }
-}
+const CDNA_UNIFIED: &[(u32, u32)] = &[(64, 8), (72, 7), (80, 6), (96, 5), (128, 4), (168, 3), (256, 2), (u32::MAX, 1)];
 
 /// RDNA3 Navi31/32, RDNA3.5 Strix Halo and RDNA4 (1536 VGPRs wave32, allocation in
 /// blocks of 24, 16 wave slots): AMD GPUOpen "Occupancy explained" RDNA3 table.
-fn rdna_1536_wave32(v: u32) -> u32 {
-    match v {
-        0..=96 => 16,
-        97..=120 => 12,
-        121..=144 => 10,
-        145..=168 => 9,
-        169..=192 => 8,
-        193..=216 => 7,
-        217..=240 => 6,
-        _ => 5,
-    }
-}
+const RDNA_1536_WAVE32: &[(u32, u32)] = &[(96, 16), (120, 12), (144, 10), (168, 9), (192, 8), (216, 7), (240, 6), (u32::MAX, 5)];
 
 /// RDNA2 and RDNA3 Navi33/Phoenix, RDNA3.5 Strix Point (1024 VGPRs wave32,
 /// blocks of 16, 16 wave slots): AMD GPUOpen "Occupancy explained" RDNA2 table.
-fn rdna_1024_wave32(v: u32) -> u32 {
-    match v {
-        0..=64 => 16,
-        65..=80 => 12,
-        81..=96 => 10,
-        97..=112 => 9,
-        113..=128 => 8,
-        129..=144 => 7,
-        145..=160 => 6,
-        161..=192 => 5,
-        _ => 4,
-    }
-}
+const RDNA_1024_WAVE32: &[(u32, u32)] = &[(64, 16), (80, 12), (96, 10), (112, 9), (128, 8), (144, 7), (160, 6), (192, 5), (u32::MAX, 4)];
 
 #[test]
 fn gcn_vgpr_table_gfx906() {
     for v in 1..=256 {
         let o = occupancy(atom("gfx906"), &amd(v, 64, 64)).unwrap();
-        assert_eq!(o.achieved, gcn_table(v), "gfx906 {v} VGPRs");
+        assert_eq!(o.achieved, waves(GCN, v), "gfx906 {v} VGPRs");
         assert_eq!(o.max, 10);
         assert_eq!(o.unit, "waves/SIMD");
-        if gcn_table(v) < 10 {
+        if waves(GCN, v) < 10 {
             assert_eq!(o.limiter, Limiter::Vgpr, "{v}");
         } else {
             assert_eq!(o.limiter, Limiter::WaveSlots, "{v}");
@@ -120,8 +84,7 @@ fn gcn_lds_and_workgroup_slots_gfx906() {
     // 32 KiB -> 2 workgroups -> 8 waves / 4 SIMDs = 2 waves/SIMD.
     let r = KernelResources { lds_bytes: 32 * 1024, ..amd(16, 64, 256) };
     let o = occupancy(atom("gfx906"), &r).unwrap();
-    assert_eq!((o.achieved, o.limiter, o.groups), (2, Limiter::Lds, 2));
-    assert_eq!(o.group_unit, "workgroups/CU");
+    assert_eq!(residency(&o), (2, Limiter::Lds, 2, "workgroups/CU"));
     // 20 KiB -> 3 workgroups -> 12 waves -> 3 waves/SIMD.
     let r = KernelResources { lds_bytes: 20 * 1024, ..amd(16, 64, 256) };
     assert_eq!(occupancy(atom("gfx906"), &r).unwrap().achieved, 3);
@@ -154,7 +117,7 @@ fn separate_agpr_file_gfx908() {
     assert_eq!((o.achieved, o.limiter), (1, Limiter::Vgpr));
     assert_eq!(total_vgprs(atom("gfx908"), 90, 6), 90);
     for v in 1..=256 {
-        assert_eq!(occupancy(atom("gfx908"), &amd(v, 64, 64)).unwrap().achieved, gcn_table(v), "gfx908 {v}");
+        assert_eq!(occupancy(atom("gfx908"), &amd(v, 64, 64)).unwrap().achieved, waves(GCN, v), "gfx908 {v}");
     }
 }
 
@@ -163,7 +126,7 @@ fn unified_register_file_gfx90a_gfx942() {
     for name in ["gfx90a", "gfx942"] {
         for v in 1..=512 {
             let o = occupancy(atom(name), &amd(v, 64, 64)).unwrap();
-            assert_eq!(o.achieved, cdna_unified_table(v), "{name} {v} registers");
+            assert_eq!(o.achieved, waves(CDNA_UNIFIED, v), "{name} {v} registers");
             assert_eq!(o.max, 8);
         }
     }
@@ -203,7 +166,7 @@ fn cdna3_workgroup_and_lds_gfx942() {
 #[test]
 fn rdna2_gfx1030_wave32_and_wave64() {
     for v in 1..=256 {
-        assert_eq!(occupancy(atom("gfx1030"), &amd(v, 32, 32)).unwrap().achieved, rdna_1024_wave32(v), "wave32 {v}");
+        assert_eq!(occupancy(atom("gfx1030"), &amd(v, 32, 32)).unwrap().achieved, waves(RDNA_1024_WAVE32, v), "wave32 {v}");
     }
     // wave64: 512 registers, blocks of 8: 64 -> 8, 72 -> 7, 128 -> 4, 256 -> 2.
     for (v, w) in [(64, 8), (72, 7), (128, 4), (256, 2)] {
@@ -221,13 +184,13 @@ fn rdna3_gfx1100_and_rdna35_gfx1151() {
     for name in ["gfx1100", "gfx1101", "gfx1151", "gfx1201", "gfx1200"] {
         for v in 1..=256 {
             let o = occupancy(atom(name), &amd(v, 32, 32)).unwrap();
-            assert_eq!(o.achieved, rdna_1536_wave32(v), "{name} {v}");
+            assert_eq!(o.achieved, waves(RDNA_1536_WAVE32, v), "{name} {v}");
             assert_eq!(o.max, 16);
         }
     }
     for name in ["gfx1102", "gfx1103", "gfx1150", "gfx1152"] {
         for v in 1..=256 {
-            assert_eq!(occupancy(atom(name), &amd(v, 32, 32)).unwrap().achieved, rdna_1024_wave32(v), "{name} {v}");
+            assert_eq!(occupancy(atom(name), &amd(v, 32, 32)).unwrap().achieved, waves(RDNA_1024_WAVE32, v), "{name} {v}");
         }
     }
     // RDNA1 (gfx1010): 1024 registers in blocks of 8, 20 wave slots: 48 -> 20, 64 -> 16, 256 -> 4.
@@ -243,12 +206,10 @@ fn rdna_lds_in_wgp_and_cu_mode() {
     // CU mode: 64 KiB per CU, 2 SIMDs -> 1 workgroup -> 8 waves -> 4/SIMD.
     let r = KernelResources { lds_bytes: 40 * 1024, ..amd(64, 32, 256) };
     let o = occupancy(atom("gfx1100"), &r).unwrap();
-    assert_eq!((o.achieved, o.limiter, o.groups), (6, Limiter::Lds, 3));
-    assert_eq!(o.group_unit, "workgroups/WGP");
+    assert_eq!(residency(&o), (6, Limiter::Lds, 3, "workgroups/WGP"));
     let cu = OccupancyOptions { cu_mode: Some(true), ..Default::default() };
     let o = occupancy_with(atom("gfx1100"), &r, &cu).unwrap();
-    assert_eq!((o.achieved, o.limiter, o.groups), (4, Limiter::Lds, 1));
-    assert_eq!(o.group_unit, "workgroups/CU");
+    assert_eq!(residency(&o), (4, Limiter::Lds, 1, "workgroups/CU"));
     // gfx1201 is the same; gfx1151 too (RDNA 3.5 WGPs have 128 KiB LDS).
     assert_eq!(occupancy(atom("gfx1201"), &r).unwrap().achieved, 6);
     assert_eq!(occupancy(atom("gfx1151"), &r).unwrap().achieved, 6);
@@ -286,46 +247,27 @@ struct NcuLaunch {
     limit_smem: u32,
     limit_warps: u32,
     limit_blocks: u32,
-    theoretical_pct: f64,
+    /// sm__maximum_warps_per_active_cycle_pct.
+    pct: f64,
 }
 
 const NCU_H200: &[NcuLaunch] = &[
-    NcuLaunch { threads: 256, regs: 56, shared: 0, config: 32768, limit_regs: 4, limit_smem: 32, limit_warps: 8, limit_blocks: 32, theoretical_pct: 50.0 },
-    NcuLaunch { threads: 128, regs: 16, shared: 0, config: 32768, limit_regs: 32, limit_smem: 32, limit_warps: 16, limit_blocks: 32, theoretical_pct: 100.0 },
-    NcuLaunch { threads: 128, regs: 40, shared: 0, config: 32768, limit_regs: 12, limit_smem: 32, limit_warps: 16, limit_blocks: 32, theoretical_pct: 75.0 },
-    NcuLaunch { threads: 128, regs: 32, shared: 0, config: 32768, limit_regs: 16, limit_smem: 32, limit_warps: 16, limit_blocks: 32, theoretical_pct: 100.0 },
-    NcuLaunch { threads: 128, regs: 22, shared: 0, config: 32768, limit_regs: 21, limit_smem: 32, limit_warps: 16, limit_blocks: 32, theoretical_pct: 100.0 },
-    NcuLaunch { threads: 128, regs: 18, shared: 0, config: 32768, limit_regs: 21, limit_smem: 32, limit_warps: 16, limit_blocks: 32, theoretical_pct: 100.0 },
-    NcuLaunch { threads: 8, regs: 52, shared: 16, config: 65536, limit_regs: 36, limit_smem: 56, limit_warps: 64, limit_blocks: 32, theoretical_pct: 50.0 },
-    NcuLaunch { threads: 32, regs: 32, shared: 16, config: 65536, limit_regs: 64, limit_smem: 56, limit_warps: 64, limit_blocks: 32, theoretical_pct: 50.0 },
-    NcuLaunch { threads: 128, regs: 26, shared: 0, config: 32768, limit_regs: 16, limit_smem: 32, limit_warps: 16, limit_blocks: 32, theoretical_pct: 100.0 },
-    NcuLaunch {
-        threads: 128,
-        regs: 48,
-        shared: 7184,
-        config: 135168,
-        limit_regs: 10,
-        limit_smem: 16,
-        limit_warps: 16,
-        limit_blocks: 32,
-        theoretical_pct: 62.5,
-    },
-    NcuLaunch { threads: 128, regs: 38, shared: 0, config: 32768, limit_regs: 12, limit_smem: 32, limit_warps: 16, limit_blocks: 32, theoretical_pct: 75.0 },
-    NcuLaunch { threads: 128, regs: 80, shared: 25600, config: 167936, limit_regs: 6, limit_smem: 6, limit_warps: 16, limit_blocks: 32, theoretical_pct: 37.5 },
-    NcuLaunch { threads: 512, regs: 29, shared: 0, config: 16384, limit_regs: 4, limit_smem: 16, limit_warps: 4, limit_blocks: 32, theoretical_pct: 100.0 },
-    NcuLaunch { threads: 512, regs: 32, shared: 16, config: 16384, limit_regs: 4, limit_smem: 14, limit_warps: 4, limit_blocks: 32, theoretical_pct: 100.0 },
-    NcuLaunch {
-        threads: 384,
-        regs: 168,
-        shared: 164308,
-        config: 167936,
-        limit_regs: 1,
-        limit_smem: 1,
-        limit_warps: 5,
-        limit_blocks: 32,
-        theoretical_pct: 18.75,
-    },
-    NcuLaunch { threads: 512, regs: 25, shared: 0, config: 16384, limit_regs: 4, limit_smem: 16, limit_warps: 4, limit_blocks: 32, theoretical_pct: 100.0 },
+    NcuLaunch { threads: 256, regs: 56, shared: 0, config: 32768, limit_regs: 4, limit_smem: 32, limit_warps: 8, limit_blocks: 32, pct: 50.0 },
+    NcuLaunch { threads: 128, regs: 16, shared: 0, config: 32768, limit_regs: 32, limit_smem: 32, limit_warps: 16, limit_blocks: 32, pct: 100.0 },
+    NcuLaunch { threads: 128, regs: 40, shared: 0, config: 32768, limit_regs: 12, limit_smem: 32, limit_warps: 16, limit_blocks: 32, pct: 75.0 },
+    NcuLaunch { threads: 128, regs: 32, shared: 0, config: 32768, limit_regs: 16, limit_smem: 32, limit_warps: 16, limit_blocks: 32, pct: 100.0 },
+    NcuLaunch { threads: 128, regs: 22, shared: 0, config: 32768, limit_regs: 21, limit_smem: 32, limit_warps: 16, limit_blocks: 32, pct: 100.0 },
+    NcuLaunch { threads: 128, regs: 18, shared: 0, config: 32768, limit_regs: 21, limit_smem: 32, limit_warps: 16, limit_blocks: 32, pct: 100.0 },
+    NcuLaunch { threads: 8, regs: 52, shared: 16, config: 65536, limit_regs: 36, limit_smem: 56, limit_warps: 64, limit_blocks: 32, pct: 50.0 },
+    NcuLaunch { threads: 32, regs: 32, shared: 16, config: 65536, limit_regs: 64, limit_smem: 56, limit_warps: 64, limit_blocks: 32, pct: 50.0 },
+    NcuLaunch { threads: 128, regs: 26, shared: 0, config: 32768, limit_regs: 16, limit_smem: 32, limit_warps: 16, limit_blocks: 32, pct: 100.0 },
+    NcuLaunch { threads: 128, regs: 48, shared: 7184, config: 135168, limit_regs: 10, limit_smem: 16, limit_warps: 16, limit_blocks: 32, pct: 62.5 },
+    NcuLaunch { threads: 128, regs: 38, shared: 0, config: 32768, limit_regs: 12, limit_smem: 32, limit_warps: 16, limit_blocks: 32, pct: 75.0 },
+    NcuLaunch { threads: 128, regs: 80, shared: 25600, config: 167936, limit_regs: 6, limit_smem: 6, limit_warps: 16, limit_blocks: 32, pct: 37.5 },
+    NcuLaunch { threads: 512, regs: 29, shared: 0, config: 16384, limit_regs: 4, limit_smem: 16, limit_warps: 4, limit_blocks: 32, pct: 100.0 },
+    NcuLaunch { threads: 512, regs: 32, shared: 16, config: 16384, limit_regs: 4, limit_smem: 14, limit_warps: 4, limit_blocks: 32, pct: 100.0 },
+    NcuLaunch { threads: 384, regs: 168, shared: 164308, config: 167936, limit_regs: 1, limit_smem: 1, limit_warps: 5, limit_blocks: 32, pct: 18.75 },
+    NcuLaunch { threads: 512, regs: 25, shared: 0, config: 16384, limit_regs: 4, limit_smem: 16, limit_warps: 4, limit_blocks: 32, pct: 100.0 },
 ];
 
 #[test]
@@ -341,7 +283,7 @@ fn sm90_matches_ncu_occupancy_limits_on_h200() {
         assert_eq!(got(Limiter::Blocks), Some(l.limit_blocks), "launch {i} blocks");
         // Theoretical occupancy with the default (largest) carveout equals ncu's.
         let o = occupancy(sm90, &r).unwrap();
-        assert!((o.fraction * 100.0 - l.theoretical_pct).abs() < 1e-9, "launch {i}: {} vs {}", o.fraction * 100.0, l.theoretical_pct);
+        assert!((o.fraction * 100.0 - l.pct).abs() < 1e-9, "launch {i}: {} vs {}", o.fraction * 100.0, l.pct);
         assert_eq!(o.unit, "warps/SM");
     }
 }

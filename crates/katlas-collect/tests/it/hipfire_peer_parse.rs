@@ -114,27 +114,18 @@ fn dflash_agrees(p: &Value, k: &ParseOutput) -> usize {
 
 #[test]
 fn hipfires_own_test_inputs_read_the_same() {
-    // test_parse_bench_summary_extracts_ar_prefill_and_decode_metrics
-    let summary = "\nnoise\nSUMMARY  gen_tok_s=101.5  bw_gib_s=1512.4  prefill_tok_s=1262.2  avg_ms=9.85  p50_ms=9.81\n";
-    assert_eq!(summary_agrees(&peer(summary), &katlas("hipfire-bench", summary)), 5);
+    let summary = peer_test_input("test_parse_bench_summary_extracts_ar_prefill_and_decode_metrics");
+    assert!(summary.contains("\nSUMMARY  gen_tok_s=101.5  bw_gib_s=1512.4 "), "{summary}");
+    assert_eq!(summary_agrees(&peer(&summary), &katlas("hipfire-bench", &summary)), 5);
 
-    // test_parse_bench_profile_sections_extracts_prefill_and_decode_kernels
-    let tables = "
-=== PROFILE (96 launches, 10.0ms wall) ===
-  gemm_hfq4g256_residual                         24x  3.6ms  (150µs/call)  36.0%  900.0 GiB/s
-  fused_qkvza_hfq4g256                            8x  1.8ms  (225µs/call)  18.0%  700.0 GiB/s
-  TOTAL (serialized)                                10.0ms
-
-=== DECODE PROFILE (64 launches, 5.0ms wall) ===
-  gemv_hfq4g256_multirow_r4                      24x  2.5ms  (104µs/call)  50.0%  400.0 GiB/s
-  fused_qk_l2_norm_scale_f32                      8x  0.5ms  (62µs/call)  10.0%  10.0 GiB/s
-  TOTAL (serialized)                                 5.0ms
-";
-    let p = peer(tables);
+    let tables = peer_test_input("test_parse_bench_profile_sections_extracts_prefill_and_decode_kernels");
+    assert!(tables.contains("=== DECODE PROFILE (64 launches, 5.0ms wall) ==="), "{tables}");
+    let p = peer(&tables);
     assert!(p["summary"]["error"].as_str().unwrap().contains("SUMMARY"), "the peer refuses output without SUMMARY");
-    assert_eq!(tables_agree(&p, &katlas("hipfire-bench", tables)), 4);
+    assert_eq!(tables_agree(&p, &katlas("hipfire-bench", &tables)), 4);
 
-    // test_parse_dflash_summary_prefers_authoritative_metric_lines
+    // The DFlash sample the other tests share is that test's input, verbatim.
+    assert_eq!(PEER_DFLASH_SAMPLE, peer_test_input("test_parse_dflash_summary_prefers_authoritative_metric_lines"));
     let k = katlas("hipfire-dflash", PEER_DFLASH_SAMPLE);
     assert_eq!(dflash_agrees(&peer(PEER_DFLASH_SAMPLE), &k), 7);
 }

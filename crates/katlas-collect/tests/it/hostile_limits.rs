@@ -6,22 +6,9 @@
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use katlas_collect::parse::{parse, parse_limited, parser_names, Input, Limits, ParseError, ParseOutput, ParserOptions};
+use katlas_testkit::bound::bounded;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::time::Duration;
-
-fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(Duration::from_secs(5)) {
-        Ok(v) => v,
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no result within 5 s"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: the parser panicked"),
-    }
-}
 
 fn opts() -> ParserOptions {
     ParserOptions { marker: Some("katlas".into()), ..Default::default() }
@@ -418,31 +405,24 @@ fn rocpd_missing_tables_and_columns_name_file_table_and_column() {
 
 #[test]
 fn rocpd_bad_rows_are_warnings_naming_table_row_and_column_and_the_good_rows_stay() {
+    // Each damaged dispatch row (id, what is done to it) and the warning that names it.
+    let damage = [
+        (1, "start = 'soon'", "column `start`: text `soon` is not an integer"),
+        (2, "grid_size_x = 1099511627776", "column `grid_size_x`: 1099511627776 does not fit 32 bits"),
+        (3, "\"end\" = start - 1", "column `end`: before `start`"),
+        (4, "kernel_id = 999", "column `kernel_id`: 999 is not in rocpd_info_kernel_symbol"),
+        (5, "workgroup_size_x = -64", "column `workgroup_size_x`: -64 is negative"),
+        (6, "group_segment_size = x'00ff'", "column `group_segment_size`: a 2-byte blob is not an integer"),
+    ];
     let d = tempfile::tempdir().unwrap();
     let db = rocpd_db(d.path());
     let t = format!("rocpd_kernel_dispatch{SFX}");
-    edit(
-        &db,
-        &format!(
-            "UPDATE {t} SET start = 'soon' WHERE id = 1;
-             UPDATE {t} SET grid_size_x = 1099511627776 WHERE id = 2;
-             UPDATE {t} SET \"end\" = start - 1 WHERE id = 3;
-             UPDATE {t} SET kernel_id = 999 WHERE id = 4;
-             UPDATE {t} SET workgroup_size_x = -64 WHERE id = 5;
-             UPDATE {t} SET group_segment_size = x'00ff' WHERE id = 6;
-             UPDATE rocpd_info_agent{SFX} SET extdata = '{{not json' WHERE id = 4;"
-        ),
-    );
+    let mut sql: String = damage.iter().map(|(id, set, _)| format!("UPDATE {t} SET {set} WHERE id = {id};\n")).collect();
+    sql += &format!("UPDATE rocpd_info_agent{SFX} SET extdata = '{{not json' WHERE id = 4;");
+    edit(&db, &sql);
     let o = rocpd(db.clone()).unwrap();
     let shown = db.display().to_string();
-    for (id, what) in [
-        (1, "column `start`: text `soon` is not an integer"),
-        (2, "column `grid_size_x`: 1099511627776 does not fit 32 bits"),
-        (3, "column `end`: before `start`"),
-        (4, "column `kernel_id`: 999 is not in rocpd_info_kernel_symbol"),
-        (5, "column `workgroup_size_x`: -64 is negative"),
-        (6, "column `group_segment_size`: a 2-byte blob is not an integer"),
-    ] {
+    for (id, _, what) in damage {
         let head = format!("{shown}: table `{t}` row id {id}: {what}");
         assert!(o.warnings.iter().any(|w| w.starts_with(&head) && w.ends_with("; row skipped")), "{head}\n{:?}", o.warnings);
     }

@@ -1,27 +1,13 @@
 //! Issue 15 (hostile input): malformed torch traces end, every time, in an
 //! error naming line and byte offset (or a result), never in a hang or a panic.
-//! Each parse runs on its own thread under a 5 s bound enforced here.
+//! Each parse runs on its own thread under a 5 s bound (`katlas_testkit::bound`).
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use katlas_collect::parse::{parse, Input, ParseError, ParseOutput};
+use katlas_testkit::bound::bounded;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::time::Duration;
-
-/// Run `f` on a thread; fail if it has not returned within 5 s (or panicked).
-fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(Duration::from_secs(5)) {
-        Ok(v) => v,
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no result within 5 s (hang)"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: the parser panicked"),
-    }
-}
 
 fn text(what: &str, bytes: Vec<u8>) -> Result<ParseOutput, ParseError> {
     let source = what.to_string();

@@ -7,19 +7,8 @@
 //! registry (`katlas_collect::parse::PARSERS`) is driven without editing this file.
 
 use katlas_collect::parse::{parse_with, Input, ParserOptions, PARSERS};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-const INPUTS: usize = 10_000;
-const HANG: Duration = Duration::from_secs(5);
-const RSS_LIMIT_KB: u64 = 1 << 20;
-
-/// Inputs that panicked, by number.
-type Failures = Arc<Mutex<Vec<(usize, Vec<u8>)>>>;
-
-use katlas_testkit::mutate::{catch_quietly, mutate, peak_rss_kb, Rng};
+use katlas_testkit::mutate::{assert_peak_rss, drive};
+use std::path::PathBuf;
 
 fn fixtures() -> PathBuf {
     katlas_testkit::repo_root().join("fixtures")
@@ -79,14 +68,6 @@ fn seeds(parser: &str) -> Vec<Vec<u8>> {
     all
 }
 
-fn save_failure(parser: &str, n: usize, data: &[u8]) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mutation-failures");
-    let _ = std::fs::create_dir_all(&dir);
-    let p = dir.join(format!("{parser}-{n}.bin"));
-    let _ = std::fs::write(&p, data);
-    p
-}
-
 #[test]
 #[ignore = "heavy: 10,000 mutated inputs per parser; scripts/test-all runs it (cargo test -- --ignored)"]
 fn every_parser_survives_10000_hostile_inputs() {
@@ -96,51 +77,11 @@ fn every_parser_survives_10000_hostile_inputs() {
     }
     let mut report = Vec::new();
     for (name, _, _) in PARSERS {
-        let name = name.to_string();
-        let seeds = seeds(&name);
-        let done = Arc::new(AtomicUsize::new(0));
-        let panics: Failures = Arc::default();
-        let current: Arc<Mutex<Vec<u8>>> = Arc::default();
-        let (d, p, c, n) = (done.clone(), panics.clone(), current.clone(), name.clone());
-        let worker = std::thread::spawn(move || {
-            let mut rng = Rng(0x6b61_746c_6173 ^ n.len() as u64);
-            for i in 0..INPUTS {
-                let input = mutate(&seeds[i % seeds.len()], &mut rng);
-                *c.lock().unwrap() = input.clone();
-                let r = catch_quietly(|| {
-                    let mut cur = std::io::Cursor::new(input.as_slice());
-                    let _ = parse_with(&n, Input::Reader { reader: &mut cur, source: "mutated" }, &ParserOptions::default());
-                });
-                if r.is_err() {
-                    p.lock().unwrap().push((i, input));
-                }
-                d.store(i + 1, Ordering::SeqCst);
-            }
-        });
-        let t0 = Instant::now();
-        let (mut last, mut since) = (0, Instant::now());
-        while done.load(Ordering::SeqCst) < INPUTS {
-            std::thread::sleep(Duration::from_millis(20));
-            let now = done.load(Ordering::SeqCst);
-            if now != last {
-                (last, since) = (now, Instant::now());
-            } else if since.elapsed() > HANG {
-                let p = save_failure(&name, now, &current.lock().unwrap());
-                panic!("{name}: input #{now} did not finish in {HANG:?} (saved to {})", p.display());
-            }
-        }
-        worker.join().unwrap();
-        let panics = panics.lock().unwrap();
-        if let Some((i, data)) = panics.first() {
-            let p = save_failure(&name, *i, data);
-            panic!("{name}: {} of {INPUTS} inputs panicked; first #{i} (saved to {})", panics.len(), p.display());
-        }
-        report.push(format!("{name}: {INPUTS} inputs, 0 panics, 0 hangs, {:.1} s", t0.elapsed().as_secs_f64()));
+        let parser = name.to_string();
+        report.push(drive(name, name, seeds(name), move |input| {
+            let mut cur = std::io::Cursor::new(input);
+            let _ = parse_with(&parser, Input::Reader { reader: &mut cur, source: "mutated" }, &ParserOptions::default());
+        }));
     }
-    let rss = peak_rss_kb();
-    for r in &report {
-        eprintln!("{r}");
-    }
-    eprintln!("peak RSS {} MiB", rss / 1024);
-    assert!(rss < RSS_LIMIT_KB, "peak RSS {} MiB breaches the 1 GiB bound", rss / 1024);
+    assert_peak_rss(&report);
 }

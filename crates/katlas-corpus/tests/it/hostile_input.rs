@@ -4,22 +4,8 @@
 
 use katlas_corpus::{append_jsonl, append_jsonl_dedup, read_jsonl, read_jsonl_capped, Appended, Fsync, StoreError};
 use katlas_model::{Row, ROW_SCHEMA};
+use katlas_testkit::bound::bounded;
 use std::path::Path;
-use std::sync::mpsc;
-use std::time::Duration;
-
-/// Run `f` on a thread; fail the test if it has not returned within 5 s.
-fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(Duration::from_secs(5)) {
-        Ok(v) => v,
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: did not return within 5 s"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
-    }
-}
 
 fn row_line(workload: &str) -> String {
     serde_json::to_string(&Row::new(workload, "decode")).unwrap()

@@ -1,28 +1,15 @@
 //! Eval against hostile benches: runs that will not stop, and the fake wins a bench can
 //! fake (inputs the identity cannot see, state shared between runs, links out of the tree).
 
-use katlas_eval::protocol::{Order, Runner, Settings, Side};
-use katlas_eval::verdict::{JudgeConfig, Plan};
-use katlas_model::ledger::Goal;
+use crate::support::evals::{self, cx, input, settings};
+use katlas_eval::eval::{run_eval, EvalSpec, SideInput};
+use katlas_eval::protocol::{Runner, Side};
+use katlas_eval::verdict::Plan;
+use katlas_model::ledger::Verdict;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn settings(plan: Plan, timeout: Duration) -> Settings {
-    Settings {
-        metric: "elapsed_ms".into(),
-        parser: "kv".into(),
-        warmups: 0,
-        plan,
-        order: Order::Abba,
-        seed: 5,
-        settle: None,
-        timeout,
-        judge: JudgeConfig { goal: Goal::Minimize, cv_limit: 1.0, drift_limit: 10.0, ..JudgeConfig::default() },
-        telemetry: false,
-        strip_env: Vec::new(),
-    }
-}
 
 fn sh_side(label: &str, name: &str, cmd: &str, cwd: &Path) -> Side {
     Side { label: label.into(), name: name.into(), argv: vec!["sh".into(), "-c".into(), cmd.into()], env: BTreeMap::new(), cwd: cwd.to_path_buf() }
@@ -59,41 +46,11 @@ fn a_timed_out_pipeline_leaves_no_process_and_returns_in_bound() {
     assert!(survivors.is_empty(), "still running after the eval returned: {survivors:?}");
 }
 
-use katlas_eval::eval::{run_eval, CaptureContext, EvalSpec, Meta, SideInput};
-use katlas_model::ledger::Verdict;
-use std::collections::BTreeSet;
-use std::process::Command;
-
-fn input(s: Side, root: Option<&Path>) -> SideInput {
-    SideInput { side: s, git_ref: None, source_root: root.map(Path::to_path_buf), knobs: BTreeMap::new(), binary: None }
-}
-
+/// The eval `name` in `dir/name` with `warmups` and 30 s per run.
 fn spec(dir: &Path, name: &str, sides: Vec<SideInput>, plan: Plan, warmups: u32) -> EvalSpec {
     let mut settings = settings(plan, Duration::from_secs(30));
     settings.warmups = warmups;
-    EvalSpec {
-        eval_id: name.into(),
-        dir: dir.join(name),
-        sides,
-        settings,
-        knobs: BTreeSet::new(),
-        cross_host: false,
-        reference_identity: None,
-        allowed_files: None,
-        sol: None,
-        correctness: Vec::new(),
-        meta: Meta::default(),
-        ledger_path: None,
-        protected_ledger: None,
-        project_root: dir.to_path_buf(),
-        threshold_source: None,
-        triton: None,
-        aa_max_band: None,
-    }
-}
-
-fn cx() -> CaptureContext {
-    CaptureContext { skip_devices: true, ..Default::default() }
+    evals::spec(dir, name, sides, settings)
 }
 
 fn git(dir: &Path, args: &[&str]) {

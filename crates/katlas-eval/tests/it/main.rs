@@ -2,6 +2,7 @@
 //! (`cargo test -p katlas-eval --test it MODULE::` runs one file's tests).
 
 mod support {
+    pub mod evals;
     pub mod real;
 }
 mod hostile_eval;

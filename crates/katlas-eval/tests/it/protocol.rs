@@ -1,11 +1,12 @@
 //! The fresh-process protocol with a real CPU workload (`katlas-eval-spin`)
 //! and the fake-win patterns it must catch.
 
-use katlas_eval::eval::{run_eval, CaptureContext, EvalSpec, Meta, SideInput, SolSpec};
-use katlas_eval::protocol::{Order, Runner, Settings, Side};
+use crate::support::evals::{self, cx};
+use katlas_eval::eval::{run_eval, CaptureContext, EvalSpec, SideInput, SolSpec};
+use katlas_eval::protocol::{Runner, Settings, Side};
 use katlas_eval::verdict::{judge, JudgeConfig, Plan};
 use katlas_model::ledger::{EvalSample, Goal, Verdict};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -26,51 +27,19 @@ fn side(label: &str, name: &str, args: &[&str], cwd: &Path) -> Side {
     Side { label: label.into(), name: name.into(), argv, env: BTreeMap::new(), cwd: cwd.to_path_buf() }
 }
 
+/// The suite's settings with one warmup, a minute per run, and the `KATLAS_PROFILE`
+/// instrumentation switch removed from every side.
 fn settings(plan: Plan) -> Settings {
-    Settings {
-        metric: "elapsed_ms".into(),
-        parser: "kv".into(),
-        warmups: 1,
-        plan,
-        order: Order::Abba,
-        seed: 5,
-        settle: None,
-        timeout: Duration::from_secs(60),
-        // A shared 2-core CI box is noisy; the spread limit is not under test here.
-        judge: JudgeConfig { goal: Goal::Minimize, cv_limit: 1.0, drift_limit: 10.0, ..JudgeConfig::default() },
-        telemetry: false,
-        strip_env: vec!["KATLAS_PROFILE".into()],
-    }
+    Settings { warmups: 1, strip_env: vec!["KATLAS_PROFILE".into()], ..evals::settings(plan, Duration::from_secs(60)) }
 }
 
 fn input(s: Side) -> SideInput {
-    SideInput { side: s, git_ref: None, source_root: None, knobs: BTreeMap::new(), binary: None }
+    evals::input(s, None)
 }
 
+/// The eval in `dir/eval`, appending to `dir/ledger.jsonl`.
 fn spec(dir: &Path, sides: Vec<SideInput>, plan: Plan) -> EvalSpec {
-    EvalSpec {
-        eval_id: "t".into(),
-        dir: dir.join("eval"),
-        sides,
-        settings: settings(plan),
-        knobs: BTreeSet::new(),
-        cross_host: false,
-        reference_identity: None,
-        allowed_files: None,
-        sol: None,
-        correctness: Vec::new(),
-        meta: Meta::default(),
-        ledger_path: Some(dir.join("ledger.jsonl")),
-        protected_ledger: None,
-        project_root: dir.to_path_buf(),
-        threshold_source: None,
-        triton: None,
-        aa_max_band: None,
-    }
-}
-
-fn cx() -> CaptureContext {
-    CaptureContext { skip_devices: true, ..Default::default() }
+    EvalSpec { ledger_path: Some(dir.join("ledger.jsonl")), ..evals::spec(dir, "eval", sides, settings(plan)) }
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! first instruction where the two part ways.
 
 use crate::common;
+use crate::support::mix_tally::Tally;
 
 use katlas_isa::manifest::Vendor;
 use katlas_isa::oracle::{check_object, sample, ArchTotals};
@@ -40,23 +41,11 @@ fn check(label: &str, files: &[PathBuf], per_arch: usize) -> BTreeMap<String, Ar
             (arch.clone(), o.chain_text.clone(), check_object(&tool, arch, b.bytes(), &names))
         })
         .collect();
-    let mut totals: BTreeMap<String, ArchTotals> = BTreeMap::new();
-    let mut bad = Vec::new();
+    let mut tally = Tally::default();
     for (arch, chain, r) in results {
-        let t = totals.entry(arch.clone()).or_default();
-        t.objects += 1;
-        t.kernels += r.kernels;
-        t.instructions += r.instructions;
-        if let Some(e) = r.refused {
-            t.refused += 1;
-            bad.push(format!("{chain} ({arch}): native decoder refused: {e}"));
-        }
-        if let Some(e) = r.objdump_error {
-            bad.push(format!("{chain} ({arch}): llvm-objdump failed: {e}"));
-        }
-        t.mismatched_kernels += r.mismatches.len();
-        bad.extend(r.mismatches.into_iter().map(|m| format!("{chain} ({arch}): {m}")));
+        tally.add(&arch, &chain, r);
     }
+    let Tally { totals, disagreements: bad } = tally;
     for (arch, t) in &totals {
         eprintln!(
             "{label} {arch}: {} objects, {} kernels, {} instructions, {} refused, {} kernels mismatched",

@@ -13,4 +13,7 @@ mod mutation_driver;
 mod mutations;
 mod nvidia_vs_cuobjdump;
 mod own_fixtures;
+mod support {
+    pub mod mix_tally;
+}
 mod triton_cache;

@@ -81,20 +81,10 @@ fn reference(data: &[u8]) -> Result<J, String> {
     }))
 }
 
-fn u(v: Option<&J>) -> Option<u64> {
-    v.and_then(J::as_u64)
-}
-
-fn u32f(v: Option<&J>) -> Option<u32> {
-    u(v).and_then(|x| u32::try_from(x).ok())
-}
-
-fn triple3(v: Option<&J>) -> Option<[u32; 3]> {
-    let a = v?.as_array()?;
-    if a.len() != 3 {
-        return None;
-    }
-    Some([u32f(a.first())?, u32f(a.get(1))?, u32f(a.get(2))?])
+/// A metadata value as `T` (an unsigned count, a three-number size), or `None` when it is
+/// absent or not one: serde's own reading, not the reader's hand-written accessors.
+fn field<T: serde::de::DeserializeOwned>(v: Option<&J>) -> Option<T> {
+    serde_json::from_value(v?.clone()).ok()
 }
 
 const TYPED_ARG_FIELDS: [&str; 6] = [".name", ".type_name", ".value_kind", ".offset", ".size", ".address_space"];
@@ -117,8 +107,8 @@ fn reference_kernel(k: &rmpv::Value) -> Result<Kernel, String> {
                     name: x.get(".name").and_then(J::as_str).map(str::to_string),
                     type_name: x.get(".type_name").and_then(J::as_str).map(str::to_string),
                     value_kind: x.get(".value_kind").and_then(J::as_str).unwrap_or("").to_string(),
-                    offset: u(x.get(".offset")).unwrap_or(0),
-                    size: u(x.get(".size")).unwrap_or(0),
+                    offset: field(x.get(".offset")).unwrap_or(0),
+                    size: field(x.get(".size")).unwrap_or(0),
                     address_space: x.get(".address_space").and_then(J::as_str).map(str::to_string),
                     access: x.get(".access").or_else(|| x.get(".actual_access")).and_then(J::as_str).map(str::to_string),
                     extra: x
@@ -129,33 +119,37 @@ fn reference_kernel(k: &rmpv::Value) -> Result<Kernel, String> {
                 .collect()
         })
         .unwrap_or_default();
-    let resources = Resources {
-        vgpr: u32f(meta.get(".vgpr_count")),
-        sgpr: u32f(meta.get(".sgpr_count")),
-        agpr: u32f(meta.get(".agpr_count")),
-        vgpr_spill: u32f(meta.get(".vgpr_spill_count")),
-        sgpr_spill: u32f(meta.get(".sgpr_spill_count")),
-        lds_bytes: u(meta.get(".group_segment_fixed_size")),
-        scratch_bytes: u(meta.get(".private_segment_fixed_size")),
-        kernarg_bytes: u(meta.get(".kernarg_segment_size")),
-        wave_size: u32f(meta.get(".wavefront_size")),
-        max_workgroup_size: u32f(meta.get(".max_flat_workgroup_size")),
-        reqd_workgroup_size: triple3(meta.get(".reqd_workgroup_size")),
-        dynamic_stack: meta.get(".uses_dynamic_stack").and_then(J::as_bool),
-        ..Default::default()
-    };
-    Ok(Kernel {
-        demangled: katlas_isa::oracle::demangle_uncached(&name),
-        name,
-        symbol,
-        resources,
-        amd: Some(AmdKernel { metadata: meta.into(), args, descriptor: None, descriptor_mismatches: vec![] }),
-        nvidia: None,
-        mix: None,
-        occupancy: None,
-        occupancy_note: None,
-        triton: None,
-    })
+    let mut kernel: Kernel = serde_json::from_value(serde_json::json!({
+        "name": name, "symbol": symbol, "demangled": katlas_isa::oracle::demangle_uncached(&name), "resources": typed_resources(&meta),
+    }))
+    .expect("each resource was read alone");
+    kernel.amd = Some(AmdKernel { metadata: meta.into(), args, descriptor: None, descriptor_mismatches: vec![] });
+    Ok(kernel)
+}
+
+/// The metadata key each typed resource comes from, by the resource's name in the manifest.
+const RESOURCE_KEYS: [(&str, &str); 12] = [
+    ("vgpr", ".vgpr_count"),
+    ("sgpr", ".sgpr_count"),
+    ("agpr", ".agpr_count"),
+    ("vgpr_spill", ".vgpr_spill_count"),
+    ("sgpr_spill", ".sgpr_spill_count"),
+    ("lds_bytes", ".group_segment_fixed_size"),
+    ("scratch_bytes", ".private_segment_fixed_size"),
+    ("kernarg_bytes", ".kernarg_segment_size"),
+    ("wave_size", ".wavefront_size"),
+    ("max_workgroup_size", ".max_flat_workgroup_size"),
+    ("reqd_workgroup_size", ".reqd_workgroup_size"),
+    ("dynamic_stack", ".uses_dynamic_stack"),
+];
+
+/// The typed resources of kernel metadata `meta` as the manifest writes them: each read alone
+/// by serde as its field of `Resources`, and left out where the value is not of that field's type.
+fn typed_resources(meta: &serde_json::Map<String, J>) -> J {
+    let fits = |name: &str, v: &J| serde_json::from_value::<Resources>(serde_json::json!({ name: v })).is_ok();
+    let typed: serde_json::Map<String, J> =
+        RESOURCE_KEYS.iter().filter_map(|(name, key)| meta.get(*key).filter(|v| fits(name, v)).map(|v| (name.to_string(), v.clone()))).collect();
+    typed.into()
 }
 
 fn fast(data: &[u8]) -> Result<J, String> {

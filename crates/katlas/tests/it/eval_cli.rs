@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::support::cli;
-use cli::{code, git, katlas, katlas_cmd, stdout_json};
+use cli::{code, counted, git, katlas, katlas_cmd, quick_eval, stdout_json};
 
 fn project() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
@@ -49,13 +49,18 @@ fn eval_verdicts_and_exit_codes() {
     assert_eq!(code(&katlas(p, &["ledger", "ls", "--verdict", "better"])), 2);
 }
 
+/// `katlas eval --aa` of `command` on `tok_s`, `n` runs a side, the result as JSON.
+fn aa(p: &Path, command: &str, n: &str) -> std::process::Output {
+    katlas(p, &["eval", "--aa", "--command", command, "--metric", "tok_s", "-n", n, "--telemetry", "false", "--format", "json"])
+}
+
 #[test]
 fn aa_calibrates_the_noise_threshold() {
     let d = project();
     let p = d.path();
     // The counter makes samples differ: 100, 101, 102 … so the A/A interval has width.
-    let cmd = "n=$(cat c 2>/dev/null || echo 0); echo $((n+1)) > c; echo tok_s=$((100 + n % 3))";
-    let o = katlas(p, &["eval", "--aa", "--command", cmd, "--metric", "tok_s", "-n", "6", "--telemetry", "false", "--format", "json"]);
+    let cmd = counted("c", "tok_s", "100 + n % 3");
+    let o = aa(p, &cmd, "6");
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     assert_ne!(stdout_json(&o)["verdict"], "improved");
     let noise: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p.join(".katlas/noise.json")).unwrap()).unwrap();
@@ -65,7 +70,7 @@ fn aa_calibrates_the_noise_threshold() {
     assert!(t > 0.0 && t < 0.05, "{t}");
     // The next eval of the same command uses the calibrated threshold.
     let o =
-        katlas(p, &["eval", "--baseline", cmd, "--candidate", "echo tok_s=150", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json"]);
+        katlas(p, &["eval", "--baseline", &cmd, "--candidate", "echo tok_s=150", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json"]);
     assert!((stdout_json(&o)["noise_threshold"].as_f64().unwrap() - t).abs() < 1e-12);
 }
 
@@ -79,8 +84,7 @@ fn a_refused_aa_adds_no_ledger_entry() {
     let d = project();
     let p = d.path();
     // Runs that swing between 70 and 130 (robust CV ~30%): the A/A is refused.
-    let noisy = "n=$(cat n1 2>/dev/null || echo 0); echo $((n+1)) > n1; echo tok_s=$((100 + ((n * 7) % 5 - 2) * 15))";
-    let o = katlas(p, &["eval", "--aa", "--command", noisy, "--metric", "tok_s", "-n", "8", "--telemetry", "false", "--format", "json"]);
+    let o = aa(p, &counted("n1", "tok_s", "100 + ((n * 7) % 5 - 2) * 15"), "8");
     assert_eq!(code(&o), 1, "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("A/A calibration refused"), "{}", String::from_utf8_lossy(&o.stderr));
     let r = stdout_json(&o);
@@ -90,8 +94,7 @@ fn a_refused_aa_adds_no_ledger_entry() {
     assert_eq!(stored["ledger_id"], serde_json::Value::Null, "{stored}");
     assert_eq!(ledger_lines(p).len(), 0, "a refused A/A wrote {:?}", ledger_lines(p));
     // A calibration that is admitted is recorded, as any verdict is.
-    let steady = "n=$(cat n2 2>/dev/null || echo 0); echo $((n+1)) > n2; echo tok_s=$((100 + n % 3))";
-    let o = katlas(p, &["eval", "--aa", "--command", steady, "--metric", "tok_s", "-n", "6", "--telemetry", "false", "--format", "json"]);
+    let o = aa(p, &counted("n2", "tok_s", "100 + n % 3"), "6");
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     let entries = ledger_lines(p);
     assert_eq!(entries.len(), 1, "{entries:?}");
@@ -138,25 +141,10 @@ fn ledger_ls_names_what_each_eval_compared() {
 #[test]
 fn env_variant_and_route_change() {
     let d = project();
+    let command = "echo tok_s=$((100 + KV)); echo kernel_seen=attn_$KV";
     let o = katlas(
         d.path(),
-        &[
-            "eval",
-            "--command",
-            "echo tok_s=$((100 + KV)); echo kernel_seen=attn_$KV",
-            "--variant",
-            "KV=0",
-            "--variant",
-            "KV=10",
-            "--metric",
-            "tok_s",
-            "-n",
-            "3",
-            "--telemetry",
-            "false",
-            "--format",
-            "json",
-        ],
+        &["eval", "--command", command, "--variant", "KV=0", "--variant", "KV=10", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json"],
     );
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     let r = stdout_json(&o);
@@ -286,10 +274,8 @@ fn eval_and_gate_sections_of_katlas_toml() {
         "[eval]\nthreshold = 0.3\nmin_effect = 0.4\nwarmups = 0\norder = \"shuffle\"\n\n[gate]\nbaselines = \"floors\"\ncommand = \"echo gen_tok_s=101\"\nruns = 2\n",
     )
     .unwrap();
-    let o = katlas(
-        p,
-        &["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=120", "--metric", "tok_s", "-n", "3", "--telemetry", "false", "--format", "json"],
-    );
+    let ab = ["eval", "--baseline", "echo tok_s=100", "--candidate", "echo tok_s=120", "--metric", "tok_s", "-n", "3", "--telemetry", "false"];
+    let o = katlas(p, &[&ab[..], &["--format", "json"]].concat());
     assert_eq!(code(&o), 1, "20% is inside a 30% band: {}", String::from_utf8_lossy(&o.stderr));
     let r = stdout_json(&o);
     assert_eq!(r["verdict"], "no_change");
@@ -297,25 +283,7 @@ fn eval_and_gate_sections_of_katlas_toml() {
     assert_eq!(r["protocol"]["order"], "shuffle");
     assert_eq!(r["protocol"]["warmups"], 0);
     // A flag beats the file.
-    let o = katlas(
-        p,
-        &[
-            "eval",
-            "--baseline",
-            "echo tok_s=100",
-            "--candidate",
-            "echo tok_s=120",
-            "--metric",
-            "tok_s",
-            "-n",
-            "3",
-            "--telemetry",
-            "false",
-            "--threshold",
-            "0.01",
-            "--fresh",
-        ],
-    );
+    let o = katlas(p, &[&ab[..], &["--threshold", "0.01", "--fresh"]].concat());
     assert_eq!(code(&o), 0);
     std::fs::create_dir_all(p.join("floors")).unwrap();
     std::fs::write(p.join("floors/gfx1100.txt"), "gen_tok_s=100\n").unwrap();
@@ -417,22 +385,7 @@ fn samples_this_host_did_not_write_are_never_resumed() {
     let d = project();
     let p = d.path();
     // The candidate is truly 2x slower.
-    let args = [
-        "eval",
-        "--baseline",
-        "echo tok_s=100",
-        "--candidate",
-        "echo tok_s=50",
-        "--metric",
-        "tok_s",
-        "-n",
-        "3",
-        "--telemetry",
-        "false",
-        "--no-ledger",
-        "--format",
-        "json",
-    ];
+    let args = quick_eval(&["--baseline", "echo tok_s=100", "--candidate", "echo tok_s=50", "--metric", "tok_s"]);
     let o = katlas(p, &args);
     assert_eq!(code(&o), 1);
     let r = stdout_json(&o);
@@ -558,6 +511,14 @@ fn says(reasons: &[String], what: &str) -> bool {
     reasons.first().is_some_and(|r| r.contains(what) && !r.contains('\n'))
 }
 
+/// A fake win of `candidate` on `units` units that katlas catches: exit 1, the verdict
+/// `verdict`, and a first reason that says `what`.
+fn caught(checked: bool, units: &str, candidate: &str, verdict: &str, what: &str) {
+    let (v, r, c, _d) = fake_win_on(checked, units, candidate, |_| {}, false);
+    assert_eq!((v.as_str(), c), (verdict, 1), "{r:?}");
+    assert!(says(&r, what), "{r:?}");
+}
+
 #[test]
 fn fake_win_a_real_2x_win_is_still_improved() {
     let (v, r, c, _d) = fake_win(true, &KERN.replace("sleep 0.05", "sleep 0.025"), |_| {}, false);
@@ -581,36 +542,27 @@ fn fake_win_a_cache_left_in_tmp_by_an_earlier_run() {
 #[test]
 fn fake_win_skips_work_when_it_detects_it_is_measured() {
     // Measured, katlas is its parent (bench.sh execs it); checked, check.sh is.
-    let cand = kern("n=$1; [ \"$(cat /proc/$PPID/comm)\" = katlas ] && n=1", "$n", None, "");
-    let (v, r, c, _d) = fake_win(true, &cand, |_| {}, false);
-    assert_eq!((v.as_str(), c), ("incorrect", 1), "{r:?}");
-    assert!(says(&r, "output checksum `checksum` of the measured runs differs"), "{r:?}");
+    let measured = "n=$1; [ \"$(cat /proc/$PPID/comm)\" = katlas ] && n=1";
+    caught(true, "4", &kern(measured, "$n", None, ""), "incorrect", "output checksum `checksum` of the measured runs differs");
 }
 
 #[test]
 fn fake_win_hard_codes_the_benchmarked_input() {
     // The benchmarked input (4) takes a shortcut; the correctness check's input (2) does not.
-    let cand = kern("n=$1; [ \"$1\" = 4 ] && n=1", "$n", None, "");
-    let (v, r, c, _d) = fake_win(true, &cand, |_| {}, false);
-    assert_eq!((v.as_str(), c), ("incorrect", 1), "{r:?}");
-    assert!(says(&r, "baseline 10, candidate 1"), "{r:?}");
+    caught(true, "4", &kern("n=$1; [ \"$1\" = 4 ] && n=1", "$n", None, ""), "incorrect", "baseline 10, candidate 1");
 }
 
 #[test]
 fn fake_win_writes_into_the_baseline_worktree() {
     // The baseline reads its work from work.txt: the candidate doubles it there.
     let cand = format!("#!/bin/sh\nfor f in .katlas/worktrees/*/work.txt; do echo 9 > \"$f\"; done\n{}", &KERN["#!/bin/sh\n".len()..]);
-    let (v, r, c, _d) = fake_win(true, &cand, |_| {}, false);
-    assert_eq!((v.as_str(), c), ("invalid", 1), "{r:?}");
-    assert!(says(&r, "the baseline's worktree was modified while the sides ran (work.txt)"), "{r:?}");
+    caught(true, "4", &cand, "invalid", "the baseline's worktree was modified while the sides ran (work.txt)");
 }
 
 #[test]
 fn fake_win_a_quarter_of_the_work_with_no_correctness_check() {
-    let cand = kern("", "1", Some("$(($1*($1+1)/2))"), "");
-    let (v, r, c, _d) = fake_win(false, &cand, |_| {}, false);
-    assert_eq!((v.as_str(), c), ("invalid", 1), "{r:?}");
-    assert!(says(&r, "unverified: the task has no correctness check"), "{r:?}");
+    // A quarter of the work, with the checksum of the whole: nothing checks it.
+    caught(false, "4", &kern("", "1", Some("$(($1*($1+1)/2))"), ""), "invalid", "unverified: the task has no correctness check");
 }
 
 #[test]
@@ -624,18 +576,13 @@ fn fake_win_leaves_a_daemon_that_finishes_after_the_sample() {
         Some("$(($1*($1+1)/2))"),
         "",
     );
-    let (v, r, c, _d) = fake_win(true, &cand, |_| {}, false);
-    assert_eq!((v.as_str(), c), ("invalid", 1), "{r:?}");
-    assert!(says(&r, "a process of the sample outlived it"), "{r:?}");
+    caught(true, "4", &cand, "invalid", "a process of the sample outlived it");
 }
 
 #[test]
 fn fake_win_prints_half_its_measured_time() {
     // 8 units: the claimed saving (200 ms) stands far above a loaded machine's wall-time noise.
-    let cand = kern("", "$1", None, "/ 2");
-    let (v, r, c, _d) = fake_win_on(true, "8", &cand, |_| {}, false);
-    assert_eq!((v.as_str(), c), ("invalid", 1), "{r:?}");
-    assert!(says(&r, "but the runs' wall time fell by only"), "{r:?}");
+    caught(true, "8", &kern("", "$1", None, "/ 2"), "invalid", "but the runs' wall time fell by only");
 }
 
 #[test]
@@ -672,53 +619,16 @@ fn a_bench_naming_its_ignored_build_output_is_judged() {
     git(p, &["commit", "-qm", "base"]);
     let base = git(p, &["rev-parse", "HEAD"]);
     std::fs::write(p.join("bench.in"), "#!/bin/sh\nsleep 0.05\necho time_ms=50\n").unwrap();
-    let o = katlas(
-        p,
-        &[
-            "eval",
-            "--baseline",
-            &base,
-            "--command",
-            "./bench",
-            "--build",
-            "cp bench.in bench && chmod +x bench",
-            "-n",
-            "3",
-            "--metric",
-            "time_ms",
-            "--telemetry",
-            "false",
-            "--no-ledger",
-            "--format",
-            "json",
-        ],
-    );
+    let eval = |command: &str| {
+        katlas(p, &quick_eval(&["--baseline", &base, "--command", command, "--build", "cp bench.in bench && chmod +x bench", "--metric", "time_ms"]))
+    };
+    let o = eval("./bench");
     let r = stdout_json(&o);
     assert_eq!(r["verdict"], "improved", "{r}\n{}", String::from_utf8_lossy(&o.stderr));
     // An ignored data file the command names is still an input.
     std::fs::write(p.join(".gitignore"), ".katlas/\nbench\ndata.txt\n").unwrap();
     std::fs::write(p.join("data.txt"), "x\n").unwrap();
-    let o = katlas(
-        p,
-        &[
-            "eval",
-            "--baseline",
-            &base,
-            "--command",
-            "./bench data.txt",
-            "--build",
-            "cp bench.in bench && chmod +x bench",
-            "-n",
-            "3",
-            "--metric",
-            "time_ms",
-            "--telemetry",
-            "false",
-            "--no-ledger",
-            "--format",
-            "json",
-        ],
-    );
+    let o = eval("./bench data.txt");
     let r = stdout_json(&o);
     assert_eq!(r["verdict"], "invalid", "{r}");
     assert!(r["reasons"][0].as_str().unwrap().contains("git-ignored input `data.txt`"), "{r}");

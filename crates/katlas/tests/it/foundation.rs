@@ -4,7 +4,7 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::support::cli::{fixture, git, katlas_cmd, stderr, stdout};
+use crate::support::cli::{fixture, git, katlas_cmd, leaves, stderr, stdout};
 
 /// `katlas ARGS` in `dir`, in the test environment and without `KATLAS_YES`.
 fn katlas(dir: &Path, args: &[&str]) -> Output {
@@ -67,10 +67,7 @@ fn import_keeps_every_row_and_field() {
     let text = std::fs::read_to_string(&src).unwrap();
     for (src_row, v1) in text.lines().filter(|l| !l.trim().is_empty()).zip(rows) {
         let src_row: Value = serde_json::from_str(src_row).unwrap();
-        let mut have = Vec::new();
-        leaves(v1, &mut have);
-        let mut want = Vec::new();
-        leaves(&src_row, &mut want);
+        let (have, want) = (leaves(v1), leaves(&src_row));
         for w in want.iter().filter(|w| !w.is_null()) {
             let found = have.iter().any(|h| {
                 h == w
@@ -92,14 +89,6 @@ fn import_keeps_every_row_and_field() {
     let o = katlas(dir.path(), &["corpus", "ls", "--format", "json"]);
     let ls: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(ls["rows"].as_array().unwrap().len(), 3);
-}
-
-fn leaves(v: &Value, out: &mut Vec<Value>) {
-    match v {
-        Value::Object(m) => m.values().for_each(|x| leaves(x, out)),
-        Value::Array(a) => a.iter().for_each(|x| leaves(x, out)),
-        other => out.push(other.clone()),
-    }
 }
 
 #[test]

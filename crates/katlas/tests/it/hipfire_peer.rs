@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::support::cli;
-use cli::{fixture, json, katlas, ok, repo};
+use cli::{fixture, json, katlas, leaves, ok, repo};
 
 use katlas_testkit::hipfire_tree;
 
@@ -452,14 +452,6 @@ fn same_kinds(a: &Value, b: &Value, at: &str) {
     }
 }
 
-fn leaves(v: &Value, out: &mut Vec<Value>) {
-    match v {
-        Value::Object(m) => m.values().for_each(|x| leaves(x, out)),
-        Value::Array(a) => a.iter().for_each(|x| leaves(x, out)),
-        other => out.push(other.clone()),
-    }
-}
-
 #[test]
 fn rust_atlas_rows_import_with_their_string_metrics() {
     let d = tempfile::tempdir().unwrap();
@@ -499,10 +491,7 @@ fn rust_atlas_rows_import_with_their_string_metrics() {
 
     // Nothing lost: every leaf value of each source row is somewhere in its katlas row.
     for (line, row) in RUST_ROWS.iter().zip(rows) {
-        let mut have = Vec::new();
-        leaves(row, &mut have);
-        let mut want = Vec::new();
-        leaves(&serde_json::from_str(line).unwrap(), &mut want);
+        let (have, want) = (leaves(row), leaves(&serde_json::from_str(line).unwrap()));
         for w in want.iter().filter(|w| !w.is_null() && w.as_str() != Some("")) {
             let found = have.iter().any(|h| h == w || matches!((h.as_f64(), w.as_f64()), (Some(a), Some(b)) if a == b));
             assert!(found, "value {w} of the AtlasRow is missing from the katlas row {row}");
@@ -745,20 +734,8 @@ fn isa_export_uses_the_category_names_hipfire_reads() {
 /// kernels/, crates/ and scripts/ of the tree in a temp project whose katlas.toml is the preset
 /// alone: the roots are the preset's.
 fn preset_only_project() -> tempfile::TempDir {
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap().flatten() {
-            if e.file_type().unwrap().is_dir() {
-                copy(&e.path(), &to.join(e.file_name()));
-            } else {
-                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-            }
-        }
-    }
     let d = tempfile::tempdir().unwrap();
-    for sub in ["kernels", "crates", "scripts"] {
-        copy(&hipfire_tree::tree().join(sub), &d.path().join(sub));
-    }
+    hipfire_tree::copy_sources(d.path());
     std::fs::write(d.path().join("katlas.toml"), "[project]\npreset = \"hipfire\"\n").unwrap();
     d
 }

@@ -6,12 +6,7 @@
 use std::path::Path;
 
 use crate::support::cli;
-use cli::{git, katlas, stdout_json};
-
-/// A command whose `METRIC` follows `expr` of a per-command counter `n` (0, 1, 2 …).
-fn counted(file: &str, metric: &str, expr: &str) -> String {
-    format!("n=$(cat {file} 2>/dev/null || echo 0); echo $((n+1)) > {file}; echo {metric}=$(({expr}))")
-}
+use cli::{counted, git, katlas, stdout_json};
 
 fn project() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
@@ -23,11 +18,33 @@ fn text(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn eval(dir: &Path, args: &[&str]) -> String {
+fn eval<S: AsRef<str>>(dir: &Path, args: &[S]) -> String {
     let mut a = vec!["eval"];
-    a.extend_from_slice(args);
+    a.extend(args.iter().map(AsRef::as_ref));
     a.extend_from_slice(&["--telemetry", "false", "--fresh"]);
     text(&katlas(dir, &a))
+}
+
+/// The JSON result of `eval ARGS` run afresh, the counter `files` of an earlier run removed.
+fn eval_json<S: AsRef<str>>(dir: &Path, args: &[S], files: &[&str]) -> serde_json::Value {
+    for f in files {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    let mut a = vec!["eval"];
+    a.extend(args.iter().map(AsRef::as_ref));
+    a.extend_from_slice(&["--telemetry", "false", "--fresh", "--format", "json"]);
+    stdout_json(&katlas(dir, &a))
+}
+
+/// A counter expression spread wide enough that a 5% spread limit calls it unstable.
+const SPREAD: &str = "100 + (n * 37) % 41";
+
+/// The arguments of a fixed-N eval of two counted commands on `metric` — (counter file,
+/// expression) for the baseline and the candidate — under the spread limit `cv_limit`,
+/// with no ledger entry.
+fn fixed_eval(metric: &str, (fa, base): (&str, &str), (fb, cand): (&str, &str), n: u32, cv_limit: f64) -> Vec<String> {
+    let (base, cand, n, cv_limit) = (counted(fa, metric, base), counted(fb, metric, cand), n.to_string(), cv_limit.to_string());
+    ["--baseline", &base, "--candidate", &cand, "--metric", metric, "-n", &n, "--cv-limit", &cv_limit, "--no-ledger"].map(String::from).to_vec()
 }
 
 /// The cells of the table row whose first cell is `label`.
@@ -201,8 +218,7 @@ fn the_sequential_level_is_explained_where_it_is_shown() {
 fn the_cv_shown_is_the_one_the_unstable_rule_judged() {
     let d = project();
     let p = d.path();
-    let spread = |f: &str| counted(f, "time_ms", "100 + (n * 37) % 41");
-    let args = ["--baseline", &spread("a"), "--candidate", &spread("b"), "--metric", "time_ms", "-n", "8", "--cv-limit", "0.05", "--no-ledger"];
+    let args = fixed_eval("time_ms", ("a", SPREAD), ("b", SPREAD), 8, 0.05);
     let out = eval(p, &args);
     assert!(out.contains("verdict: unstable"), "{out}");
     // The reason names a side's robust CV; the table's column shows the same number.
@@ -215,10 +231,7 @@ fn the_cv_shown_is_the_one_the_unstable_rule_judged() {
     // And the JSON's summary CV is that number too.
     std::fs::remove_file(p.join("a")).unwrap();
     std::fs::remove_file(p.join("b")).unwrap();
-    let mut a = vec!["eval"];
-    a.extend_from_slice(&args);
-    a.extend_from_slice(&["--telemetry", "false", "--fresh", "--format", "json"]);
-    let j = stdout_json(&katlas(p, &a));
+    let j = eval_json(p, &args, &[]);
     let cv = j["sides"].as_array().unwrap().iter().find(|s| s["label"] == side).unwrap()["summary"]["cv"].as_f64().unwrap();
     assert_eq!(format!("{:.2}%", cv * 100.0), shown);
 }
@@ -228,31 +241,10 @@ fn undecided_verdicts_say_what_to_do_with_the_numbers() {
     let d = project();
     let p = d.path();
     // Inconclusive: a small difference inside wide noise at a fixed N.
-    let args = [
-        "--baseline",
-        &counted("a", "tok_s", "100 + (n % 2) * 20"),
-        "--candidate",
-        &counted("b", "tok_s", "101 + (n % 2) * 20"),
-        "--metric",
-        "tok_s",
-        "-n",
-        "4",
-        "--cv-limit",
-        "0.5",
-        "--no-ledger",
-    ];
-    let json_of = |args: &[&str], files: &[&str]| {
-        for f in files {
-            let _ = std::fs::remove_file(p.join(f));
-        }
-        let mut a = vec!["eval"];
-        a.extend_from_slice(args);
-        a.extend_from_slice(&["--telemetry", "false", "--fresh", "--format", "json"]);
-        stdout_json(&katlas(p, &a))
-    };
+    let args = fixed_eval("tok_s", ("a", "100 + (n % 2) * 20"), ("b", "101 + (n % 2) * 20"), 4, 0.5);
     let out = eval(p, &args);
     assert!(out.contains("verdict: inconclusive"), "{out}");
-    let j = json_of(&args, &["a", "b"]);
+    let j = eval_json(p, &args, &["a", "b"]);
     let cv = j["sides"].as_array().unwrap().iter().filter_map(|s| s["summary"]["cv"].as_f64()).fold(0.0f64, f64::max);
     let need = katlas_eval::words::runs_needed(cv, 0.05);
     let note = out.lines().find(|l| l.starts_with("next: inconclusive: ")).unwrap_or_else(|| panic!("{out}"));
@@ -262,21 +254,9 @@ fn undecided_verdicts_say_what_to_do_with_the_numbers() {
     );
     assert!(note.contains("--max-runs") && note.contains("--settle") && note.contains("taskset"), "{note}");
     // Unstable: lower the noise first; the runs a 5% effect would need at that CV.
-    let args = [
-        "--baseline",
-        &counted("c", "time_ms", "100 + (n * 37) % 41"),
-        "--candidate",
-        &counted("e", "time_ms", "100 + (n * 37) % 41"),
-        "--metric",
-        "time_ms",
-        "-n",
-        "8",
-        "--cv-limit",
-        "0.05",
-        "--no-ledger",
-    ];
+    let args = fixed_eval("time_ms", ("c", SPREAD), ("e", SPREAD), 8, 0.05);
     let out = eval(p, &args);
-    let j = json_of(&args, &["c", "e"]);
+    let j = eval_json(p, &args, &["c", "e"]);
     assert_eq!(j["verdict"], "unstable");
     let cv = j["sides"].as_array().unwrap().iter().filter_map(|s| s["summary"]["cv"].as_f64()).fold(0.0f64, f64::max);
     let note = out.lines().find(|l| l.starts_with("next: unstable: ")).unwrap_or_else(|| panic!("{out}"));

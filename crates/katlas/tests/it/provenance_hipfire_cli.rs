@@ -5,15 +5,11 @@
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use crate::support::cli;
-use cli::{katlas, py_site};
-
-fn tree() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hipfire-tree").canonicalize().unwrap()
-}
+use cli::{copy_tree, katlas, py_site};
 
 /// kernels/, crates/ and scripts/ of the tree in a temp project with the hipfire preset.
 fn project() -> tempfile::TempDir {
@@ -22,21 +18,8 @@ fn project() -> tempfile::TempDir {
 
 /// The same tree with `config` as its katlas.toml.
 fn project_with(config: &str) -> tempfile::TempDir {
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_dir() {
-                copy(&e.path(), &to.join(e.file_name()));
-            } else {
-                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-            }
-        }
-    }
     let d = tempfile::tempdir().unwrap();
-    for sub in ["kernels", "crates", "scripts"] {
-        copy(&tree().join(sub), &d.path().join(sub));
-    }
+    katlas_testkit::hipfire_tree::copy_sources(d.path());
     std::fs::write(d.path().join("katlas.toml"), config).unwrap();
     d
 }
@@ -216,20 +199,9 @@ fn assert_resolves(out: &Output, strip: &str) -> Vec<Value> {
 fn triton_kernels_resolve_in_a_project_holding_liger_and_fla_sources() {
     let site = py_site();
     let d = tempfile::tempdir().unwrap();
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_dir() {
-                copy(&e.path(), &to.join(e.file_name()));
-            } else {
-                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-            }
-        }
-    }
     // No katlas.toml: the project's own top-level packages are its roots.
-    copy(&site.join("liger_kernel"), &d.path().join("liger_kernel"));
-    copy(&site.join("fla"), &d.path().join("fla"));
+    copy_tree(&site.join("liger_kernel"), &d.path().join("liger_kernel"));
+    copy_tree(&site.join("fla"), &d.path().join("fla"));
     let names: Vec<String> = launched_triton_kernels().into_keys().collect();
     let mut args = vec!["provenance", "--arch", "sm_90", "--format", "json"];
     args.extend(names.iter().map(String::as_str));

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::support::cli;
-use cli::{git, katlas, katlas_cmd};
+use cli::{git, katlas, katlas_cmd, quick_eval};
 
 fn verdict_and_code(dir: &Path, args: &[&str]) -> (String, i32) {
     let mut a = vec!["eval"];
@@ -19,7 +19,7 @@ fn verdict_and_code(dir: &Path, args: &[&str]) -> (String, i32) {
 
 /// A command whose `tok_s` follows `expr` of a per-command counter `n` (0, 1, 2 …).
 fn counted(file: &str, expr: &str) -> String {
-    format!("n=$(cat {file} 2>/dev/null || echo 0); echo $((n+1)) > {file}; echo tok_s=$(({expr}))")
+    cli::counted(file, "tok_s", expr)
 }
 
 #[test]
@@ -276,22 +276,7 @@ fn a_torn_sample_line_is_reported_on_resume() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
     std::fs::create_dir_all(p.join(".katlas")).unwrap();
-    let args = [
-        "eval",
-        "--baseline",
-        "echo tok_s=100",
-        "--candidate",
-        "echo tok_s=130",
-        "--metric",
-        "tok_s",
-        "-n",
-        "3",
-        "--telemetry",
-        "false",
-        "--no-ledger",
-        "--format",
-        "json",
-    ];
+    let args = quick_eval(&["--baseline", "echo tok_s=100", "--candidate", "echo tok_s=130", "--metric", "tok_s"]);
     let o = katlas(p, &args);
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -5,7 +5,7 @@
 #![allow(dead_code)] // each test file uses its own part of the harness
 
 pub use katlas_testkit::cli::{code, json, ok, stderr, stdout, stdout_json};
-pub use katlas_testkit::{fixture, git, py_site, repo_root as repo};
+pub use katlas_testkit::{copy_tree, fixture, git, py_site, repo_root as repo};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -25,6 +25,36 @@ pub fn katlas(dir: &Path, args: &[&str]) -> Output {
 /// `katlas ARGS` in `dir` with `vars` set on top of the test environment.
 pub fn katlas_env(dir: &Path, args: &[&str], vars: &[(&str, &std::ffi::OsStr)]) -> Output {
     katlas_cmd(dir).args(args).env("KATLAS_YES", "1").envs(vars.iter().copied()).output().expect("katlas runs")
+}
+
+/// A shell command whose `METRIC` follows `expr` of a per-command counter `n` (0, 1, 2 …) that
+/// it keeps in `file`: samples that differ in a known way.
+pub fn counted(file: &str, metric: &str, expr: &str) -> String {
+    format!("n=$(cat {file} 2>/dev/null || echo 0); echo $((n+1)) > {file}; echo {metric}=$(({expr}))")
+}
+
+/// The arguments of a quick `katlas eval`: `head` (the sides and the metric), then three runs a
+/// side, no telemetry, no ledger entry and the result as JSON.
+pub fn quick_eval<'a>(head: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec!["eval"];
+    a.extend_from_slice(head);
+    a.extend_from_slice(&["-n", "3", "--telemetry", "false", "--no-ledger", "--format", "json"]);
+    a
+}
+
+/// Every leaf (non-object, non-array value) of `v`, depth first: what a row holds, wherever a
+/// format puts it.
+pub fn leaves(v: &serde_json::Value) -> Vec<serde_json::Value> {
+    fn walk(v: &serde_json::Value, out: &mut Vec<serde_json::Value>) {
+        match v {
+            serde_json::Value::Object(m) => m.values().for_each(|x| walk(x, out)),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            other => out.push(other.clone()),
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, &mut out);
+    out
 }
 
 /// The directory holding the katlas binary under test and a katlas-lab built beside it:
