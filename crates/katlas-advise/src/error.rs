@@ -10,8 +10,8 @@ pub enum AdviseError {
     Input { path: String, message: String },
     #[error("{0}")]
     Usage(String),
-    #[error("{path}: {message}")]
-    Io { path: String, message: String },
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
 }
 
 impl AdviseError {
@@ -19,6 +19,15 @@ impl AdviseError {
         AdviseError::Input { path: path.into(), message: message.into() }
     }
     pub fn io(path: &std::path::Path, e: std::io::Error) -> Self {
-        AdviseError::Io { path: path.display().to_string(), message: e.to_string() }
+        AdviseError::Io { path: path.display().to_string(), source: e }
+    }
+}
+
+impl katlas_fs::class::Classify for AdviseError {
+    fn class(&self) -> katlas_fs::class::Class {
+        match self {
+            AdviseError::Io { source, .. } => katlas_fs::class::Classify::class(source),
+            _ => katlas_fs::class::Class::Input,
+        }
     }
 }

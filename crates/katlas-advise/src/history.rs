@@ -133,10 +133,14 @@ pub fn matches(db: &ArchDb, e: &LedgerEntry, lever: &str, kernel: &Option<String
     if e.lever.as_deref() != Some(lever) {
         return None;
     }
-    if !same_kernel(&e.kernel, kernel) || !same_opt(&e.phase, &target.phase) || !same_opt(&e.shape, &target.shape) || !same_opt(&e.quant, &target.quant) {
+    if !same_kernel(&e.key.kernel, kernel)
+        || !same_opt(&e.key.phase, &target.phase)
+        || !same_opt(&e.key.shape, &target.shape)
+        || !same_opt(&e.key.quant, &target.quant)
+    {
         return None;
     }
-    arch_match(db, &e.arch, target)
+    arch_match(db, &e.key.arch, target)
 }
 
 /// Parse a revisit-if condition written in the rules syntax (`A and B`, or one

@@ -166,7 +166,7 @@ impl IsaManifest {
                 Some(r) => r.to_string(),
                 None => format!("line {}", rest.trim_start_matches(':')),
             };
-            AdviseError::Io { path: shown, message }
+            AdviseError::Input { path: shown, message }
         })?;
         let shown = path.display().to_string();
         let mut de = serde_json::Deserializer::from_str(&text);

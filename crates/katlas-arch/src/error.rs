@@ -36,3 +36,10 @@ pub enum ArchError {
         message: String,
     },
 }
+
+/// The arch database and the atoms given to it are input; nothing here reaches a tool.
+impl katlas_fs::class::Classify for ArchError {
+    fn class(&self) -> katlas_fs::class::Class {
+        katlas_fs::class::Class::Input
+    }
+}

@@ -1,4 +1,5 @@
-//! Errors with the exit code they map to (2 bad input, 3 missing environment).
+//! Errors of the compile matrix, each with its class (katlas_fs::class): bad input or a
+//! missing environment.
 
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -16,13 +17,16 @@ impl BuildError {
     pub fn io(path: &std::path::Path, source: std::io::Error) -> Self {
         BuildError::Io { path: path.display().to_string(), source }
     }
-    /// Exit code of the README's contract: 2 bad input, 3 missing environment.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            BuildError::MissingEnv(_) => 3,
-            _ => 2,
-        }
-    }
 }
 
 pub type Result<T> = std::result::Result<T, BuildError>;
+
+impl katlas_fs::class::Classify for BuildError {
+    fn class(&self) -> katlas_fs::class::Class {
+        match self {
+            BuildError::BadInput(_) => katlas_fs::class::Class::Input,
+            BuildError::MissingEnv(_) => katlas_fs::class::Class::Environment,
+            BuildError::Io { source, .. } => katlas_fs::class::Classify::class(source),
+        }
+    }
+}

@@ -88,7 +88,7 @@ impl LintReport {
 /// The arch a ledger entry vouches for: its `arch`, else the candidate's (then baseline's)
 /// device. `Err` when the declared arch and the candidate's device disagree.
 fn entry_arch(e: &LedgerEntry) -> std::result::Result<Option<String>, String> {
-    let declared = e.arch.as_deref().map(katlas_arch::canonical_atom);
+    let declared = e.key.arch.as_deref().map(katlas_arch::canonical_atom);
     let ran = e.candidate.identity.arch().or_else(|| e.baseline.identity.arch()).map(katlas_arch::canonical_atom);
     match (declared, ran) {
         (Some(d), Some(r)) if d != r => Err(format!("says arch {d} but its candidate ran on {r}")),
@@ -211,7 +211,7 @@ pub fn lint_dispatch(project: &Project, s: &Settings, ledger: Option<&Path>) -> 
                         Some(r),
                     )),
                     Ok(Some(a)) => {
-                        if let Some(k) = &e.kernel {
+                        if let Some(k) = &e.key.kernel {
                             if k != &r.row.kernel {
                                 findings.push(f(
                                     Severity::Warning,

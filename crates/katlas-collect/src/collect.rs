@@ -1002,6 +1002,17 @@ fn embedded_rows(
     out
 }
 
+impl katlas_fs::class::Classify for CollectError {
+    fn class(&self) -> katlas_fs::class::Class {
+        match self {
+            CollectError::Io { source, .. } => katlas_fs::class::Classify::class(source),
+            CollectError::Store(e) => katlas_fs::class::Classify::class(e),
+            CollectError::Spec(e) => katlas_fs::class::Classify::class(e),
+            CollectError::Template(_) => katlas_fs::class::Class::Input,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

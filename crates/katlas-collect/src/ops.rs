@@ -55,6 +55,12 @@ pub struct RulesError {
     pub message: String,
 }
 
+impl katlas_fs::class::Classify for RulesError {
+    fn class(&self) -> katlas_fs::class::Class {
+        katlas_fs::class::Class::Input
+    }
+}
+
 fn compile(pat: &str, source: &str, rule: &str, field: &str) -> Result<Regex, RulesError> {
     Regex::new(&format!("(?i){pat}"))
         .map_err(|e| RulesError { source_name: source.into(), message: format!("rule `{rule}`: field `{field}`: invalid regex: {e}") })

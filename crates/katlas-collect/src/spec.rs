@@ -533,6 +533,12 @@ pub fn combinations(spec: &WorkloadSpec, set: &BTreeMap<String, String>) -> Resu
     Ok(combos)
 }
 
+impl katlas_fs::class::Classify for SpecError {
+    fn class(&self) -> katlas_fs::class::Class {
+        katlas_fs::class::Class::Input
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -338,3 +338,12 @@ pub fn read_all<T: DeserializeOwned>(path: &Path, schema: Option<&str>) -> Resul
     }
     Ok(report)
 }
+
+impl katlas_fs::class::Classify for StoreError {
+    fn class(&self) -> katlas_fs::class::Class {
+        match self {
+            StoreError::Io { source, .. } => katlas_fs::class::Classify::class(source),
+            StoreError::Serialize { .. } | StoreError::Limits(_) => katlas_fs::class::Class::Input,
+        }
+    }
+}

@@ -11,7 +11,7 @@ use katlas_model::ledger::{
     CorrectnessCheck, Disposition, EvalResult, EvalSide, LedgerEntry, Protocol, SampleRef, SideSummary, Verdict, EVAL_RESULT_SCHEMA, LEDGER_SCHEMA,
 };
 use katlas_model::row::{new_id, now_rfc3339};
-use katlas_model::Identity;
+use katlas_model::{ExperimentKey, Identity};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -60,11 +60,7 @@ pub struct SolSpec {
 pub struct Meta {
     pub task_id: Option<String>,
     pub lever: Option<String>,
-    pub kernel: Option<String>,
-    pub arch: Option<String>,
-    pub phase: Option<String>,
-    pub shape: Option<String>,
-    pub quant: Option<String>,
+    pub key: ExperimentKey,
     pub hypothesis: Option<String>,
     pub mechanism: Option<String>,
     pub disposition: Option<Disposition>,
@@ -604,11 +600,7 @@ pub fn run_eval(spec: &EvalSpec, cx: &CaptureContext, progress: Option<crate::pr
             task_id: m.task_id.clone(),
             eval_id: Some(spec.eval_id.clone()),
             lever: m.lever.clone(),
-            kernel: m.kernel.clone(),
-            arch: m.arch.clone().or_else(|| identities[k].arch().map(str::to_string)),
-            phase: m.phase.clone(),
-            shape: m.shape.clone(),
-            quant: m.quant.clone(),
+            key: ExperimentKey { arch: m.key.arch.clone().or_else(|| identities[k].arch().map(str::to_string)), ..m.key.clone() },
             hypothesis: m.hypothesis.clone(),
             metric: spec.settings.metric.clone(),
             goal,

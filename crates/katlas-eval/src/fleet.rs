@@ -5,7 +5,7 @@
 
 use katlas_model::fleet::{ExpectedIdentity, FleetDecision, FleetJobResult, FleetOutcome, FleetRecord, FleetSummary};
 use katlas_model::ledger::{Disposition, EvalResult, EvalSide, LedgerEntry, SampleRef, Verdict};
-use katlas_model::Identity;
+use katlas_model::{ExperimentKey, Identity};
 
 /// Variables the scheduler sets per job to pick its devices: they differ between targets by
 /// design and say nothing about what ran.
@@ -244,11 +244,7 @@ pub fn decision_entry(
         task_id: None,
         eval_id: Some(format!("fleet/{}", record.id)),
         lever: record.lever.clone(),
-        kernel: record.kernel.clone(),
-        arch: None,
-        phase: None,
-        shape: None,
-        quant: None,
+        key: ExperimentKey { kernel: record.kernel.clone(), ..Default::default() },
         hypothesis: None,
         metric: record.metric.clone(),
         goal: first.map(|r| r.goal).unwrap_or_default(),
@@ -335,26 +331,7 @@ mod tests {
         id.binary = Some(katlas_model::FileDigest { md5: Some(md5.into()), ..Default::default() });
         id.env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let side = |l: &str| EvalSide { label: l.into(), identity: id.clone(), ..Default::default() };
-        EvalResult {
-            schema: katlas_model::EVAL_RESULT_SCHEMA.into(),
-            eval_id: "fleet/f/a/1".into(),
-            task_id: None,
-            created_at: String::new(),
-            metric: "t_us".into(),
-            goal: Default::default(),
-            verdict: Verdict::Improved,
-            reasons: vec![],
-            sides: vec![side("A"), side("B")],
-            effects: vec![],
-            noise_threshold: 0.01,
-            protocol: katlas_model::ledger::Protocol::default(),
-            samples: SampleRef::default(),
-            drift: Default::default(),
-            correctness: vec![],
-            cross_host: false,
-            route_changes: vec![],
-            ledger_id: None,
-        }
+        EvalResult { eval_id: "fleet/f/a/1".into(), ..crate::test_result("t_us", Default::default(), Verdict::Improved, vec![side("A"), side("B")]) }
     }
 
     #[test]

@@ -24,8 +24,8 @@ impl Filter {
         let eq = |want: &Option<String>, have: &Option<String>| want.as_ref().is_none_or(|w| have.as_deref() == Some(w.as_str()));
         self.verdict.is_none_or(|v| v == e.verdict)
             && eq(&self.lever, &e.lever)
-            && self.kernel.as_ref().is_none_or(|k| e.kernel.as_deref().is_some_and(|x| x.contains(k.as_str())))
-            && eq(&self.arch, &e.arch)
+            && self.kernel.as_ref().is_none_or(|k| e.key.kernel.as_deref().is_some_and(|x| x.contains(k.as_str())))
+            && eq(&self.arch, &e.key.arch)
             && eq(&self.task, &e.task_id)
             && self.metric.as_ref().is_none_or(|m| &e.metric == m)
             && self.disposition.as_ref().is_none_or(|d| e.disposition.kind() == d)

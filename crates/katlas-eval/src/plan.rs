@@ -12,7 +12,7 @@ use crate::worktree;
 use katlas_model::digest::md5_hex;
 use katlas_model::ledger::{Goal, LedgerEntry};
 use katlas_model::task::Task;
-use katlas_model::Identity;
+use katlas_model::{ExperimentKey, Identity};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -249,11 +249,13 @@ pub fn task_meta(meta: Meta, task: &Task) -> Meta {
     Meta {
         task_id: Some(task.id.clone()),
         lever: meta.lever.or(task.lever.clone()),
-        kernel: meta.kernel.or(task.kernel.clone()),
-        arch: task.target.arch.clone(),
-        phase: meta.phase.or(task.target.phase.clone()),
-        shape: meta.shape.or(task.target.shape.clone()),
-        quant: meta.quant.or(task.target.quant.clone()),
+        key: ExperimentKey {
+            kernel: meta.key.kernel.or(task.kernel.clone()),
+            arch: task.target.arch.clone(),
+            phase: meta.key.phase.or(task.target.phase.clone()),
+            shape: meta.key.shape.or(task.target.shape.clone()),
+            quant: meta.key.quant.or(task.target.quant.clone()),
+        },
         hypothesis: meta.hypothesis.or(Some(task.hypothesis.clone())),
         ..meta
     }
@@ -426,11 +428,7 @@ pub fn needs_baseline_entry(meta: &Meta, metric: &str, goal: Goal, dir: &Path, e
         task_id: meta.task_id.clone(),
         eval_id: Some(eval_id.into()),
         lever: meta.lever.clone(),
-        kernel: meta.kernel.clone(),
-        arch: meta.arch.clone(),
-        phase: meta.phase.clone(),
-        shape: meta.shape.clone(),
-        quant: meta.quant.clone(),
+        key: meta.key.clone(),
         hypothesis: meta.hypothesis.clone(),
         metric: metric.into(),
         goal,
@@ -447,6 +445,15 @@ pub fn needs_baseline_entry(meta: &Meta, metric: &str, goal: Goal, dir: &Path, e
         mechanism: meta.mechanism.clone(),
         disposition: meta.disposition.clone().unwrap_or_else(|| Disposition::default_for(Verdict::NeedsBaseline)),
         fleet: None,
+    }
+}
+
+impl katlas_fs::class::Classify for PlanError {
+    fn class(&self) -> katlas_fs::class::Class {
+        match self {
+            PlanError::BadInput(_) => katlas_fs::class::Class::Input,
+            PlanError::MissingEnv(_) => katlas_fs::class::Class::Environment,
+        }
     }
 }
 

@@ -601,6 +601,16 @@ pub fn route_changes(samples: &[EvalSample], sides: &[Side]) -> Vec<String> {
     out
 }
 
+impl katlas_fs::class::Classify for ProtocolError {
+    fn class(&self) -> katlas_fs::class::Class {
+        match self {
+            ProtocolError::Store(e) => katlas_fs::class::Classify::class(e),
+            ProtocolError::Io { source, .. } => katlas_fs::class::Classify::class(source),
+            _ => katlas_fs::class::Class::Input,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

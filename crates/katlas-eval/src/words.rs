@@ -280,20 +280,12 @@ pub fn entry_notes(e: &LedgerEntry) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use katlas_model::ledger::{EvalSide, Protocol, SampleRef, SideSummary};
+    use katlas_model::ledger::{EvalSide, Protocol, SideSummary};
 
     fn result(goal: Goal, ci: [f64; 2], change: f64, verdict: Verdict) -> EvalResult {
         let side = |l: &str| EvalSide { label: l.into(), summary: SideSummary { cv: Some(0.02), ..Default::default() }, ..Default::default() };
+        let metric = if goal == Goal::Minimize { "time_ms" } else { "tok_s" };
         EvalResult {
-            schema: String::new(),
-            eval_id: "e".into(),
-            task_id: None,
-            created_at: String::new(),
-            metric: if goal == Goal::Minimize { "time_ms".into() } else { "tok_s".into() },
-            goal,
-            verdict,
-            reasons: vec![],
-            sides: vec![side("baseline"), side("candidate")],
             effects: vec![Effect {
                 relative_change: change,
                 ci,
@@ -303,14 +295,8 @@ mod tests {
                 p_value: None,
                 resamples: 0,
             }],
-            noise_threshold: 0.01,
             protocol: Protocol { order: "abba".into(), n_per_side: vec![20, 20], ..Default::default() },
-            samples: SampleRef::default(),
-            drift: Default::default(),
-            correctness: vec![],
-            cross_host: false,
-            route_changes: vec![],
-            ledger_id: None,
+            ..crate::test_result(metric, goal, verdict, vec![side("baseline"), side("candidate")])
         }
     }
 
@@ -351,11 +337,7 @@ mod tests {
             task_id: None,
             eval_id: None,
             lever: None,
-            kernel: None,
-            arch: None,
-            phase: None,
-            shape: None,
-            quant: None,
+            key: Default::default(),
             hypothesis: None,
             metric: "time_ms".into(),
             goal: Goal::Minimize,

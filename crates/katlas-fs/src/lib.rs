@@ -15,6 +15,8 @@
 //! `fsync`, `rename` over the target, `fsync` of the directory. A full disk or a
 //! kill leaves the previous version (or nothing), never a torn or empty file.
 
+pub mod class;
+
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;

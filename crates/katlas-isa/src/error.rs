@@ -27,3 +27,10 @@ impl IsaError {
 }
 
 pub type Result<T> = std::result::Result<T, IsaError>;
+
+/// A code object that cannot be read is the input's fault; the scan goes on beside it.
+impl katlas_fs::class::Classify for IsaError {
+    fn class(&self) -> katlas_fs::class::Class {
+        katlas_fs::class::Class::Input
+    }
+}

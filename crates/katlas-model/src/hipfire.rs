@@ -516,6 +516,12 @@ pub fn is_v0(doc: &Value) -> bool {
     doc.get("schema").and_then(Value::as_str) == Some(HIPFIRE_V0)
 }
 
+impl katlas_fs::class::Classify for ImportError {
+    fn class(&self) -> katlas_fs::class::Class {
+        katlas_fs::class::Class::Input
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

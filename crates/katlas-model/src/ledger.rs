@@ -450,18 +450,8 @@ pub struct LedgerEntry {
     /// Tuning lever (catalog id), when known.
     #[serde(default)]
     pub lever: Option<String>,
-    #[serde(default)]
-    pub kernel: Option<String>,
-    /// Arch atom (`gfx1100`, `sm_90`).
-    #[serde(default)]
-    pub arch: Option<String>,
-    #[serde(default)]
-    pub phase: Option<String>,
-    /// Shape bucket.
-    #[serde(default)]
-    pub shape: Option<String>,
-    #[serde(default)]
-    pub quant: Option<String>,
+    #[serde(flatten)]
+    pub key: crate::key::ExperimentKey,
     #[serde(default)]
     pub hypothesis: Option<String>,
     pub metric: String,

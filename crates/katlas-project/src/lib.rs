@@ -29,6 +29,12 @@ pub enum ProjectError {
     /// The config file is there but cannot be read as text (message names it).
     #[error("{0}")]
     Unreadable(String),
+    /// The trust store's file is not one katlas wrote (never read as empty or trusting all).
+    #[error("{path}: {message}")]
+    TrustStore { path: PathBuf, message: String },
+    /// No directory to keep the trust store in: the environment names none.
+    #[error("no place for the trust store: set KATLAS_CONFIG_DIR, XDG_CONFIG_HOME or HOME")]
+    NoTrustStorePlace,
 }
 
 /// A configuration error with its place: `file:line: key: reason`.
@@ -54,6 +60,12 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+impl katlas_fs::class::Classify for ConfigError {
+    fn class(&self) -> katlas_fs::class::Class {
+        katlas_fs::class::Class::Input
+    }
+}
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -311,6 +323,16 @@ fn toml_error(file: &Path, text: &str, e: &toml::de::Error, key: Option<String>)
 
 /// The commented `katlas.toml` that `katlas init` writes.
 pub const INIT_TEMPLATE: &str = include_str!("init_template.toml");
+
+impl katlas_fs::class::Classify for ProjectError {
+    fn class(&self) -> katlas_fs::class::Class {
+        match self {
+            ProjectError::Io { source, .. } => katlas_fs::class::Classify::class(source),
+            ProjectError::NoTrustStorePlace => katlas_fs::class::Class::Environment,
+            _ => katlas_fs::class::Class::Input,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

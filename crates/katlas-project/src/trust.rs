@@ -12,6 +12,7 @@
 //! The store is `$KATLAS_CONFIG_DIR/trust.json`, else
 //! `$XDG_CONFIG_HOME/katlas/trust.json`, else `~/.config/katlas/trust.json`.
 
+use crate::ProjectError;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -60,7 +61,7 @@ pub struct TrustStore {
 }
 
 /// Where the store lives (see the module doc).
-pub fn store_path() -> Result<PathBuf, String> {
+pub fn store_path() -> Result<PathBuf, ProjectError> {
     let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(d) = nonempty("KATLAS_CONFIG_DIR") {
         return Ok(d.join("trust.json"));
@@ -70,7 +71,7 @@ pub fn store_path() -> Result<PathBuf, String> {
     }
     match nonempty("HOME") {
         Some(h) => Ok(h.join(".config/katlas/trust.json")),
-        None => Err("no place for the trust store: set KATLAS_CONFIG_DIR, XDG_CONFIG_HOME or HOME".into()),
+        None => Err(ProjectError::NoTrustStorePlace),
     }
 }
 
@@ -81,22 +82,23 @@ fn key_of(file: &Path) -> String {
 impl TrustStore {
     /// The user's store; a missing file is an empty store, a corrupt one an error
     /// (never silently treated as empty or as trusting everything).
-    pub fn load() -> Result<Self, String> {
+    pub fn load() -> Result<Self, ProjectError> {
         let path = store_path()?;
         Self::load_from(&path)
     }
 
-    pub fn load_from(path: &Path) -> Result<Self, String> {
+    pub fn load_from(path: &Path) -> Result<Self, ProjectError> {
         let files = match std::fs::read_to_string(path) {
             Ok(text) => {
-                let f: TrustFile = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                let corrupt = |message: String| ProjectError::TrustStore { path: path.to_path_buf(), message };
+                let f: TrustFile = serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
                 if f.schema != TRUST_SCHEMA {
-                    return Err(format!("{}: schema: expected {TRUST_SCHEMA}, found {}", path.display(), f.schema));
+                    return Err(corrupt(format!("schema: expected {TRUST_SCHEMA}, found {}", f.schema)));
                 }
                 f.files
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(source) => return Err(ProjectError::Io { path: path.to_path_buf(), source }),
         };
         Ok(Self { path: path.to_path_buf(), files })
     }
@@ -131,10 +133,10 @@ impl TrustStore {
         self.files.iter()
     }
 
-    pub fn save(&self) -> Result<(), String> {
+    pub fn save(&self) -> Result<(), ProjectError> {
         let f = TrustFile { schema: TRUST_SCHEMA.into(), files: self.files.clone() };
         let text = serde_json::to_string_pretty(&f).expect("trust file serialises") + "\n";
-        katlas_fs::write_atomic(&self.path, text.as_bytes()).map_err(|e| format!("{}: {e}", self.path.display()))
+        katlas_fs::write_atomic(&self.path, text.as_bytes()).map_err(|source| ProjectError::Io { path: self.path.clone(), source })
     }
 }
 
@@ -213,7 +215,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("trust.json");
         std::fs::write(&p, "{not json").unwrap();
-        assert!(TrustStore::load_from(&p).unwrap_err().contains("trust.json"));
+        assert!(TrustStore::load_from(&p).unwrap_err().to_string().contains("trust.json"));
     }
 
     #[test]

@@ -128,15 +128,13 @@ impl LedgerRow {
 /// The newest `limit` evals (and how many there are), each with its sides and samples. Samples
 /// name their side by letter (A = the baseline, side 0; B the first candidate …).
 pub fn evals(conn: &Connection, limit: usize) -> Res<(Vec<EvalDist>, usize)> {
-    let total: i64 = conn.query_row("SELECT COUNT(*) FROM evals", [], |r| r.get(0)).map_err(sql)?;
-    let mut st = conn
-        .prepare(
-            "SELECT eval_id, created_at, task_id, metric, goal, verdict, relative_change, ci_lo, ci_hi, ci_level, gain FROM evals \
-             ORDER BY created_at DESC, eval_id LIMIT ?1",
-        )
-        .map_err(sql)?;
-    let mut evals: Vec<EvalDist> = st
-        .query_map([limit as i64], |r| {
+    let (mut evals, total) = newest(
+        conn,
+        "evals",
+        "SELECT eval_id, created_at, task_id, metric, goal, verdict, relative_change, ci_lo, ci_hi, ci_level, gain FROM evals \
+         ORDER BY created_at DESC, eval_id LIMIT ?1",
+        limit,
+        |r| {
             Ok(EvalDist {
                 eval_id: r.get(0)?,
                 created_at: r.get(1)?,
@@ -150,10 +148,8 @@ pub fn evals(conn: &Connection, limit: usize) -> Res<(Vec<EvalDist>, usize)> {
                 gain: r.get(10)?,
                 sides: Vec::new(),
             })
-        })
-        .map_err(sql)?
-        .collect::<Result<_, _>>()
-        .map_err(sql)?;
+        },
+    )?;
     let mut sides = conn.prepare("SELECT idx, label, git_ref, n, median, ci_lo, ci_hi FROM eval_sides WHERE eval_id = ?1 ORDER BY idx").map_err(sql)?;
     let mut samples = conn.prepare("SELECT side, value FROM samples WHERE eval_id = ?1 AND pass = 'measured' ORDER BY seq").map_err(sql)?;
     for e in &mut evals {
@@ -187,7 +183,7 @@ pub fn evals(conn: &Connection, limit: usize) -> Res<(Vec<EvalDist>, usize)> {
             e.sides.push(Side { label: label.unwrap_or(letter), git_ref, n, median, ci: pair(lo, hi), values, failed });
         }
     }
-    Ok((evals, total as usize))
+    Ok((evals, total))
 }
 
 #[derive(Debug, Clone)]
@@ -213,15 +209,13 @@ pub struct LedgerRow {
 
 /// The newest `limit` ledger entries, and how many there are.
 pub fn ledger(conn: &Connection, limit: usize) -> Res<(Vec<LedgerRow>, usize)> {
-    let total: i64 = conn.query_row("SELECT COUNT(*) FROM ledger", [], |r| r.get(0)).map_err(sql)?;
-    let mut st = conn
-        .prepare(
-            "SELECT recorded_at, lever, kernel, arch, metric, verdict, relative_change, ci_lo, ci_hi, disposition, \
-             baseline_label, candidate_label, cross_host, goal, ci_level, gain FROM ledger ORDER BY recorded_at DESC, id LIMIT ?1",
-        )
-        .map_err(sql)?;
-    let rows = st
-        .query_map([limit as i64], |r| {
+    newest(
+        conn,
+        "ledger",
+        "SELECT recorded_at, lever, kernel, arch, metric, verdict, relative_change, ci_lo, ci_hi, disposition, \
+         baseline_label, candidate_label, cross_host, goal, ci_level, gain FROM ledger ORDER BY recorded_at DESC, id LIMIT ?1",
+        limit,
+        |r| {
             Ok(LedgerRow {
                 recorded_at: r.get(0)?,
                 lever: r.get(1)?,
@@ -239,16 +233,31 @@ pub fn ledger(conn: &Connection, limit: usize) -> Res<(Vec<LedgerRow>, usize)> {
                 ci_level: r.get(14)?,
                 gain: r.get(15)?,
             })
-        })
-        .map_err(sql)?
-        .collect::<Result<_, _>>()
-        .map_err(sql)?;
-    Ok((rows, total as usize))
+        },
+    )
 }
 
 /// Rows, and bad lines the index holds (the page says both).
 pub fn counts(conn: &Connection) -> Res<(usize, usize)> {
-    let rows: i64 = conn.query_row("SELECT COUNT(*) FROM rows", [], |r| r.get(0)).map_err(sql)?;
-    let errors: i64 = conn.query_row("SELECT COUNT(*) FROM errors", [], |r| r.get(0)).map_err(sql)?;
-    Ok((rows as usize, errors as usize))
+    Ok((count(conn, "rows")?, count(conn, "errors")?))
+}
+
+fn count(conn: &Connection, table: &str) -> Res<usize> {
+    let n: i64 = conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).map_err(sql)?;
+    Ok(n as usize)
+}
+
+/// The first `limit` records `select` (ordered newest first, `LIMIT ?1`) reads, and how many
+/// `table` holds: the page shows a window and says how much it left out.
+fn newest<T>(
+    conn: &Connection,
+    table: &str,
+    select: &str,
+    limit: usize,
+    record: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Res<(Vec<T>, usize)> {
+    let total = count(conn, table)?;
+    let mut st = conn.prepare(select).map_err(sql)?;
+    let records = st.query_map([limit as i64], record).map_err(sql)?.collect::<Result<_, _>>().map_err(sql)?;
+    Ok((records, total))
 }

@@ -14,31 +14,78 @@ use std::sync::Arc;
 
 const GROUP: usize = 65_536;
 
+/// What stopped an export: the table asked for or a value in it (the input), the index, or the
+/// file written (a write the system refused is the environment's).
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("{0}")]
+    Input(String),
+    #[error("{0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("{0}")]
+    Write(#[from] std::io::Error),
+}
+
+impl From<csv::Error> for ExportError {
+    fn from(e: csv::Error) -> Self {
+        if !e.is_io_error() {
+            return ExportError::Input(e.to_string());
+        }
+        match e.into_kind() {
+            csv::ErrorKind::Io(io) => ExportError::Write(io),
+            other => ExportError::Input(format!("{other:?}")),
+        }
+    }
+}
+
+impl From<parquet::errors::ParquetError> for ExportError {
+    /// The writer reports the file's own I/O failure as an external error: keep it typed.
+    fn from(e: parquet::errors::ParquetError) -> Self {
+        match e {
+            parquet::errors::ParquetError::External(inner) => match inner.downcast::<std::io::Error>() {
+                Ok(io) => ExportError::Write(*io),
+                Err(other) => ExportError::Input(parquet::errors::ParquetError::External(other).to_string()),
+            },
+            other => ExportError::Input(other.to_string()),
+        }
+    }
+}
+
+impl katlas_fs::class::Classify for ExportError {
+    fn class(&self) -> katlas_fs::class::Class {
+        match self {
+            ExportError::Write(io) => katlas_fs::class::Classify::class(io),
+            ExportError::Sql(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) => katlas_fs::class::Class::Environment,
+            _ => katlas_fs::class::Class::Input,
+        }
+    }
+}
+
 /// The tables `katlas export` writes.
 pub const EXPORTABLE: &[&str] = &["rows", "metrics", "kernels", "ledger", "evals", "eval_sides", "samples", "isa_objects", "isa_kernels", "errors"];
 
-pub fn table(name: &str) -> Result<&'static TableDef, String> {
+pub fn table(name: &str) -> Result<&'static TableDef, ExportError> {
     if !EXPORTABLE.contains(&name) {
-        return Err(format!("--table {name}: expected one of {}", EXPORTABLE.join(", ")));
+        return Err(ExportError::Input(format!("--table {name}: expected one of {}", EXPORTABLE.join(", "))));
     }
-    crate::schema::table(name).ok_or_else(|| format!("--table {name}: unknown"))
+    crate::schema::table(name).ok_or_else(|| ExportError::Input(format!("--table {name}: unknown")))
 }
 
 fn select(t: &TableDef) -> String {
     format!("SELECT {} FROM {} ORDER BY {}", t.column_names().join(", "), t.name, t.key.join(", "))
 }
 
-pub fn csv<W: Write>(conn: &Connection, t: &TableDef, out: W) -> Result<u64, String> {
+pub fn csv<W: Write>(conn: &Connection, t: &TableDef, out: W) -> Result<u64, ExportError> {
     let mut w = csv::Writer::from_writer(out);
-    w.write_record(t.column_names()).map_err(|e| e.to_string())?;
-    let mut st = conn.prepare(&select(t)).map_err(|e| e.to_string())?;
-    let mut q = st.query([]).map_err(|e| e.to_string())?;
+    w.write_record(t.column_names())?;
+    let mut st = conn.prepare(&select(t))?;
+    let mut q = st.query([])?;
     let mut n = 0;
     let mut rec: Vec<String> = Vec::with_capacity(t.columns.len());
-    while let Some(r) = q.next().map_err(|e| e.to_string())? {
+    while let Some(r) = q.next()? {
         rec.clear();
         for i in 0..t.columns.len() {
-            rec.push(match r.get_ref(i).map_err(|e| e.to_string())? {
+            rec.push(match r.get_ref(i)? {
                 ValueRef::Null => String::new(),
                 ValueRef::Integer(v) => v.to_string(),
                 ValueRef::Real(v) => v.to_string(),
@@ -46,10 +93,10 @@ pub fn csv<W: Write>(conn: &Connection, t: &TableDef, out: W) -> Result<u64, Str
                 ValueRef::Text(s) | ValueRef::Blob(s) => katlas_model::text::csv_safe(&String::from_utf8_lossy(s)).into_owned(),
             });
         }
-        w.write_record(&rec).map_err(|e| e.to_string())?;
+        w.write_record(&rec)?;
         n += 1;
     }
-    w.flush().map_err(|e| e.to_string())?;
+    w.flush()?;
     Ok(n)
 }
 
@@ -72,13 +119,12 @@ enum Col {
     Real(Vec<f64>),
 }
 
-pub fn parquet<W: Write + Send>(conn: &Connection, t: &TableDef, out: W) -> Result<u64, String> {
-    let e = |e: parquet::errors::ParquetError| e.to_string();
-    let schema = Arc::new(parquet::schema::parser::parse_message_type(&parquet_schema(t)).map_err(e)?);
+pub fn parquet<W: Write + Send>(conn: &Connection, t: &TableDef, out: W) -> Result<u64, ExportError> {
+    let schema = Arc::new(parquet::schema::parser::parse_message_type(&parquet_schema(t))?);
     let props = Arc::new(WriterProperties::builder().set_compression(parquet::basic::Compression::ZSTD(Default::default())).build());
-    let mut w = SerializedFileWriter::new(out, schema, props).map_err(e)?;
-    let mut st = conn.prepare(&select(t)).map_err(|e| e.to_string())?;
-    let mut q = st.query([]).map_err(|e| e.to_string())?;
+    let mut w = SerializedFileWriter::new(out, schema, props)?;
+    let mut st = conn.prepare(&select(t))?;
+    let mut q = st.query([])?;
     let fresh = || -> Vec<(Col, Vec<i16>)> {
         t.columns
             .iter()
@@ -96,23 +142,23 @@ pub fn parquet<W: Write + Send>(conn: &Connection, t: &TableDef, out: W) -> Resu
     };
     let mut cols = fresh();
     let (mut n, mut in_group) = (0u64, 0usize);
-    let flush = |cols: &mut Vec<(Col, Vec<i16>)>, w: &mut SerializedFileWriter<W>| -> Result<(), String> {
-        let mut rg = w.next_row_group().map_err(e)?;
+    let flush = |cols: &mut Vec<(Col, Vec<i16>)>, w: &mut SerializedFileWriter<W>| -> Result<(), ExportError> {
+        let mut rg = w.next_row_group()?;
         for (c, defs) in cols.iter() {
-            let mut cw = rg.next_column().map_err(e)?.ok_or("parquet: fewer columns than the schema")?;
+            let mut cw = rg.next_column()?.ok_or_else(|| ExportError::Input("parquet: fewer columns than the schema".into()))?;
             match c {
-                Col::Text(v) => cw.typed::<ByteArrayType>().write_batch(v, Some(defs), None).map_err(e)?,
-                Col::Int(v) => cw.typed::<Int64Type>().write_batch(v, Some(defs), None).map_err(e)?,
-                Col::Real(v) => cw.typed::<DoubleType>().write_batch(v, Some(defs), None).map_err(e)?,
+                Col::Text(v) => cw.typed::<ByteArrayType>().write_batch(v, Some(defs), None)?,
+                Col::Int(v) => cw.typed::<Int64Type>().write_batch(v, Some(defs), None)?,
+                Col::Real(v) => cw.typed::<DoubleType>().write_batch(v, Some(defs), None)?,
             };
-            cw.close().map_err(e)?;
+            cw.close()?;
         }
-        rg.close().map_err(e)?;
+        rg.close()?;
         Ok(())
     };
-    while let Some(r) = q.next().map_err(|e| e.to_string())? {
+    while let Some(r) = q.next()? {
         for (i, (c, defs)) in cols.iter_mut().enumerate() {
-            let v = r.get_ref(i).map_err(|e| e.to_string())?;
+            let v = r.get_ref(i)?;
             let present = !matches!(v, ValueRef::Null);
             defs.push(i16::from(present));
             if !present {
@@ -127,7 +173,7 @@ pub fn parquet<W: Write + Send>(conn: &Connection, t: &TableDef, out: W) -> Resu
                 (Col::Int(x), ValueRef::Real(f)) => x.push(f as i64),
                 (Col::Real(x), ValueRef::Real(f)) => x.push(f),
                 (Col::Real(x), ValueRef::Integer(i)) => x.push(i as f64),
-                (_, other) => return Err(format!("{}.{}: value {other:?} does not fit the column type", t.name, t.columns[i].0)),
+                (_, other) => return Err(ExportError::Input(format!("{}.{}: value {other:?} does not fit the column type", t.name, t.columns[i].0))),
             }
         }
         n += 1;
@@ -141,6 +187,6 @@ pub fn parquet<W: Write + Send>(conn: &Connection, t: &TableDef, out: W) -> Resu
     if in_group > 0 || n == 0 {
         flush(&mut cols, &mut w)?;
     }
-    w.close().map_err(e)?;
+    w.close()?;
     Ok(n)
 }

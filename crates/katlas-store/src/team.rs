@@ -1016,6 +1016,18 @@ fn json_value(text: Option<&str>, ty: &Type) -> serde_json::Value {
     }
 }
 
+/// An unreachable server is the environment; a refused statement or a bad URL is the input.
+impl katlas_fs::class::Classify for TeamError {
+    fn class(&self) -> katlas_fs::class::Class {
+        match self {
+            TeamError::Sql { what: "connect", .. } => katlas_fs::class::Class::Environment,
+            TeamError::Io { source, .. } => katlas_fs::class::Classify::class(source),
+            TeamError::Index(e) => katlas_fs::class::Classify::class(e),
+            _ => katlas_fs::class::Class::Input,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,8 @@
 //! Shared command context, error type and exit codes.
 
 use katlas_corpus::Layout;
-use katlas_project::{Project, ProjectError};
+use katlas_fs::class::{Class, Classify};
+use katlas_project::Project;
 use std::cell::OnceCell;
 use std::fmt::Display;
 use std::io::IsTerminal;
@@ -22,26 +23,6 @@ pub mod exit {
     pub const INTERRUPTED: u8 = 130;
 }
 
-/// OS errors of a file system that refuses a write: no space left, a quota, a read-only
-/// mount, a file over the size limit.
-const REFUSED_WRITE: [i32; 4] = [libc::ENOSPC, libc::EDQUOT, libc::EROFS, libc::EFBIG];
-
-fn refuses_write(e: &std::io::Error) -> bool {
-    use std::io::ErrorKind::*;
-    matches!(e.kind(), StorageFull | QuotaExceeded | ReadOnlyFilesystem | FileTooLarge)
-}
-
-/// SQLite's own message for `SQLITE_FULL` (the query index on a full disk).
-const SQLITE_FULL: &str = "database or disk is full";
-
-/// Whether a message carries a refused write: `std::io::Error` prints an OS error as
-/// `… (os error N)`, and the stage crates pass I/O errors on as text (`path: error`, in
-/// `StoreError`, `AdviseError::Io`, the trust store, the exporters), so the text is all that
-/// reaches the CLI of a full disk met deep in a library.
-fn mentions_refused_write(message: &str) -> bool {
-    message.contains(SQLITE_FULL) || REFUSED_WRITE.iter().any(|c| message.contains(&format!("(os error {c})")))
-}
-
 /// An error that knows its exit code. The message names file, line and field
 /// where there is one.
 #[derive(Debug)]
@@ -51,16 +32,19 @@ pub struct CliError {
 }
 
 impl CliError {
-    /// Bad input (2), except that a message carrying a write the file system refused is the
-    /// environment (3): a full disk is one class of failure whichever write met it (a report on
-    /// stdout, a row appended to the corpus, a file under `.katlas/`).
+    /// The one mapping of a failure's class (katlas_fs::class) to an exit code.
+    pub fn of_class(class: Class, m: impl Display) -> Self {
+        let code = match class {
+            Class::Input => exit::BAD_INPUT,
+            Class::Environment => exit::MISSING_ENV,
+        };
+        Self { code, message: m.to_string() }
+    }
     pub fn bad_input(m: impl Display) -> Self {
-        let message = m.to_string();
-        let code = if mentions_refused_write(&message) { exit::MISSING_ENV } else { exit::BAD_INPUT };
-        Self { code, message }
+        Self::of_class(Class::Input, m)
     }
     pub fn missing_env(m: impl Display) -> Self {
-        Self { code: exit::MISSING_ENV, message: m.to_string() }
+        Self::of_class(Class::Environment, m)
     }
     pub fn negative(m: impl Display) -> Self {
         Self { code: exit::NEGATIVE, message: m.to_string() }
@@ -71,44 +55,10 @@ impl CliError {
     }
 }
 
-impl From<ProjectError> for CliError {
-    fn from(e: ProjectError) -> Self {
-        Self::bad_input(e)
-    }
-}
-
-impl From<katlas_corpus::StoreError> for CliError {
-    fn from(e: katlas_corpus::StoreError) -> Self {
-        Self::bad_input(e)
-    }
-}
-
-impl From<std::io::Error> for CliError {
-    /// A full disk or a read-only filesystem is the environment (3), not bad input.
-    fn from(e: std::io::Error) -> Self {
-        if refuses_write(&e) {
-            Self::missing_env(e)
-        } else {
-            Self::bad_input(e)
-        }
-    }
-}
-
-impl From<katlas_collect::ParseError> for CliError {
-    /// A parser whose reader is missing here (an Nsight Compute report without `ncu_report`)
-    /// is the environment (3); anything else is the input's fault.
-    fn from(e: katlas_collect::ParseError) -> Self {
-        if e.missing_env {
-            Self::missing_env(e)
-        } else {
-            Self::bad_input(e)
-        }
-    }
-}
-
-impl From<anyhow::Error> for CliError {
-    fn from(e: anyhow::Error) -> Self {
-        Self::bad_input(format!("{e:#}"))
+/// Every crate's error (and `std::io::Error`) says its class; `?` turns it into its exit code.
+impl<E: Classify + Display> From<E> for CliError {
+    fn from(e: E) -> Self {
+        Self::of_class(e.class(), e)
     }
 }
 
@@ -116,7 +66,7 @@ pub type CmdResult = Result<ExitCode, CliError>;
 
 pub struct Ctx {
     explicit_project: Option<PathBuf>,
-    project: OnceCell<Result<Project, String>>,
+    project: OnceCell<Result<Project, katlas_project::ProjectError>>,
     pub cwd: PathBuf,
     /// Colour only on a terminal and never with NO_COLOR set.
     pub color: bool,
@@ -138,10 +88,7 @@ impl Ctx {
 
     /// The project, discovered on first use; a malformed katlas.toml is bad input.
     pub fn project(&self) -> Result<&Project, CliError> {
-        self.project
-            .get_or_init(|| Project::discover(&self.cwd, self.explicit_project.as_deref()).map_err(|e| e.to_string()))
-            .as_ref()
-            .map_err(CliError::bad_input)
+        self.project.get_or_init(|| Project::discover(&self.cwd, self.explicit_project.as_deref())).as_ref().map_err(|e| CliError::of_class(e.class(), e))
     }
 
     /// `--project` as given, resolved against the current directory.

@@ -4,6 +4,7 @@
 
 use crate::ctx::{CliError, Ctx};
 use crate::output::printable;
+use katlas_fs::class::Classify;
 use katlas_project::trust::{CommandSource, TrustStore};
 use std::path::Path;
 
@@ -24,7 +25,7 @@ pub fn authorize(ctx: &Ctx, sources: &[CommandSource]) -> Result<(), CliError> {
     let store = match TrustStore::load() {
         Ok(s) => Some(s),
         Err(_) if ctx.yes => None,
-        Err(e) => return Err(CliError::bad_input(format!("trust store: {e}"))),
+        Err(e) => return Err(CliError::of_class(e.class(), format!("trust store: {e}"))),
     };
     let mut untrusted = Vec::new();
     for s in &sources {
@@ -65,7 +66,7 @@ pub fn shown(ctx: &Ctx, p: &Path) -> String {
 /// a repository shipped. Best effort: on failure the user is asked when it runs.
 pub fn trust_written(ctx: &Ctx, file: &Path) {
     let saved = TrustStore::load().and_then(|mut store| {
-        let content = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let content = std::fs::read(file).map_err(|source| katlas_project::ProjectError::Io { path: file.to_path_buf(), source })?;
         store.trust(file, &content, &katlas_model::row::now_rfc3339());
         store.save()
     });

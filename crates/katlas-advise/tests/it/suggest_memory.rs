@@ -100,7 +100,7 @@ fn no_change_demotes_inconclusive_does_not() {
     // Another shape: not the same target, no demotion.
     std::fs::remove_file(&p).unwrap();
     let mut e = entry(&top.lever, &kernel, Verdict::NoChange, Disposition::Reject);
-    e.shape = Some("pp512".into());
+    e.key.shape = Some("pp512".into());
     let p = write_ledger(dir.path(), &[e]);
     let q = queue(Some(&p));
     assert_eq!(q.suggestions.iter().find(|s| s.id == top.id).unwrap().rank, 1);
@@ -152,7 +152,7 @@ fn arch_class_matches_other_atoms_do_not() {
     let dir = tempfile::tempdir().unwrap();
     // gfx1200 is the same class (rdna4) as the row's gfx1201: same target.
     let mut e = entry(&top.lever, &kernel, Verdict::Regressed, Disposition::Reject);
-    e.arch = Some("gfx1200".into());
+    e.key.arch = Some("gfx1200".into());
     let p = write_ledger(dir.path(), &[e]);
     let q = queue(Some(&p));
     let h = q.suggestions.iter().find(|s| s.id == top.id).unwrap().history.clone().unwrap();
@@ -161,7 +161,7 @@ fn arch_class_matches_other_atoms_do_not() {
     // gfx1100 (rdna3_dgpu) is another class: not the same target.
     std::fs::remove_file(&p).unwrap();
     let mut e = entry(&top.lever, &kernel, Verdict::Regressed, Disposition::Reject);
-    e.arch = Some("gfx1100".into());
+    e.key.arch = Some("gfx1100".into());
     let p = write_ledger(dir.path(), &[e]);
     let q = queue(Some(&p));
     assert!(q.suggestions.iter().find(|s| s.id == top.id).unwrap().history.is_none());
@@ -363,10 +363,10 @@ fn triton_autotuned_kernel_gets_a_config_added_and_history_demotes_it() {
     // Tried and rejected for this kernel on this target: demoted like every lever.
     let dir = tempfile::tempdir().unwrap();
     let mut e = entry("triton_autotune_space", c.kernel, Verdict::NoChange, Disposition::Reject);
-    e.arch = Some("sm_90".into());
-    e.phase = Some("prefill".into());
-    e.shape = None;
-    e.quant = None;
+    e.key.arch = Some("sm_90".into());
+    e.key.phase = Some("prefill".into());
+    e.key.shape = None;
+    e.key.quant = None;
     let p = write_ledger(dir.path(), &[e]);
     let l = Ledger::read(&p).unwrap();
     let (q, _) = triton_queue(&c, None, Some(&l));

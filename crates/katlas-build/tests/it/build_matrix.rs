@@ -179,7 +179,7 @@ fn touched_selects_the_atoms_that_reach_a_change() {
     assert_eq!(touched_atoms(&s, &sources3, "HEAD", &changed_files(root, "HEAD").unwrap()).atoms, ["sm_90"]);
     // A bad revision is bad input naming git's complaint.
     let e = changed_files(root, "no-such-rev").unwrap_err();
-    assert_eq!(e.exit_code(), 2);
+    assert_eq!(katlas_fs::class::Classify::class(&e), katlas_fs::class::Class::Input);
     assert!(e.to_string().contains("no-such-rev"), "{e}");
 }
 

@@ -261,20 +261,10 @@ pub fn parse(r: &mut dyn BufRead, source: &str, opts: &ParserOptions) -> Result<
 mod tests {
     use crate::parse::{parse, Input};
 
-    /// hipfire's own collector test input, verbatim (fixtures/hipfire-tree/tests/test_kernel_atlas.py,
-    /// `test_parse_dflash_summary_prefers_authoritative_metric_lines`): metric lines, no BENCH METRICS block.
-    const PEER_SAMPLE: &str = "
-emitted: 256 tokens in 1.45s (176.55 tok/s)
-decode_tok_s: 192.69
-decode_tau: 13.2727
-ttft_ms: 142.18
-cycles: 18
-accepted: 239
-";
-
+    /// hipfire's own collector test input (its test of authoritative metric lines).
     #[test]
     fn metric_lines_without_block_as_the_peer_reads_them() {
-        let o = parse("hipfire-dflash", Input::Text { text: PEER_SAMPLE, source: "s" }).unwrap();
+        let o = parse("hipfire-dflash", Input::Text { text: katlas_testkit::hipfire_streams::PEER_DFLASH_SAMPLE, source: "s" }).unwrap();
         // The peer's assertions, under the same names (the preset requires decode_tok_s, accepted, tau).
         assert_eq!(o.metric("decode_tok_s"), Some(192.69));
         assert_eq!(o.metric("tau"), Some(13.2727));

@@ -190,6 +190,16 @@ pub struct ParseError {
     pub missing_env: bool,
 }
 
+impl katlas_fs::class::Classify for ParseError {
+    fn class(&self) -> katlas_fs::class::Class {
+        if self.missing_env {
+            katlas_fs::class::Class::Environment
+        } else {
+            katlas_fs::class::Class::Input
+        }
+    }
+}
+
 impl ParseError {
     pub fn new(source: &str, line: Option<u64>, message: impl Into<String>) -> Self {
         Self { source: source.into(), line, key: None, message: message.into(), missing_env: false }

@@ -778,3 +778,14 @@ fn ingest_document(loader: &mut Loader, s: &Source, stats: &mut Stats) -> Result
     h.write(&bytes);
     Ok((bytes.len() as u64, 0, hex(&h)))
 }
+
+/// A full disk under the index (SQLite's own `SQLITE_FULL`, or the OS's) is the environment.
+impl katlas_fs::class::Classify for IndexError {
+    fn class(&self) -> katlas_fs::class::Class {
+        match self {
+            IndexError::Io { source, .. } => katlas_fs::class::Classify::class(source),
+            IndexError::Sql { source, .. } if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) => katlas_fs::class::Class::Environment,
+            IndexError::Sql { .. } => katlas_fs::class::Class::Input,
+        }
+    }
+}

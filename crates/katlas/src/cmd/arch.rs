@@ -288,7 +288,7 @@ fn occ(db: &ArchDb, a: &OccArgs) -> CmdResult {
         shared_bytes: a.shared,
     };
     let opts = OccupancyOptions { cu_mode: a.cu_mode.then_some(true), smem_carveout_bytes: a.carveout };
-    let o = occupancy_with(atom, &r, &opts).map_err(CliError::bad_input)?;
+    let o = occupancy_with(atom, &r, &opts)?;
     if a.format.format == Format::Json {
         print_json(&json!({ "schema": "katlas.arch.occupancy.v1", "atom": atom.name, "resources": r, "options": opts, "occupancy": o }));
         return Ok(ExitCode::SUCCESS);

@@ -2,7 +2,7 @@
 
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{paint, print_json, table, Format, FormatArg};
-use katlas_build::{BuildError, BuildOptions, JobResult, JobStatus, Settings};
+use katlas_build::{BuildOptions, JobResult, JobStatus, Settings};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,17 +27,8 @@ pub struct BuildArgs {
     pub format: FormatArg,
 }
 
-pub fn cli_err(e: BuildError) -> CliError {
-    // Through the constructors, so a write the disk refused (BuildError::Io) is the
-    // environment, as everywhere else.
-    match e.exit_code() {
-        crate::ctx::exit::MISSING_ENV => CliError::missing_env(e),
-        _ => CliError::bad_input(e),
-    }
-}
-
 pub fn settings(ctx: &Ctx, arch: Option<&[String]>) -> Result<Settings, CliError> {
-    Settings::load(ctx.project()?, arch).map_err(cli_err)
+    Settings::load(ctx.project()?, arch).map_err(CliError::from)
 }
 
 /// What `[build]` makes katlas execute or load: a compiler path, an NVRTC library
@@ -45,7 +36,7 @@ pub fn settings(ctx: &Ctx, arch: Option<&[String]>) -> Result<Settings, CliError
 /// commands from the file.
 fn build_commands(ctx: &Ctx) -> Result<katlas_project::trust::CommandSource, CliError> {
     let project = ctx.project()?;
-    let cfg: katlas_build::config::BuildConfig = project.section(&["build"]).map_err(CliError::bad_input)?.unwrap_or_default();
+    let cfg: katlas_build::config::BuildConfig = project.section(&["build"])?.unwrap_or_default();
     let mut cmds = Vec::new();
     let named = ["auto", "clang", "hipcc", "nvcc", "nvrtc"];
     for (key, v) in [("hip_compiler", &cfg.hip_compiler), ("cuda_compiler", &cfg.cuda_compiler)] {
@@ -82,7 +73,7 @@ pub fn run(a: &BuildArgs, ctx: &Ctx) -> CmdResult {
         };
         eprintln!("[{n:>3}/{total}] {st} {:<8} {} ({:.1}s)", r.atom, r.file, r.duration_ms as f64 / 1000.0);
     };
-    let (report, skipped) = katlas_build::build::run_build_with_skips(&s, &opts, Some(&progress)).map_err(cli_err)?;
+    let (report, skipped) = katlas_build::build::run_build_with_skips(&s, &opts, Some(&progress))?;
     let code = ExitCode::from(report.exit_code());
     if a.format.format == Format::Json {
         print_json(&report);

@@ -6,7 +6,7 @@ use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, table, Format, FormatArg};
 use katlas_collect::collect::{collect, CollectOptions};
 use katlas_collect::ops::OpRules;
-use katlas_collect::spec::{self, SpecError};
+use katlas_collect::spec;
 use katlas_model::fleet::FleetCommand;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -50,10 +50,6 @@ pub struct CollectArgs {
     pub format: FormatArg,
 }
 
-fn spec_err(e: SpecError) -> CliError {
-    CliError::bad_input(e)
-}
-
 pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
     let project = ctx.project()?;
     if args.list {
@@ -71,8 +67,8 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     let ls = match &args.spec {
-        Some(f) => spec::load_file(&ctx.resolve(f), args.workload.as_deref()).map_err(spec_err)?,
-        None => spec::load(project, args.workload.as_deref().expect("clap requires it")).map_err(spec_err)?,
+        Some(f) => spec::load_file(&ctx.resolve(f), args.workload.as_deref())?,
+        None => spec::load(project, args.workload.as_deref().expect("clap requires it"))?,
     };
     if !ls.source.starts_with("preset:") {
         let show = |c: &spec::CommandSpec| match c {
@@ -125,7 +121,7 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
     }
     let layout = ctx.layout()?;
     let mut opts = CollectOptions::new(&project.root);
-    opts.ops = OpRules::with_project(&layout.rules_dir()).map_err(CliError::bad_input)?;
+    opts.ops = OpRules::with_project(&layout.rules_dir())?;
     opts.layout = layout;
     opts.set = set;
     opts.runs = args.runs;
@@ -140,7 +136,7 @@ pub fn run(args: &CollectArgs, ctx: &Ctx) -> CmdResult {
     };
     opts.progress = std::io::stderr().is_terminal();
     katlas_proc::install_interrupt_handler();
-    let rep = collect(&ls, &opts).map_err(CliError::bad_input)?;
+    let rep = collect(&ls, &opts)?;
     if args.capture_modules {
         capture_report(&opts.layout.runs_dir(), &rep);
     }

@@ -2,6 +2,7 @@
 //! (docs/corpus.md, "Export").
 
 use crate::ctx::{CliError, CmdResult, Ctx};
+use katlas_fs::class::Classify;
 use katlas_store::export;
 use std::process::ExitCode;
 
@@ -25,13 +26,13 @@ pub struct ExportArgs {
 }
 
 pub fn run(a: &ExportArgs, ctx: &Ctx) -> CmdResult {
-    let t = export::table(&a.table).map_err(CliError::bad_input)?;
+    let t = export::table(&a.table)?;
     let conn = crate::cmd::index::open_index(&ctx.layout()?)?;
     if a.out.as_os_str() == "-" {
         if a.format == ExportFormat::Parquet {
             return Err(CliError::bad_input("--out -: Parquet goes to a file"));
         }
-        export::csv(&conn, t, std::io::stdout().lock()).map_err(CliError::bad_input)?;
+        export::csv(&conn, t, std::io::stdout().lock())?;
         return Ok(ExitCode::SUCCESS);
     }
     let out = ctx.resolve(&a.out);
@@ -46,7 +47,7 @@ pub fn run(a: &ExportArgs, ctx: &Ctx) -> CmdResult {
         Ok(n) => n,
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
-            return Err(CliError::bad_input(format!("{}: {e}", out.display())));
+            return Err(CliError::of_class(e.class(), format!("{}: {e}", out.display())));
         }
     };
     std::fs::rename(&tmp, &out).map_err(|e| CliError::from(std::io::Error::new(e.kind(), format!("{}: {e}", out.display()))))?;

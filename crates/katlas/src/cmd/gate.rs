@@ -62,7 +62,7 @@ pub struct GateArgs {
 
 pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
     let project = ctx.project()?;
-    let gcfg: GateConfig = project.section(&["gate"]).map_err(CliError::bad_input)?.unwrap_or_default();
+    let gcfg: GateConfig = project.section(&["gate"])?.unwrap_or_default();
     let parser = a.parser.clone().or(gcfg.parser.clone()).unwrap_or_else(|| "kv".into());
     let runs = a.runs.or(gcfg.runs).unwrap_or(5);
     let threshold = a.threshold.or(gcfg.threshold).unwrap_or(0.01);

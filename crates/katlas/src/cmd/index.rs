@@ -26,5 +26,5 @@ pub fn with_progress<T>(f: impl FnOnce(index::OnProgress) -> T) -> T {
 
 /// The index, brought up to date (with a progress line when that means a rebuild).
 pub fn open_index(layout: &katlas_corpus::Layout) -> Result<katlas_store::Connection, CliError> {
-    Ok(with_progress(|on| index::open_with(layout, on)).map_err(CliError::bad_input)?.0)
+    Ok(with_progress(|on| index::open_with(layout, on))?.0)
 }

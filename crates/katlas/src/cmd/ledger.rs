@@ -111,8 +111,8 @@ fn ls(a: &LsArgs, ctx: &Ctx) -> CmdResult {
             e.task_id.clone().unwrap_or_else(|| "-".into()),
             katlas_eval::words::compared(e),
             e.lever.clone().unwrap_or_else(|| "-".into()),
-            e.kernel.clone().unwrap_or_else(|| "-".into()),
-            e.arch.clone().unwrap_or_else(|| "-".into()),
+            e.key.kernel.clone().unwrap_or_else(|| "-".into()),
+            e.key.arch.clone().unwrap_or_else(|| "-".into()),
             e.metric.clone(),
             e.verdict.to_string(),
             fx.map(|x| gain_text(x.gain)).unwrap_or_else(|| "-".into()),
@@ -138,13 +138,13 @@ fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
     say_line!("recorded:    {}", e.recorded_at);
     say_line!("task/eval:   {} / {}", e.task_id.as_deref().unwrap_or("-"), e.eval_id.as_deref().unwrap_or("-"));
     say_line!("compared:    {}", katlas_eval::words::compared(e));
-    say_line!("lever:       {}   kernel: {}", e.lever.as_deref().unwrap_or("-"), e.kernel.as_deref().unwrap_or("-"));
+    say_line!("lever:       {}   kernel: {}", e.lever.as_deref().unwrap_or("-"), e.key.kernel.as_deref().unwrap_or("-"));
     say_line!(
         "arch:        {}   phase: {}   shape: {}   quant: {}",
-        e.arch.as_deref().unwrap_or("-"),
-        e.phase.as_deref().unwrap_or("-"),
-        e.shape.as_deref().unwrap_or("-"),
-        e.quant.as_deref().unwrap_or("-")
+        e.key.arch.as_deref().unwrap_or("-"),
+        e.key.phase.as_deref().unwrap_or("-"),
+        e.key.shape.as_deref().unwrap_or("-"),
+        e.key.quant.as_deref().unwrap_or("-")
     );
     if let Some(h) = &e.hypothesis {
         say_line!("hypothesis:  {h}");

@@ -1,6 +1,6 @@
 //! `katlas lint dispatch`: the perf-variant allowlist against the ledger and the source.
 
-use crate::cmd::build::{cli_err, settings};
+use crate::cmd::build::settings;
 use crate::ctx::{CmdResult, Ctx};
 use crate::output::{paint, print_json, table, Format, FormatArg};
 use katlas_build::Severity;
@@ -35,7 +35,7 @@ pub fn run(c: &LintCmd, ctx: &Ctx) -> CmdResult {
 fn dispatch(a: &DispatchArgs, ctx: &Ctx) -> CmdResult {
     let s = settings(ctx, a.arch.as_deref())?;
     let ledger = a.ledger.as_ref().map(|p| ctx.resolve(p));
-    let r = katlas_build::lint_dispatch(ctx.project()?, &s, ledger.as_deref()).map_err(cli_err)?;
+    let r = katlas_build::lint_dispatch(ctx.project()?, &s, ledger.as_deref())?;
     let code = if r.has_errors() { ExitCode::from(1) } else { ExitCode::SUCCESS };
     if a.format.format == Format::Json {
         print_json(&r);

@@ -105,7 +105,7 @@ pub fn run(args: &ParseArgs, ctx: &Ctx) -> CmdResult {
         parse_with(parser, Input::File(&path), &opts)
     }?;
     let ops = match ctx.layout() {
-        Ok(l) => OpRules::with_project(&l.rules_dir()).map_err(CliError::bad_input)?,
+        Ok(l) => OpRules::with_project(&l.rules_dir())?,
         Err(_) => OpRules::builtin(),
     };
     for p in &mut out.phases {

@@ -88,7 +88,7 @@ pub fn run(args: &ProvenanceArgs, ctx: &Ctx) -> CmdResult {
         }
     }
     if let Some(a) = &arch {
-        let db = katlas_arch::ArchDb::load(Some(&katlas_corpus::Layout::for_project(&project.root).arch_rules_dir())).map_err(CliError::bad_input)?;
+        let db = katlas_arch::ArchDb::load(Some(&katlas_corpus::Layout::for_project(&project.root).arch_rules_dir()))?;
         if db.atom(a).is_none() {
             return Err(CliError::bad_input(format!("--arch {a}: not an atom of the arch table (katlas arch ls)")));
         }

@@ -50,7 +50,7 @@ pub fn run_index(c: &IndexCmd, ctx: &Ctx) -> CmdResult {
         IndexCmd::Rebuild(a) => (a, with_progress(|on| index::rebuild_with(&layout, on))),
         IndexCmd::Refresh(a) => (a, with_progress(|on| index::refresh_with(&layout, on))),
     };
-    let stats = stats.map_err(CliError::bad_input)?;
+    let stats = stats?;
     if a.format.format == crate::output::Format::Json {
         print_json(&stats);
     } else {
@@ -74,7 +74,7 @@ pub fn run_index(c: &IndexCmd, ctx: &Ctx) -> CmdResult {
 pub fn run_query(a: &QueryArgs, ctx: &Ctx) -> CmdResult {
     if a.store || a.url.url.is_some() {
         let mut store = crate::cmd::store::connect(&a.url, ctx)?;
-        let result = katlas_store::team::query(&mut store, &a.sql).map_err(crate::cmd::store::team_error)?;
+        let result = katlas_store::team::query(&mut store, &a.sql)?;
         print_result(&result, a.format)?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -1,6 +1,6 @@
 //! `katlas reach`: which file each atom compiles, and what is compiled but never reached.
 
-use crate::cmd::build::{cli_err, settings};
+use crate::cmd::build::settings;
 use crate::ctx::{CmdResult, Ctx};
 use crate::output::{print_json, table, Format, FormatArg};
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,7 +17,7 @@ pub struct ReachArgs {
 
 pub fn run(a: &ReachArgs, ctx: &Ctx) -> CmdResult {
     let s = settings(ctx, a.arch.as_deref())?;
-    let r = katlas_build::reach(&s).map_err(cli_err)?;
+    let r = katlas_build::reach(&s)?;
     let code = if r.has_problems() { ExitCode::from(1) } else { ExitCode::SUCCESS };
     if a.format.format == Format::Json {
         print_json(&r);

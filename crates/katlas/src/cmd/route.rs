@@ -1,6 +1,6 @@
 //! `katlas route CLAIM`: the correctness route of a claim class; unknown is blocked.
 
-use crate::ctx::{exit, CliError, CmdResult, Ctx};
+use crate::ctx::{exit, CmdResult, Ctx};
 use crate::output::{print_json, Format, FormatArg};
 use katlas_eval::routes::{all_pass, run_route, RouteSpec};
 use std::collections::BTreeMap;
@@ -19,7 +19,7 @@ pub struct RouteArgs {
 
 pub fn run(a: &RouteArgs, ctx: &Ctx) -> CmdResult {
     let project = ctx.project()?;
-    let spec: Option<RouteSpec> = project.section(&["route", &a.claim]).map_err(CliError::bad_input)?;
+    let spec: Option<RouteSpec> = project.section(&["route", &a.claim])?;
     let known: Vec<String> = project.section_names("route");
     if !a.run {
         match (&spec, a.format.format) {

@@ -3,7 +3,7 @@
 
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::{print_json, Format, FormatArg};
-use katlas_store::team::{self, Progress, Skipped, Store, TeamError};
+use katlas_store::team::{self, Progress, Skipped, Store};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Subcommand)]
@@ -45,7 +45,7 @@ pub fn url(a: &UrlArg, ctx: &Ctx) -> Result<String, CliError> {
         return Ok(u);
     }
     let p = ctx.project()?;
-    match p.section::<StoreSection>(&["store"]).map_err(CliError::bad_input)?.and_then(|s| s.url) {
+    match p.section::<StoreSection>(&["store"])?.and_then(|s| s.url) {
         // A cloned repository's katlas.toml choosing where this host's records go is trusted
         // as its commands are.
         Some(u) => {
@@ -56,17 +56,8 @@ pub fn url(a: &UrlArg, ctx: &Ctx) -> Result<String, CliError> {
     }
 }
 
-/// An unreachable server is a missing environment (3); anything else is bad input (2).
-pub fn team_error(e: TeamError) -> CliError {
-    if e.is_connect() {
-        CliError::missing_env(e)
-    } else {
-        CliError::bad_input(e)
-    }
-}
-
 pub fn connect(a: &UrlArg, ctx: &Ctx) -> Result<Store, CliError> {
-    Store::connect(&url(a, ctx)?).map_err(team_error)
+    Store::connect(&url(a, ctx)?).map_err(CliError::from)
 }
 
 /// Runs a push or pull with its progress on stderr (the progress line of every long command,
@@ -114,7 +105,7 @@ pub fn run(c: &StoreCmd, ctx: &Ctx) -> CmdResult {
             let layout = ctx.layout()?;
             let mut store = connect(&a.url, ctx)?;
             let host = katlas_identity::host::host_identity().hostname;
-            let s = with_progress("push", |on| team::push(&mut store, &layout, host.as_deref(), on)).map_err(team_error)?;
+            let s = with_progress("push", |on| team::push(&mut store, &layout, host.as_deref(), on))?;
             if a.format.format == Format::Json {
                 print_json(&s);
             } else {
@@ -141,7 +132,7 @@ pub fn run(c: &StoreCmd, ctx: &Ctx) -> CmdResult {
             // A pull reads the project's ids from its index: a rebuild it needs shows its
             // progress here (the pull's own refresh then finds the index current).
             crate::cmd::index::open_index(&layout)?;
-            let s = with_progress("pull", |on| team::pull(&mut store, &layout, on)).map_err(team_error)?;
+            let s = with_progress("pull", |on| team::pull(&mut store, &layout, on))?;
             if a.format.format == Format::Json {
                 print_json(&s);
             } else {

@@ -49,7 +49,7 @@ pub fn build(evidence: &EvidenceArgs, ledger: Option<&PathBuf>, max: Option<usiz
         None => ctx.layout().ok().map(|x| x.ledger()),
     };
     let led = match &ledger_path {
-        Some(p) => Some(Ledger::read(p).map_err(CliError::bad_input)?),
+        Some(p) => Some(Ledger::read(p)?),
         None => None,
     };
     if let Some(led) = &led {
@@ -63,7 +63,7 @@ pub fn build(evidence: &EvidenceArgs, ledger: Option<&PathBuf>, max: Option<usiz
 
 pub fn run(args: &SuggestArgs, ctx: &Ctx) -> CmdResult {
     if args.catalog {
-        let rules = katlas_advise::Rules::load(ctx.layout().ok().map(|l| l.rules_dir()).as_deref()).map_err(CliError::bad_input)?;
+        let rules = katlas_advise::Rules::load(ctx.layout().ok().map(|l| l.rules_dir()).as_deref())?;
         print!("{}", levers::catalog_markdown(&rules.levers));
         return Ok(ExitCode::SUCCESS);
     }

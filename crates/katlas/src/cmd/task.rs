@@ -113,7 +113,7 @@ fn sh(cmd: &str) -> Vec<String> {
 
 fn extras(args: &TaskArgs, ctx: &Ctx) -> Result<TaskExtras, CliError> {
     let section: TaskSection = match ctx.project() {
-        Ok(p) => p.section(&["task"]).map_err(CliError::bad_input)?.unwrap_or_default(),
+        Ok(p) => p.section(&["task"])?.unwrap_or_default(),
         Err(_) => TaskSection::default(),
     };
     let git_ref = ctx.project().ok().and_then(|p| katlas_identity::source_identity(&p.root).commit);
@@ -144,7 +144,7 @@ fn read_last(ctx: &Ctx) -> Result<LastQueue, CliError> {
 
 fn with_package_copy(args: &TaskArgs, ctx: &Ctx, name: &str, task: Task, extra: &TaskExtras) -> Result<Task, CliError> {
     let project = ctx.project()?;
-    let section: TaskSection = project.section(&["task"]).map_err(CliError::bad_input)?.unwrap_or_default();
+    let section: TaskSection = project.section(&["task"])?.unwrap_or_default();
     let kernel = task.kernel.clone().ok_or_else(|| CliError::bad_input("--package needs the task's kernel (the @triton.jit function): give --kernel NAME"))?;
     let python = super::provenance::python(ctx)?;
     let vendor = section.vendor.as_deref().unwrap_or("third_party/python");
@@ -189,19 +189,19 @@ pub fn run(args: &TaskArgs, ctx: &Ctx) -> CmdResult {
         let last =
             if args.evidence.row.is_some() || args.evidence.isa.is_some() { build(&args.evidence, args.ledger.as_ref(), None, ctx)? } else { read_last(ctx)? };
         let s = last.pick(args.rank, args.id.as_deref()).map_err(CliError::bad_input)?;
-        let rules = katlas_advise::Rules::load(ctx.layout().ok().map(|l| l.rules_dir()).as_deref()).map_err(CliError::bad_input)?;
+        let rules = katlas_advise::Rules::load(ctx.layout().ok().map(|l| l.rules_dir()).as_deref())?;
         from_suggestion(&last.fit, last.row.as_ref(), s, &rules, last.provenance_of(s), &extra)
     } else {
         let l = load(&args.evidence, ctx)?;
         let row = l.row.as_ref().ok_or_else(|| CliError::bad_input("give a ROW, --rank/--id, or --from-op"))?;
         let prov = provenance(&l.fit, Some(row), &l.db, source_options(ctx)?.as_ref());
-        from_row(&l.fit, row, args.kernel.as_deref(), &l.rules, &prov, &extra).map_err(CliError::bad_input)?
+        from_row(&l.fit, row, args.kernel.as_deref(), &l.rules, &prov, &extra)?
     };
     let task = match &args.package {
         Some(name) => with_package_copy(args, ctx, name, task, &extra)?,
         None => task,
     };
-    let dir = write_task(&tasks_dir, &task).map_err(CliError::bad_input)?;
+    let dir = write_task(&tasks_dir, &task)?;
     say_err!("katlas: wrote {}/task.json and TASK.md", dir.display());
     match args.format {
         Format::Json => print_json(&task),

@@ -60,7 +60,7 @@ fn project_files(ctx: &Ctx) -> Result<Vec<PathBuf>, CliError> {
 }
 
 pub fn run(a: &TrustArgs, ctx: &Ctx) -> CmdResult {
-    let mut store = TrustStore::load().map_err(CliError::bad_input)?;
+    let mut store = TrustStore::load()?;
     if a.files.is_empty() {
         let mut rows = Vec::new();
         for f in project_files(ctx)? {
@@ -113,6 +113,6 @@ pub fn run(a: &TrustArgs, ctx: &Ctx) -> CmdResult {
             println!("  {w}: {}", printable(&c));
         }
     }
-    store.save().map_err(CliError::bad_input)?;
+    store.save()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,13 +5,14 @@ use crate::output::{paint, print_json, table, Format, FormatArg};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use katlas_eval::config::EvalConfig;
 use katlas_eval::eval::{run_eval, CaptureContext, EvalReport, EvalSpec, Meta, SideInput, SolSpec};
-use katlas_eval::plan::{self, Band, PlanError};
-use katlas_eval::protocol::{Order, ProtocolError, Settings};
+use katlas_eval::plan::{self, Band};
+use katlas_eval::protocol::{Order, Settings};
 use katlas_eval::routes::RouteSpec;
 use katlas_eval::verdict::{JudgeConfig, Plan};
 use katlas_eval::worktree;
 use katlas_model::ledger::{Disposition, Goal, Verdict};
 use katlas_model::task::Task;
+use katlas_model::ExperimentKey;
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -214,15 +215,6 @@ fn goal(g: Option<GoalArg>, metric: &str) -> Goal {
     )
 }
 
-impl From<PlanError> for CliError {
-    fn from(e: PlanError) -> Self {
-        match e {
-            PlanError::BadInput(m) => CliError::bad_input(m),
-            PlanError::MissingEnv(m) => CliError::missing_env(m),
-        }
-    }
-}
-
 /// `[eval]` of katlas.toml (project defaults under the flags).
 /// Worktrees of earlier runs beyond the kept count go before this run prepares its own.
 fn prune_worktrees(root: &Path, wt_dir: &Path, keep: Option<usize>) {
@@ -234,7 +226,7 @@ fn prune_worktrees(root: &Path, wt_dir: &Path, keep: Option<usize>) {
 }
 
 fn eval_config(ctx: &Ctx) -> Result<EvalConfig, CliError> {
-    Ok(ctx.project()?.section::<EvalConfig>(&["eval"]).map_err(CliError::bad_input)?.unwrap_or_default())
+    Ok(ctx.project()?.section::<EvalConfig>(&["eval"])?.unwrap_or_default())
 }
 
 fn band(p: &ProtocolArgs, cfg: &EvalConfig, calibrated: Option<katlas_eval::noise::Calibration>) -> Result<Band, CliError> {
@@ -346,15 +338,11 @@ fn progress_fn(metric: &str, goal: Goal) -> Option<ProgressBox> {
 /// terminal's line clean for the report.
 fn run_with_progress(spec: &EvalSpec, ctx: &Ctx, metric: &str, g: Goal) -> Result<EvalReport, CliError> {
     let pf = progress_fn(metric, g);
-    let report = run_eval(spec, &cx(ctx)?, pf.as_deref()).map_err(map_err)?;
+    let report = run_eval(spec, &cx(ctx)?, pf.as_deref())?;
     if pf.is_some() && std::io::stderr().is_terminal() {
         eprintln!();
     }
     Ok(report)
-}
-
-fn map_err(e: ProtocolError) -> CliError {
-    CliError::bad_input(e)
 }
 
 pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
@@ -367,10 +355,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     let p = &a.protocol;
     let mut meta = Meta {
         lever: a.lever.clone(),
-        kernel: a.kernel.clone(),
-        phase: a.phase.clone(),
-        shape: a.shape.clone(),
-        quant: a.quant.clone(),
+        key: ExperimentKey { kernel: a.kernel.clone(), phase: a.phase.clone(), shape: a.shape.clone(), quant: a.quant.clone(), ..Default::default() },
         hypothesis: a.hypothesis.clone(),
         mechanism: a.mechanism.clone(),
         disposition: a.disposition.clone(),
@@ -391,7 +376,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         }
     }
     for c in &a.claims {
-        let route: Option<RouteSpec> = project.section(&["route", c]).map_err(CliError::bad_input)?;
+        let route: Option<RouteSpec> = project.section(&["route", c])?;
         for (i, cmd) in route.iter().flat_map(|r| r.commands.iter()).enumerate() {
             from_config.push((format!("[route.{c}] commands[{i}]"), cmd.clone()));
         }
@@ -461,7 +446,7 @@ pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
         });
     }
     for c in &a.claims {
-        let route: Option<RouteSpec> = project.section(&["route", c]).map_err(CliError::bad_input)?;
+        let route: Option<RouteSpec> = project.section(&["route", c])?;
         correctness.push((c.clone(), route));
     }
     let noise_key = plan::noise_key(&sides, &metric);

@@ -8,7 +8,7 @@ pub mod job;
 mod slurm;
 mod submit;
 
-use crate::cmd::store::{team_error, UrlArg};
+use crate::cmd::store::UrlArg;
 use crate::ctx::{exit, CliError, CmdResult, Ctx};
 use crate::output::{print_json, printable, FormatArg};
 use katlas_corpus::Layout;
@@ -99,7 +99,7 @@ pub struct TargetSection {
 }
 
 pub fn section(ctx: &Ctx) -> Result<FleetSection, CliError> {
-    let cfg: FleetSection = ctx.project()?.section(&["fleet"]).map_err(CliError::bad_input)?.unwrap_or_default();
+    let cfg: FleetSection = ctx.project()?.section(&["fleet"])?.unwrap_or_default();
     if let Some(s) = cfg.scheduler.as_deref().filter(|s| *s != "slurm") {
         return Err(CliError::bad_input(format!("[fleet] scheduler = `{}`: katlas sends fleet work to `slurm` only", printable(s))));
     }
@@ -223,7 +223,7 @@ pub fn run(c: &FleetCmd, ctx: &Ctx) -> CmdResult {
 pub fn connect(ctx: &Ctx) -> Result<Store, CliError> {
     let url = crate::cmd::store::url(&UrlArg { url: None }, ctx)
         .map_err(|e| CliError { code: e.code, message: format!("{}: a fleet's jobs report their samples and verdicts through the team store", e.message) })?;
-    Store::connect(&url).map_err(team_error)
+    Store::connect(&url).map_err(CliError::from)
 }
 
 /// A target's result, from the store.
@@ -268,7 +268,7 @@ fn stored_result(layout: &Layout, store: &mut Store, command: FleetCommand, flee
         FleetCommand::Eval => (Kind::EvalResult, "result.json"),
         FleetCommand::Gate | FleetCommand::Collect => (Kind::FleetJob, "job.json"),
     };
-    let recs = team::records_with_prefix(store, kind, &format!("fleet/{fleet}/{target}/"), 1000).map_err(team_error)?;
+    let recs = team::records_with_prefix(store, kind, &format!("fleet/{fleet}/{target}/"), 1000)?;
     let mut best: Option<(u32, Finished)> = None;
     for rec in recs {
         let n: u32 = rec.id.rsplit('/').next().and_then(|n| n.parse().ok()).unwrap_or(0);

@@ -243,7 +243,7 @@ pub fn submit_command(sub: Submission, ctx: &Ctx) -> CmdResult {
     let planned = targets(f, &cfg)?;
     // The jobs report through the store: a fleet that cannot reach it would measure for nothing.
     let mut store = super::connect(ctx)?;
-    store.ensure_schema().map_err(crate::cmd::store::team_error)?;
+    store.ensure_schema()?;
     crate::trust::authorize(ctx, &[config_sources(ctx, &cfg)?])?;
     let katlas = match &cfg.katlas {
         Some(k) => k.clone(),
@@ -369,7 +369,7 @@ pub fn push_files(ctx: &Ctx, what: &str, keep: impl Fn(&Path) -> bool) -> Result
     let mut store = super::connect(ctx)?;
     let host = katlas_identity::host::host_identity().hostname;
     let keep = move |s: &katlas_store::sources::Source| keep(&s.path);
-    let st = katlas_store::team::push_only(&mut store, &layout, host.as_deref(), &keep, &mut |_| {}).map_err(crate::cmd::store::team_error)?;
+    let st = katlas_store::team::push_only(&mut store, &layout, host.as_deref(), &keep, &mut |_| {})?;
     eprintln!("katlas: pushed this target's {what} to {}: {} new record(s), {} already there", st.store, st.new, st.present + st.conflicts);
     Ok(())
 }
