@@ -6,6 +6,7 @@
 //! by a record whose every route field equals the query's; an empty or
 //! missing registry admits nothing.
 
+use crate::error::EvalError;
 use serde::Serialize;
 use serde_norway::Value;
 use std::path::Path;
@@ -115,7 +116,14 @@ fn too_deep(text: &str, max: usize) -> Option<usize> {
     None
 }
 
-pub fn parse(path: &Path, text: &str) -> Result<Registry, String> {
+/// The registry in `text` (read from `path`): records that fail validation are listed in
+/// `errors`; a file that cannot be a registry at all is an error.
+pub fn parse(path: &Path, text: &str) -> Result<Registry, EvalError> {
+    // The text is already read: whatever fails here is the file's content.
+    parse_text(path, text).map_err(EvalError::Input)
+}
+
+fn parse_text(path: &Path, text: &str) -> Result<Registry, String> {
     if let Some(line) = too_deep(text, MAX_DEPTH) {
         return Err(format!("{}:{line}: nested more than {MAX_DEPTH} levels deep, the most an admissions file may nest; not read", path.display()));
     }
@@ -287,7 +295,7 @@ mod tests {
             format!("a: {}1{}\n", "{b: ".repeat(100_000), "}".repeat(100_000)),
         ] {
             let t0 = std::time::Instant::now();
-            let e = parse(path, &deep).unwrap_err();
+            let e = parse(path, &deep).unwrap_err().to_string();
             assert!(t0.elapsed() < std::time::Duration::from_secs(2), "{:?}", t0.elapsed());
             assert_eq!(e, format!("deep/admissions.yml:1: nested more than {MAX_DEPTH} levels deep, the most an admissions file may nest; not read"));
         }
@@ -329,7 +337,7 @@ mod tests {
 
     #[test]
     fn validation_errors() {
-        assert!(parse(Path::new("a.yml"), "schema_version: 1\n").unwrap_err().contains("schema_version: 1"));
+        assert!(parse(Path::new("a.yml"), "schema_version: 1\n").unwrap_err().to_string().contains("schema_version: 1"));
         let wild = FIXTURE.replace("gpu: gfx1201", "gpu: \"gfx12*\"").replace("max_seq: 2048", "max_seq: any");
         let reg = parse(Path::new("a.yml"), &wild).unwrap();
         assert!(reg.errors.iter().any(|e| e.contains("gpu: `gfx12*` is a wildcard")), "{:?}", reg.errors);
@@ -341,7 +349,7 @@ mod tests {
         let inferred = FIXTURE.replace("status: admitted_product_route", "status: admitted_product_route\n    inferred: true");
         let reg = parse(Path::new("a.yml"), &inferred).unwrap();
         assert!(reg.errors.iter().any(|e| e.contains("inferred rows are forbidden")), "{:?}", reg.errors);
-        let bad = parse(Path::new("a.yml"), "records: [\n").unwrap_err();
+        let bad = parse(Path::new("a.yml"), "records: [\n").unwrap_err().to_string();
         assert!(bad.starts_with("a.yml"), "{bad}");
     }
 }

@@ -17,6 +17,7 @@
 //! `[gate] goals` in katlas.toml, else what the name implies (`Goal::infer`); a key
 //! with none of these is refused, never guessed.
 
+use crate::error::EvalError;
 use katlas_model::ledger::Goal;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -91,7 +92,13 @@ fn is_key(k: &str) -> bool {
     !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
 }
 
-pub fn parse(path: &Path, text: &str) -> Result<BaselineFile, String> {
+/// The floors of a baseline file's `text` (read from `path`, whose extension says the format).
+pub fn parse(path: &Path, text: &str) -> Result<BaselineFile, EvalError> {
+    // The text is already read: whatever fails here is the file's content.
+    parse_text(path, text).map_err(EvalError::Input)
+}
+
+fn parse_text(path: &Path, text: &str) -> Result<BaselineFile, String> {
     let is_toml = path.extension().is_some_and(|e| e == "toml");
     if is_toml {
         let f: TomlFile = toml::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -452,7 +459,7 @@ mod tests {
         assert_eq!(dep[0].metric, "9b_mq4_pp128_prefill_tok_s");
         let g = f.floors.iter().find(|x| x.metric == "27b_3.5_dflash_merge_sort_tau").unwrap();
         assert_eq!(g.value, 9.4);
-        let bad = parse(Path::new("x.txt"), "a=1\nb=fast\n").unwrap_err();
+        let bad = parse(Path::new("x.txt"), "a=1\nb=fast\n").unwrap_err().to_string();
         assert!(bad.contains("x.txt:2: b: not a number"), "{bad}");
     }
 
@@ -598,6 +605,6 @@ mod tests {
         assert!(text.contains("value = 120.0"), "{text}");
         assert!(text.contains("date = \"2026-11-30\""), "{text}");
         assert_eq!(parse(Path::new("gfx1100.toml"), &text).unwrap().floors[0].value, 120.0);
-        assert!(parse(Path::new("b.toml"), "[[floor]]\nmetric=\"a\"\nvalue=1.0\nbogus=1\n").unwrap_err().contains("bogus"));
+        assert!(parse(Path::new("b.toml"), "[[floor]]\nmetric=\"a\"\nvalue=1.0\nbogus=1\n").unwrap_err().to_string().contains("bogus"));
     }
 }

@@ -2,6 +2,7 @@
 //! appending are `katlas_corpus::ledger`'s (shared with suggest's history and the build
 //! lint); this module adds the queries `katlas ledger` answers.
 
+use crate::error::EvalError;
 pub use katlas_corpus::ledger::{append, read};
 use katlas_model::ledger::{LedgerEntry, Verdict};
 
@@ -34,11 +35,11 @@ impl Filter {
 }
 
 /// Entry by id or unique id prefix.
-pub fn find<'a>(entries: &'a [LedgerEntry], id: &str) -> Result<&'a LedgerEntry, String> {
+pub fn find<'a>(entries: &'a [LedgerEntry], id: &str) -> Result<&'a LedgerEntry, EvalError> {
     let hits: Vec<&LedgerEntry> = entries.iter().filter(|e| e.id.starts_with(id)).collect();
     match hits.len() {
-        0 => Err(format!("no ledger entry with id `{id}`")),
+        0 => Err(EvalError::Input(format!("no ledger entry with id `{id}`"))),
         1 => Ok(hits[0]),
-        n => Err(format!("id prefix `{id}` matches {n} entries; give more characters")),
+        n => Err(EvalError::Input(format!("id prefix `{id}` matches {n} entries; give more characters"))),
     }
 }

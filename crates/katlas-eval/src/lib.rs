@@ -3,6 +3,7 @@
 
 pub mod admissions;
 pub mod config;
+pub mod error;
 pub mod eval;
 pub mod fleet;
 pub mod gate;
@@ -24,6 +25,8 @@ pub mod telemetry;
 pub mod verdict;
 pub mod words;
 pub mod worktree;
+
+pub use error::EvalError;
 
 /// A judged result with only what a unit test sets; the rest empty.
 #[cfg(test)]

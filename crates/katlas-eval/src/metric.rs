@@ -1,6 +1,7 @@
 //! Reading a sample's metric (and route facts) from a run's output through
 //! katlas-collect's parser registry (`kv` by default).
 
+use crate::error::EvalError;
 use katlas_collect::{parse_with, Input, ParserOptions};
 use katlas_model::Route;
 use std::collections::BTreeMap;
@@ -13,8 +14,10 @@ pub struct Parsed {
     pub code_objects: Vec<String>,
 }
 
-pub fn read_metrics(parser: &str, text: &str, source: &str) -> Result<Parsed, String> {
-    let out = parse_with(parser, Input::Text { text, source }, &ParserOptions::default()).map_err(|e| e.to_string())?;
+/// The metrics a run printed, read by `parser`; a parser's refusal keeps its class (a parser
+/// whose tool is missing here is the environment, not the output).
+pub fn read_metrics(parser: &str, text: &str, source: &str) -> Result<Parsed, EvalError> {
+    let out = parse_with(parser, Input::Text { text, source }, &ParserOptions::default())?;
     let mut metrics: BTreeMap<String, f64> = out.metrics.iter().map(|(k, m)| (k.clone(), m.value)).collect();
     let mut kernels = Vec::new();
     // A key printed by one phase only is also readable bare: `katlas task` names the metric of

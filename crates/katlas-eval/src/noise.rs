@@ -17,6 +17,7 @@
 //!
 //! Otherwise nothing is stored and the refusal names the measured CV and what to do.
 
+use crate::error::EvalError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -67,16 +68,16 @@ impl Calibration {
 
 /// The calibrations in `path`; a missing file is empty. A file or value that cannot be
 /// read is an error naming the file and key: a corrupt band must not be ignored silently.
-pub fn read(path: &Path) -> Result<BTreeMap<String, Calibration>, String> {
+pub fn read(path: &Path) -> Result<BTreeMap<String, Calibration>, EvalError> {
     // A band is judged on: never taken from a file a link points at.
-    katlas_fs::check(path).map_err(|e| e.to_string())?;
+    katlas_fs::check(path).map_err(EvalError::Guard)?;
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(source) => return Err(EvalError::Io { path: path.into(), source }),
     };
     let raw: BTreeMap<String, serde_json::Value> =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e} (delete it and run `katlas eval --aa` again)", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| EvalError::Input(format!("{}: {e} (delete it and run `katlas eval --aa` again)", path.display())))?;
     let mut out = BTreeMap::new();
     for (k, v) in raw {
         // Older files stored the bare band.
@@ -84,10 +85,10 @@ pub fn read(path: &Path) -> Result<BTreeMap<String, Calibration>, String> {
             serde_json::Value::Number(n) => {
                 Calibration { band: n.as_f64().unwrap_or(f64::NAN), cv: None, runs_per_side: None, eval_id: None, calibrated_at: None }
             }
-            _ => serde_json::from_value(v.clone()).map_err(|e| format!("{}: {k}: {e}", path.display()))?,
+            _ => serde_json::from_value(v.clone()).map_err(|e| EvalError::Input(format!("{}: {k}: {e}", path.display())))?,
         };
         if !(c.band.is_finite() && (0.0..1.0).contains(&c.band)) {
-            return Err(format!("{}: {k}: band {}: expected a fraction in [0, 1)", path.display(), c.band));
+            return Err(EvalError::Input(format!("{}: {k}: band {}: expected a fraction in [0, 1)", path.display(), c.band)));
         }
         out.insert(k, c);
     }
@@ -174,10 +175,22 @@ mod tests {
         std::fs::write(&p, r#"{"abc": 0.02}"#).unwrap();
         assert_eq!(read(&p).unwrap()["abc"].band, 0.02);
         std::fs::write(&p, r#"{"abc": "wide"}"#).unwrap();
-        assert!(read(&p).unwrap_err().contains("abc"));
+        assert!(read(&p).unwrap_err().to_string().contains("abc"));
         std::fs::write(&p, r#"{"abc": 7.0}"#).unwrap();
-        assert!(read(&p).unwrap_err().contains("band 7"));
+        assert!(read(&p).unwrap_err().to_string().contains("band 7"));
         std::fs::write(&p, "{not json").unwrap();
-        assert!(read(&p).unwrap_err().contains("noise.json"));
+        assert!(read(&p).unwrap_err().to_string().contains("noise.json"));
+    }
+
+    #[test]
+    fn a_band_file_that_cannot_be_read_keeps_its_os_error() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("noise.json");
+        std::fs::create_dir(&p).unwrap();
+        let e = read(&p).unwrap_err();
+        assert!(matches!(&e, EvalError::Io { source, .. } if source.kind() == std::io::ErrorKind::IsADirectory), "{e:?}");
+        // Through the eval's plan too: its error is still the I/O error, not its text.
+        let e = crate::plan::calibration(&p, "k").unwrap_err();
+        assert!(matches!(&e, crate::plan::PlanError::Eval(EvalError::Io { .. })), "{e:?}");
     }
 }

@@ -3,6 +3,7 @@
 //! lane) so a layout bug (a swapped WMMA fragment, a wrong stride) is visible
 //! as a pattern rather than a single max-error number.
 
+use crate::error::EvalError;
 use serde::Serialize;
 use std::path::Path;
 
@@ -44,12 +45,13 @@ pub struct Tensor {
 
 /// Read a raw little-endian dump of `dtype`, or a `.npy` file (its header
 /// decides dtype and shape; only little-endian f4/f2 C-order arrays).
-pub fn read(path: &Path, dtype: DType) -> Result<Tensor, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn read(path: &Path, dtype: DType) -> Result<Tensor, EvalError> {
+    let bytes = std::fs::read(path).map_err(|source| EvalError::Io { path: path.into(), source })?;
+    // Past the read every failure is the file's content.
     if bytes.starts_with(b"\x93NUMPY") {
-        return read_npy(path, &bytes);
+        return read_npy(path, &bytes).map_err(EvalError::Input);
     }
-    decode(path, &bytes, dtype).map(|values| Tensor { values, shape: None })
+    decode(path, &bytes, dtype).map(|values| Tensor { values, shape: None }).map_err(EvalError::Input)
 }
 
 fn decode(path: &Path, bytes: &[u8], dtype: DType) -> Result<Vec<f32>, String> {
@@ -141,12 +143,12 @@ pub const NUMERIC_SCHEMA: &str = "katlas.numeric.v1";
 
 /// Compare `a` (candidate) against `b` (reference): a cell is bad when
 /// `|a - b| > atol + rtol * |b|`, or when exactly one of them is NaN/inf-mismatched.
-pub fn compare(a: &[f32], b: &[f32], rows: usize, cols: usize, rtol: f64, atol: f64, lanes: usize) -> Result<Report, String> {
+pub fn compare(a: &[f32], b: &[f32], rows: usize, cols: usize, rtol: f64, atol: f64, lanes: usize) -> Result<Report, EvalError> {
     if a.len() != b.len() {
-        return Err(format!("sizes differ: {} vs {} values", a.len(), b.len()));
+        return Err(EvalError::Input(format!("sizes differ: {} vs {} values", a.len(), b.len())));
     }
     if rows.checked_mul(cols) != Some(a.len()) {
-        return Err(format!("--dims {rows},{cols} needs {} values, the files hold {}", rows.saturating_mul(cols), a.len()));
+        return Err(EvalError::Input(format!("--dims {rows},{cols} needs {} values, the files hold {}", rows.saturating_mul(cols), a.len())));
     }
     let lanes = lanes.max(1);
     let mut r = Report {
@@ -265,6 +267,18 @@ mod tests {
     }
 
     #[test]
+    fn an_unreadable_dump_keeps_its_os_error() {
+        // The kind, not its text, is what tells a refused read (the environment) from a wrong path.
+        let d = tempfile::tempdir().unwrap();
+        let missing = d.path().join("gone.bin");
+        let e = read(&missing, DType::F32).unwrap_err();
+        assert!(matches!(&e, EvalError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound), "{e:?}");
+        assert!(e.to_string().starts_with(&format!("{}: ", missing.display())), "{e}");
+        // Past the read, what the file holds is the input's fault.
+        assert!(matches!(compare(&[1.0], &[1.0, 2.0], 1, 1, 0.0, 0.0, 32), Err(EvalError::Input(_))));
+    }
+
+    #[test]
     fn formats() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("a.npy");
@@ -274,17 +288,17 @@ mod tests {
         assert_eq!(t.values[5], 6.0);
         let bad = d.path().join("b.npy");
         std::fs::write(&bad, npy("2, 4", &[1.0; 6])).unwrap();
-        assert!(read(&bad, DType::F32).unwrap_err().contains("needs 8 values"));
+        assert!(read(&bad, DType::F32).unwrap_err().to_string().contains("needs 8 values"));
         let raw = d.path().join("c.bin");
         std::fs::write(&raw, [half::f16::from_f32(1.5).to_le_bytes(), half::f16::from_f32(-2.0).to_le_bytes()].concat()).unwrap();
         assert_eq!(read(&raw, DType::F16).unwrap().values, vec![1.5, -2.0]);
         std::fs::write(&raw, half::bf16::from_f32(3.0).to_le_bytes()).unwrap();
         assert_eq!(read(&raw, DType::Bf16).unwrap().values, vec![3.0]);
         std::fs::write(&raw, [0u8; 3]).unwrap();
-        assert!(read(&raw, DType::F32).unwrap_err().contains("not a whole number"));
+        assert!(read(&raw, DType::F32).unwrap_err().to_string().contains("not a whole number"));
         let trunc = d.path().join("t.npy");
         std::fs::write(&trunc, b"\x93NUMPY\x01\x00\xff\xff{").unwrap();
-        assert!(read(&trunc, DType::F32).unwrap_err().contains("runs past"));
+        assert!(read(&trunc, DType::F32).unwrap_err().to_string().contains("runs past"));
         assert!(compare(&[1.0], &[1.0, 2.0], 1, 1, 0.0, 0.0, 32).is_err());
         assert!(compare(&[1.0, 2.0], &[1.0, 2.0], 3, 1, 0.0, 0.0, 32).is_err());
         let nan = compare(&[f32::NAN, 1.0], &[1.0, 1.0], 1, 2, 0.0, 0.0, 32).unwrap();

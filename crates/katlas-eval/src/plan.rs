@@ -20,6 +20,9 @@ use std::path::{Path, PathBuf};
 /// not there (git, a program: exit 3).
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
+    /// A noise band that could not be read or stored.
+    #[error(transparent)]
+    Eval(#[from] crate::error::EvalError),
     #[error("{0}")]
     BadInput(String),
     #[error("{0}")]
@@ -394,7 +397,7 @@ pub fn band(flag: Option<f64>, calibrated: Option<Calibration>, config: Option<f
 
 /// The calibration stored for `key` in `path`, if any.
 pub fn calibration(path: &Path, key: &str) -> Result<Option<Calibration>, PlanError> {
-    Ok(noise::read(path).map_err(PlanError::BadInput)?.get(key).cloned())
+    Ok(noise::read(path)?.get(key).cloned())
 }
 
 /// Store an A/A's band under `key` when it may set one (`noise::admit`): `Ok(Ok(stored))`,
@@ -405,7 +408,7 @@ pub fn record_aa(path: &Path, key: &str, r: &EvalReport, max_band: f64, now: &st
         Ok(m) => m,
         Err(why) => return Ok(Err(why)),
     };
-    let mut map = noise::read(path).map_err(PlanError::BadInput)?;
+    let mut map = noise::read(path)?;
     let c = Calibration {
         band: (band * 1e4).ceil() / 1e4,
         cv: Some(cv),
@@ -414,7 +417,7 @@ pub fn record_aa(path: &Path, key: &str, r: &EvalReport, max_band: f64, now: &st
         calibrated_at: Some(now.to_string()),
     };
     map.insert(key.into(), c.clone());
-    noise::write(path, &map).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    noise::write(path, &map).map_err(|source| crate::error::EvalError::Io { path: path.into(), source })?;
     Ok(Ok(c))
 }
 
@@ -451,6 +454,7 @@ pub fn needs_baseline_entry(meta: &Meta, metric: &str, goal: Goal, dir: &Path, e
 impl katlas_fs::class::Classify for PlanError {
     fn class(&self) -> katlas_fs::class::Class {
         match self {
+            PlanError::Eval(e) => katlas_fs::class::Classify::class(e),
             PlanError::BadInput(_) => katlas_fs::class::Class::Input,
             PlanError::MissingEnv(_) => katlas_fs::class::Class::Environment,
         }

@@ -8,6 +8,7 @@
 //! samples by `seq` and re-derives the adaptive stopping decisions from them,
 //! so a resumed eval stops exactly where an uninterrupted one would have.
 
+use crate::error::EvalError;
 use crate::own_samples;
 use crate::sandbox::Sandbox;
 use crate::telemetry;
@@ -124,6 +125,9 @@ pub fn schedule(n_sides: usize, warmups: u32, max_per_side: u32, order: Order, s
 pub enum ProtocolError {
     #[error("{0}")]
     Store(#[from] katlas_corpus::StoreError),
+    /// A settle command that could not run.
+    #[error(transparent)]
+    Eval(#[from] EvalError),
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: holds samples of a different eval plan ({why}); start a new eval directory")]
@@ -464,7 +468,7 @@ impl Runner<'_> {
         let out_dir = self.dir.join("out");
         let _ = katlas_fs::create_dir_all(&out_dir);
         match res {
-            Err(e) => sample.error = Some(e),
+            Err(e) => sample.error = Some(e.to_string()),
             Ok(r) => {
                 // Kept for re-reading, secrets hidden like every record (the sample was parsed from memory).
                 let redactor = katlas_identity::Redactor::for_child(&side.env);
@@ -481,7 +485,7 @@ impl Runner<'_> {
                         sample.route = parsed.route;
                         sample.code_objects = parsed.code_objects;
                     }
-                    Err(e) => sample.error = Some(e),
+                    Err(e) => sample.error = Some(e.to_string()),
                 }
                 if r.timed_out {
                     sample.error = Some(format!("timed out after {:.0} s", s.timeout.as_secs_f64()));
@@ -538,8 +542,8 @@ pub struct ProcessResult {
 /// Run one fresh process with full output capture and a timeout, through katlas's one
 /// runner: its own process group, killed whole (SIGTERM, then SIGKILL) on timeout, so a
 /// pipeline or a background child cannot hold the run open past its bound.
-pub fn run_process(argv: &[String], env: &BTreeMap<String, String>, strip: &[String], cwd: &Path, timeout: Duration) -> Result<ProcessResult, String> {
-    let Some(prog) = argv.first() else { return Err("empty command".into()) };
+pub fn run_process(argv: &[String], env: &BTreeMap<String, String>, strip: &[String], cwd: &Path, timeout: Duration) -> Result<ProcessResult, EvalError> {
+    let Some(prog) = argv.first() else { return Err(EvalError::Input("empty command".into())) };
     let req = katlas_proc::RunRequest {
         argv: argv.to_vec(),
         env: env.clone(),
@@ -548,16 +552,16 @@ pub fn run_process(argv: &[String], env: &BTreeMap<String, String>, strip: &[Str
         timeout: Some(timeout),
         kill_grace: Duration::from_secs(1),
     };
-    let c = katlas_proc::run_captured(&req).map_err(|e| format!("cannot run `{prog}`: {e}"))?;
+    let c = katlas_proc::run_captured(&req).map_err(|source| EvalError::Run { prog: prog.clone(), source })?;
     if let Some(e) = &c.spawn_error {
-        return Err(format!("cannot start `{prog}`: {}", e.strip_prefix(&format!("{prog}: ")).unwrap_or(e)));
+        return Err(EvalError::Start { prog: prog.clone(), why: e.strip_prefix(&format!("{prog}: ")).unwrap_or(e).to_string() });
     }
     Ok(ProcessResult { code: c.exit.exit_code, signal: c.exit.signal, timed_out: c.exit.timed_out, stdout: c.stdout, stderr: c.stderr })
 }
 
 fn settle(cmd: &str, cwd: &Path, timeout: Duration) -> Result<(), ProtocolError> {
     let argv = vec!["sh".to_string(), "-c".to_string(), cmd.to_string()];
-    let r = run_process(&argv, &BTreeMap::new(), &[], cwd, timeout).map_err(ProtocolError::Bad)?;
+    let r = run_process(&argv, &BTreeMap::new(), &[], cwd, timeout)?;
     if r.code != Some(0) {
         return Err(ProtocolError::Bad(format!("settle command `{cmd}` failed (exit {}): {}", fmt_code(r.code), tail(&r.stderr))));
     }
@@ -606,6 +610,7 @@ impl katlas_fs::class::Classify for ProtocolError {
         match self {
             ProtocolError::Store(e) => katlas_fs::class::Classify::class(e),
             ProtocolError::Io { source, .. } => katlas_fs::class::Classify::class(source),
+            ProtocolError::Eval(e) => katlas_fs::class::Classify::class(e),
             _ => katlas_fs::class::Class::Input,
         }
     }

@@ -42,7 +42,7 @@ pub fn run_check(claim: &str, command: &str, cwd: &Path, env: &BTreeMap<String, 
         s.apply(&mut env);
     }
     let (outcome, detail) = match run_process(&argv, &env, &[], cwd, timeout) {
-        Err(e) => (RouteOutcome::Blocked, Some(e)),
+        Err(e) => (RouteOutcome::Blocked, Some(e.to_string())),
         Ok(r) if r.timed_out => (RouteOutcome::Fail, Some(format!("timed out after {:.0} s", timeout.as_secs_f64()))),
         Ok(r) => {
             let text = format!("{}\n{}", String::from_utf8_lossy(&r.stdout), String::from_utf8_lossy(&r.stderr));

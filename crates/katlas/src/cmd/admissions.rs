@@ -60,7 +60,7 @@ fn load(path: &Path) -> Result<Registry, CliError> {
         return Ok(Registry::default());
     }
     let text = katlas_corpus::input::read_text(path).map_err(CliError::bad_input)?;
-    parse(path, &text).map_err(CliError::bad_input)
+    Ok(parse(path, &text)?)
 }
 
 pub fn run(c: &AdmissionsCmd, ctx: &Ctx) -> CmdResult {

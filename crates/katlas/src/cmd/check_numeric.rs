@@ -37,8 +37,8 @@ fn hist(h: &[usize]) -> String {
 
 pub fn run(a: &CheckNumericArgs, ctx: &Ctx) -> CmdResult {
     let dtype: DType = a.dtype.parse().map_err(CliError::bad_input)?;
-    let ta = read(&ctx.resolve(&a.a), dtype).map_err(CliError::bad_input)?;
-    let tb = read(&ctx.resolve(&a.b), dtype).map_err(CliError::bad_input)?;
+    let ta = read(&ctx.resolve(&a.a), dtype)?;
+    let tb = read(&ctx.resolve(&a.b), dtype)?;
     let (rows, cols) = match &a.dims {
         Some(d) => {
             let (r, c) = d.split_once(',').ok_or_else(|| CliError::bad_input(format!("--dims {d}: expected ROWS,COLS")))?;
@@ -51,7 +51,7 @@ pub fn run(a: &CheckNumericArgs, ctx: &Ctx) -> CmdResult {
             _ => (1, ta.values.len()),
         },
     };
-    let rep = compare(&ta.values, &tb.values, rows, cols, a.rtol, a.atol, a.lanes).map_err(CliError::bad_input)?;
+    let rep = compare(&ta.values, &tb.values, rows, cols, a.rtol, a.atol, a.lanes)?;
     if a.format.format == Format::Json {
         print_json(&rep);
     } else {

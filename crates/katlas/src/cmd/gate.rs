@@ -119,7 +119,7 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
         return Ok(ExitCode::from(exit::NEGATIVE));
     };
     let text = katlas_corpus::input::read_text(&path).map_err(CliError::bad_input)?;
-    let file = parse(&path, &text).map_err(CliError::bad_input)?;
+    let file = parse(&path, &text)?;
     // A key whose direction is unknown cannot be judged: refuse before measuring anything.
     let unknown = unknown_directions(&file, &gcfg.goals, &a.keys);
     if !unknown.is_empty() {
@@ -131,7 +131,7 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
     }
     let mut measured: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut add = |text: &str, source: &str| -> Result<(), CliError> {
-        let p = katlas_eval::metric::read_metrics(&parser, text, source).map_err(CliError::bad_input)?;
+        let p = katlas_eval::metric::read_metrics(&parser, text, source)?;
         for (k, v) in p.metrics {
             measured.entry(k).or_default().push(v);
         }
@@ -145,7 +145,7 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
     if let Some(cmd) = &command {
         for i in 0..runs {
             let argv = vec!["sh".to_string(), "-c".to_string(), cmd.clone()];
-            let r = run_process(&argv, &BTreeMap::new(), &[], &project.root, Duration::from_secs_f64(a.timeout)).map_err(CliError::missing_env)?;
+            let r = run_process(&argv, &BTreeMap::new(), &[], &project.root, Duration::from_secs_f64(a.timeout))?;
             if r.code != Some(0) {
                 return Err(CliError::negative(format!(
                     "gate run {} of `{cmd}` failed (exit {:?}): {}",
@@ -211,7 +211,7 @@ pub fn run(a: &GateArgs, ctx: &Ctx) -> CmdResult {
         let reason = if a.allow_lower { a.reason.as_deref() } else { None };
         let (text, changes) = update(&file, &report, reason, &today);
         if !changes.is_empty() {
-            std::fs::write(&path, text).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
+            std::fs::write(&path, text).map_err(|source| katlas_eval::EvalError::Io { path: path.clone(), source })?;
         }
         for c in &changes {
             eprintln!("updated {}: {c}", path.display());

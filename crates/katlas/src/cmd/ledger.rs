@@ -127,7 +127,7 @@ fn ls(a: &LsArgs, ctx: &Ctx) -> CmdResult {
 
 fn show(a: &ShowArgs, ctx: &Ctx) -> CmdResult {
     let entries = load(ctx, &a.file)?;
-    let e = find(&entries, &a.id).map_err(CliError::bad_input)?;
+    let e = find(&entries, &a.id)?;
     if a.format.format == Format::Json {
         print_json(e);
         return Ok(ExitCode::SUCCESS);
