@@ -27,19 +27,12 @@ pub enum PlanError {
     BadInput(String),
     #[error("{0}")]
     MissingEnv(String),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
 }
 
 fn bad(s: impl Into<String>) -> PlanError {
     PlanError::BadInput(s.into())
-}
-
-/// A git failure is a missing environment when git itself cannot run.
-fn git_err(e: String) -> PlanError {
-    if e.starts_with("cannot run git") {
-        PlanError::MissingEnv(e)
-    } else {
-        PlanError::BadInput(e)
-    }
 }
 
 /// `sh -c CMD`: every side's command runs through the shell.
@@ -171,7 +164,7 @@ impl Sides<'_> {
             match spec {
                 Some(s) if is_ref(self.root, s) => {
                     let cmd = command.ok_or_else(|| bad("--command is required for git-ref sides"))?;
-                    let wt = worktree::prepare(self.root, s, self.worktrees, build).map_err(git_err)?;
+                    let wt = worktree::prepare(self.root, s, self.worktrees, build)?;
                     sides.push(self.side(&label, &format!("{name} {s}"), shell(cmd), &wt.path, Some(s.into()), Some(wt.path.clone())));
                 }
                 Some(s) => sides.push(self.side(&label, name, shell(s), self.cwd, None, Some(self.root.to_path_buf()))),
@@ -190,8 +183,7 @@ impl Sides<'_> {
             let files = match &sides[1].git_ref {
                 Some(r) => worktree::changed_files(self.root, &base, r),
                 None => worktree::changed_in_worktree(self.root, &base),
-            }
-            .map_err(git_err)?;
+            }?;
             changed = Some((allowed.to_vec(), files));
         }
         Ok((sides, changed))
@@ -202,7 +194,7 @@ impl Sides<'_> {
         refs.iter()
             .enumerate()
             .map(|(i, r)| {
-                let wt = worktree::prepare(self.root, r, self.worktrees, build).map_err(git_err)?;
+                let wt = worktree::prepare(self.root, r, self.worktrees, build)?;
                 Ok(self.side(&label(i), &format!("{r} ({})", &wt.commit[..10]), shell(cmd), &wt.path, Some(r.clone()), Some(wt.path.clone())))
             })
             .collect()
@@ -217,7 +209,7 @@ impl Sides<'_> {
         }
         let Some(base_ref) = task.baseline.git_ref.clone() else { return Ok(None) };
         let build = task.build.as_ref().map(|b| b.join(" "));
-        let wt = worktree::prepare(self.root, &base_ref, self.worktrees, build.as_deref()).map_err(git_err)?;
+        let wt = worktree::prepare(self.root, &base_ref, self.worktrees, build.as_deref())?;
         if let Some(b) = &build {
             build_in(self.root, b, "the working tree")?;
         }
@@ -234,11 +226,8 @@ impl Sides<'_> {
         }
         base.side.env = env.clone();
         cand.side.env = env;
-        let allowed = if task.allowed_files.is_empty() {
-            None
-        } else {
-            Some((task.allowed_files.clone(), worktree::changed_in_worktree(self.root, &wt.commit).map_err(git_err)?))
-        };
+        let allowed =
+            if task.allowed_files.is_empty() { None } else { Some((task.allowed_files.clone(), worktree::changed_in_worktree(self.root, &wt.commit)?)) };
         let correctness =
             task.correctness.iter().map(|c| (c.claim.clone(), Some(RouteSpec { commands: vec![c.command.clone()], ..Default::default() }))).collect();
         let reference_identity = (task.baseline.identity != Identity::default()).then(|| task.baseline.identity.clone());
@@ -457,6 +446,7 @@ impl katlas_fs::class::Classify for PlanError {
             PlanError::Eval(e) => katlas_fs::class::Classify::class(e),
             PlanError::BadInput(_) => katlas_fs::class::Class::Input,
             PlanError::MissingEnv(_) => katlas_fs::class::Class::Environment,
+            PlanError::Io { source, .. } => katlas_fs::class::Classify::class(source),
         }
     }
 }

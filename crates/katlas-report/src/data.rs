@@ -83,11 +83,9 @@ pub struct Side {
     pub failed: usize,
 }
 
+/// What an eval or a ledger entry judged: the metric, its goal, the verdict and the effect.
 #[derive(Debug, Clone)]
-pub struct EvalDist {
-    pub eval_id: String,
-    pub created_at: Option<String>,
-    pub task_id: Option<String>,
+pub struct Judged {
     pub metric: Option<String>,
     pub goal: Option<String>,
     pub verdict: Option<String>,
@@ -97,6 +95,39 @@ pub struct EvalDist {
     pub ci_level: Option<f64>,
     /// `relative_change` signed so + = better for the goal.
     pub gain: Option<f64>,
+}
+
+/// The columns `Judged` reads, in its order, in both the evals and the ledger tables.
+const JUDGED: &str = "metric, goal, verdict, relative_change, ci_lo, ci_hi, ci_level, gain";
+
+impl Judged {
+    /// From the row's columns `at..at + 8`, selected as `JUDGED` names them.
+    fn read(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Self> {
+        Ok(Judged {
+            metric: r.get(at)?,
+            goal: r.get(at + 1)?,
+            verdict: r.get(at + 2)?,
+            relative_change: r.get(at + 3)?,
+            ci: pair(r.get(at + 4)?, r.get(at + 5)?),
+            ci_level: r.get(at + 6)?,
+            gain: r.get(at + 7)?,
+        })
+    }
+
+    /// The verdict's interval as a gain interval (+ = better) under the goal the index
+    /// recorded, and the level it was taken at; `None` without all three.
+    pub fn gain_interval(&self) -> Option<([f64; 2], f64)> {
+        let goal: Goal = self.goal.as_deref()?.parse().ok()?;
+        Some((goal.gain_interval(self.ci?), self.ci_level?))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct EvalDist {
+    pub eval_id: String,
+    pub created_at: Option<String>,
+    pub task_id: Option<String>,
+    pub judged: Judged,
     pub sides: Vec<Side>,
 }
 
@@ -104,52 +135,13 @@ fn pair(lo: Option<f64>, hi: Option<f64>) -> Option<[f64; 2]> {
     Some([lo?, hi?])
 }
 
-/// The gain interval (+ = better) of an interval of the raw change under the goal the index
-/// recorded, with its level; `None` without all three.
-fn gain_interval(goal: &Option<String>, ci: Option<[f64; 2]>, level: Option<f64>) -> Option<([f64; 2], f64)> {
-    let goal: Goal = goal.as_deref()?.parse().ok()?;
-    Some((goal.gain_interval(ci?), level?))
-}
-
-impl EvalDist {
-    /// The verdict's interval as a gain interval (+ = better) and the level it was taken at.
-    pub fn gain_interval(&self) -> Option<([f64; 2], f64)> {
-        gain_interval(&self.goal, self.ci, self.ci_level)
-    }
-}
-
-impl LedgerRow {
-    /// The verdict's interval as a gain interval (+ = better) and the level it was taken at.
-    pub fn gain_interval(&self) -> Option<([f64; 2], f64)> {
-        gain_interval(&self.goal, self.ci, self.ci_level)
-    }
-}
-
 /// The newest `limit` evals (and how many there are), each with its sides and samples. Samples
 /// name their side by letter (A = the baseline, side 0; B the first candidate …).
 pub fn evals(conn: &Connection, limit: usize) -> Res<(Vec<EvalDist>, usize)> {
-    let (mut evals, total) = newest(
-        conn,
-        "evals",
-        "SELECT eval_id, created_at, task_id, metric, goal, verdict, relative_change, ci_lo, ci_hi, ci_level, gain FROM evals \
-         ORDER BY created_at DESC, eval_id LIMIT ?1",
-        limit,
-        |r| {
-            Ok(EvalDist {
-                eval_id: r.get(0)?,
-                created_at: r.get(1)?,
-                task_id: r.get(2)?,
-                metric: r.get(3)?,
-                goal: r.get(4)?,
-                verdict: r.get(5)?,
-                relative_change: r.get(6)?,
-                ci: pair(r.get(7)?, r.get(8)?),
-                ci_level: r.get(9)?,
-                gain: r.get(10)?,
-                sides: Vec::new(),
-            })
-        },
-    )?;
+    let (mut evals, total) =
+        newest(conn, "evals", &format!("SELECT eval_id, created_at, task_id, {JUDGED} FROM evals ORDER BY created_at DESC, eval_id LIMIT ?1"), limit, |r| {
+            Ok(EvalDist { eval_id: r.get(0)?, created_at: r.get(1)?, task_id: r.get(2)?, judged: Judged::read(r, 3)?, sides: Vec::new() })
+        })?;
     let mut sides = conn.prepare("SELECT idx, label, git_ref, n, median, ci_lo, ci_hi FROM eval_sides WHERE eval_id = ?1 ORDER BY idx").map_err(sql)?;
     let mut samples = conn.prepare("SELECT side, value FROM samples WHERE eval_id = ?1 AND pass = 'measured' ORDER BY seq").map_err(sql)?;
     for e in &mut evals {
@@ -192,15 +184,7 @@ pub struct LedgerRow {
     pub lever: Option<String>,
     pub kernel: Option<String>,
     pub arch: Option<String>,
-    pub metric: Option<String>,
-    pub goal: Option<String>,
-    pub verdict: Option<String>,
-    pub relative_change: Option<f64>,
-    /// The interval of `relative_change` (the metric's raw direction) at `ci_level`.
-    pub ci: Option<[f64; 2]>,
-    pub ci_level: Option<f64>,
-    /// `relative_change` signed so + = better for the goal.
-    pub gain: Option<f64>,
+    pub judged: Judged,
     pub disposition: Option<String>,
     pub baseline: Option<String>,
     pub candidate: Option<String>,
@@ -212,8 +196,10 @@ pub fn ledger(conn: &Connection, limit: usize) -> Res<(Vec<LedgerRow>, usize)> {
     newest(
         conn,
         "ledger",
-        "SELECT recorded_at, lever, kernel, arch, metric, verdict, relative_change, ci_lo, ci_hi, disposition, \
-         baseline_label, candidate_label, cross_host, goal, ci_level, gain FROM ledger ORDER BY recorded_at DESC, id LIMIT ?1",
+        &format!(
+            "SELECT recorded_at, lever, kernel, arch, {JUDGED}, disposition, baseline_label, candidate_label, cross_host FROM ledger \
+             ORDER BY recorded_at DESC, id LIMIT ?1"
+        ),
         limit,
         |r| {
             Ok(LedgerRow {
@@ -221,17 +207,11 @@ pub fn ledger(conn: &Connection, limit: usize) -> Res<(Vec<LedgerRow>, usize)> {
                 lever: r.get(1)?,
                 kernel: r.get(2)?,
                 arch: r.get(3)?,
-                metric: r.get(4)?,
-                verdict: r.get(5)?,
-                relative_change: r.get(6)?,
-                ci: pair(r.get(7)?, r.get(8)?),
-                disposition: r.get(9)?,
-                baseline: r.get(10)?,
-                candidate: r.get(11)?,
-                cross_host: r.get::<_, Option<i64>>(12)?.unwrap_or(0) != 0,
-                goal: r.get(13)?,
-                ci_level: r.get(14)?,
-                gain: r.get(15)?,
+                judged: Judged::read(r, 4)?,
+                disposition: r.get(12)?,
+                baseline: r.get(13)?,
+                candidate: r.get(14)?,
+                cross_host: r.get::<_, Option<i64>>(15)?.unwrap_or(0) != 0,
             })
         },
     )

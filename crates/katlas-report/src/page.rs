@@ -273,8 +273,8 @@ fn evals(s: &Section<EvalDist>) -> Markup {
             @for (i, e) in s.items.iter().enumerate() {
                 h3 { "eval " span class="name" { (printable(&e.eval_id)) } }
                 p class="note" {
-                    (text(&e.created_at)) ": " (text(&e.metric)) " (" (text(&e.goal)) "), verdict " b { (text(&e.verdict)) }
-                    ", gain " (gain(e.gain)) " (+ = better), interval " (gain_interval(e.gain_interval()))
+                    (text(&e.created_at)) ": " (text(&e.judged.metric)) " (" (text(&e.judged.goal)) "), verdict " b { (text(&e.judged.verdict)) }
+                    ", gain " (gain(e.judged.gain)) " (+ = better), interval " (gain_interval(e.judged.gain_interval()))
                     @if let Some(t) = &e.task_id { ", task " span class="name" { (printable(t)) } }
                     "."
                     @for sd in &e.sides {
@@ -296,7 +296,7 @@ fn evals(s: &Section<EvalDist>) -> Markup {
 fn ledger(s: &Section<LedgerRow>) -> Markup {
     // The header names the level when every interval shown has the same one (a fixed plan's
     // 95%); an adaptive eval's interval is at its look's level, so mixed rows each name theirs.
-    let mut levels: Vec<String> = s.items.iter().filter_map(|e| e.gain_interval()).map(|(_, l)| level_text(l)).collect();
+    let mut levels: Vec<String> = s.items.iter().filter_map(|e| e.judged.gain_interval()).map(|(_, l)| level_text(l)).collect();
     levels.sort();
     levels.dedup();
     let one_level = match levels.as_slice() {
@@ -307,7 +307,7 @@ fn ledger(s: &Section<LedgerRow>) -> Markup {
         Some(l) => format!("{l} gain interval"),
         None => "gain interval (level per row)".to_string(),
     };
-    let interval_cell = |e: &LedgerRow| match (e.gain_interval(), &one_level) {
+    let interval_cell = |e: &LedgerRow| match (e.judged.gain_interval(), &one_level) {
         (Some((ci, _)), Some(_)) => gain_range_text(ci),
         (g, _) => gain_interval(g),
     };
@@ -323,9 +323,9 @@ fn ledger(s: &Section<LedgerRow>) -> Markup {
                             td class="name" { (text(&e.lever)) }
                             td class="name" { (text(&e.kernel)) }
                             td { (text(&e.arch)) }
-                            td { (text(&e.metric)) }
-                            td { b { (text(&e.verdict)) } }
-                            td class="n" { (gain(e.gain)) }
+                            td { (text(&e.judged.metric)) }
+                            td { b { (text(&e.judged.verdict)) } }
+                            td class="n" { (gain(e.judged.gain)) }
                             td class="n" { (interval_cell(e)) }
                             td { (text(&e.baseline)) " → " (text(&e.candidate)) @if e.cross_host { " (cross-host)" } }
                             td { (text(&e.disposition)) }

@@ -175,7 +175,7 @@ pub fn eval_dist(e: &EvalDist, id: &str) -> Markup {
     html! {
         svg class="plot" id=(id) role="img" xmlns="http://www.w3.org/2000/svg" width=(W) height=(h) viewBox=(format!("0 0 {W} {h}")) {
             title { "samples of eval " (printable(&e.eval_id)) }
-            (frame(&x, &y, &cut(e.metric.as_deref().unwrap_or("value"), 40), "", &ticks(&x), &[]))
+            (frame(&x, &y, &cut(e.judged.metric.as_deref().unwrap_or("value"), 40), "", &ticks(&x), &[]))
             @for (i, s) in e.sides.iter().enumerate() {
                 @let yc = y.at(e.sides.len() as f64 - i as f64 - 0.5);
                 text x=(px(x.px_lo - 6.0)) y=(px(yc + 4.0)) text-anchor="end" class="label" { (cut(&s.label, 18)) }
