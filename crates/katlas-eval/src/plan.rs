@@ -27,8 +27,6 @@ pub enum PlanError {
     BadInput(String),
     #[error("{0}")]
     MissingEnv(String),
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
 }
 
 fn bad(s: impl Into<String>) -> PlanError {
@@ -446,7 +444,6 @@ impl katlas_fs::class::Classify for PlanError {
             PlanError::Eval(e) => katlas_fs::class::Classify::class(e),
             PlanError::BadInput(_) => katlas_fs::class::Class::Input,
             PlanError::MissingEnv(_) => katlas_fs::class::Class::Environment,
-            PlanError::Io { source, .. } => katlas_fs::class::Classify::class(source),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! `.katlas/worktrees/<commit>` and built there. The user's checkout, index
 //! and stash are never touched.
 
-use crate::plan::PlanError;
+use crate::error::EvalError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -14,25 +14,25 @@ pub struct Worktree {
 }
 
 /// git that cannot start is the environment; git refusing a ref or a tree is the input.
-fn git(root: &Path, args: &[&str]) -> Result<String, PlanError> {
-    let out = Command::new("git").arg("-C").arg(root).args(args).output().map_err(|e| PlanError::MissingEnv(format!("cannot run git: {e}")))?;
+fn git(root: &Path, args: &[&str]) -> Result<String, EvalError> {
+    let out = Command::new("git").arg("-C").arg(root).args(args).output().map_err(|source| EvalError::Run { prog: "git".into(), source })?;
     if !out.status.success() {
-        return Err(PlanError::BadInput(format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim())));
+        return Err(EvalError::Input(format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim())));
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// Full commit of `git_ref` in the repository at `root`.
-pub fn resolve(root: &Path, git_ref: &str) -> Result<String, PlanError> {
+pub fn resolve(root: &Path, git_ref: &str) -> Result<String, EvalError> {
     git(root, &["rev-parse", "--verify", "--quiet", &format!("{git_ref}^{{commit}}")]).map_err(|e| match e {
-        PlanError::BadInput(_) => PlanError::BadInput(format!("`{git_ref}` is not a commit in {}", root.display())),
+        EvalError::Input(_) => EvalError::Input(format!("`{git_ref}` is not a commit in {}", root.display())),
         other => other,
     })
 }
 
 /// Check `git_ref` out (detached) in its own worktree below `dest`, reusing one
 /// already at that commit, then run `build` (a shell command) inside it.
-pub fn prepare(root: &Path, git_ref: &str, dest: &Path, build: Option<&str>) -> Result<Worktree, PlanError> {
+pub fn prepare(root: &Path, git_ref: &str, dest: &Path, build: Option<&str>) -> Result<Worktree, EvalError> {
     let commit = resolve(root, git_ref)?;
     let name = &commit[..commit.len().min(16)];
     let path = dest.join(name);
@@ -46,17 +46,20 @@ pub fn prepare(root: &Path, git_ref: &str, dest: &Path, build: Option<&str>) -> 
             let _ = git(root, &["worktree", "remove", "--force", &path.display().to_string()]);
             let _ = std::fs::remove_dir_all(&path);
         }
-        katlas_fs::create_dir_all(dest).map_err(|source| PlanError::Io { path: dest.to_path_buf(), source })?;
+        katlas_fs::create_dir_all(dest).map_err(|source| EvalError::Io { path: dest.to_path_buf(), source })?;
         let _ = git(root, &["worktree", "prune"]);
         git(root, &["worktree", "add", "--detach", "--force", &path.display().to_string(), &commit])?;
     }
     if let Some(cmd) = build {
-        let out =
-            Command::new("sh").args(["-c", cmd]).current_dir(&path).output().map_err(|e| PlanError::MissingEnv(format!("cannot run build `{cmd}`: {e}")))?;
+        let out = Command::new("sh")
+            .args(["-c", cmd])
+            .current_dir(&path)
+            .output()
+            .map_err(|e| EvalError::Start { prog: format!("build {cmd}"), why: e.to_string() })?;
         if !out.status.success() {
             let err = String::from_utf8_lossy(&out.stderr);
             let tail: Vec<&str> = err.lines().rev().take(5).collect();
-            return Err(PlanError::BadInput(format!(
+            return Err(EvalError::Input(format!(
                 "build `{cmd}` failed for {git_ref} ({}) in {}: {}",
                 &commit[..12.min(commit.len())],
                 path.display(),
@@ -68,13 +71,13 @@ pub fn prepare(root: &Path, git_ref: &str, dest: &Path, build: Option<&str>) -> 
 }
 
 /// Files that differ between two commits (`git diff --name-only`).
-pub fn changed_files(root: &Path, from: &str, to: &str) -> Result<Vec<String>, PlanError> {
+pub fn changed_files(root: &Path, from: &str, to: &str) -> Result<Vec<String>, EvalError> {
     let out = git(root, &["diff", "--name-only", from, to])?;
     Ok(out.lines().filter(|l| !l.is_empty()).map(str::to_string).collect())
 }
 
 /// Files the working tree changes against `from`: tracked diffs plus untracked, non-ignored files.
-pub fn changed_in_worktree(root: &Path, from: &str) -> Result<Vec<String>, PlanError> {
+pub fn changed_in_worktree(root: &Path, from: &str) -> Result<Vec<String>, EvalError> {
     let mut files: Vec<String> = git(root, &["diff", "--name-only", from])?.lines().map(str::to_string).collect();
     files.extend(git(root, &["ls-files", "--others", "--exclude-standard"])?.lines().map(str::to_string));
     files.retain(|f| !f.is_empty() && !f.starts_with(".katlas/"));
@@ -91,7 +94,7 @@ fn now_secs() -> u64 {
 /// remove`, then `git worktree prune`), never one in `protect`. Called before an eval
 /// prepares its own sides, so a run never loses the worktrees it is using. Returns what was
 /// removed.
-pub fn prune(root: &Path, dest: &Path, keep: usize, protect: &[PathBuf]) -> Result<Vec<PathBuf>, PlanError> {
+pub fn prune(root: &Path, dest: &Path, keep: usize, protect: &[PathBuf]) -> Result<Vec<PathBuf>, EvalError> {
     let Ok(rd) = std::fs::read_dir(dest) else { return Ok(Vec::new()) };
     let stamps = dest.join(".used");
     let mut trees: Vec<(u64, PathBuf)> = rd
@@ -110,7 +113,7 @@ pub fn prune(root: &Path, dest: &Path, keep: usize, protect: &[PathBuf]) -> Resu
         }
         let _ = git(root, &["worktree", "remove", "--force", &path.display().to_string()]);
         if path.exists() {
-            std::fs::remove_dir_all(&path).map_err(|source| PlanError::Io { path: path.clone(), source })?;
+            std::fs::remove_dir_all(&path).map_err(|source| EvalError::Io { path: path.clone(), source })?;
         }
         if let Some(n) = path.file_name() {
             let _ = std::fs::remove_file(stamps.join(n));

@@ -55,8 +55,8 @@ impl katlas_fs::class::Classify for ExportError {
     fn class(&self) -> katlas_fs::class::Class {
         match self {
             ExportError::Write(io) => katlas_fs::class::Classify::class(io),
-            ExportError::Sql(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) => katlas_fs::class::Class::Environment,
-            _ => katlas_fs::class::Class::Input,
+            ExportError::Sql(e) => crate::index::sqlite_class(e),
+            ExportError::Input(_) => katlas_fs::class::Class::Input,
         }
     }
 }

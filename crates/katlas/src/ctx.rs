@@ -46,6 +46,11 @@ impl CliError {
     pub fn missing_env(m: impl Display) -> Self {
         Self::of_class(Class::Environment, m)
     }
+    /// An I/O failure on `path`: named with the path, classed by its OS error (a refused
+    /// write is the environment, whatever the file).
+    pub fn io(path: &Path, e: std::io::Error) -> Self {
+        Self::of_class(e.class(), format!("{}: {e}", path.display()))
+    }
     pub fn negative(m: impl Display) -> Self {
         Self { code: exit::NEGATIVE, message: m.to_string() }
     }

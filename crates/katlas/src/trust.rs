@@ -11,7 +11,7 @@ use std::path::Path;
 /// A source for `commands` read from `file`, whose bytes are read now (trust is
 /// judged on what is on disk when the run starts).
 pub fn source_of(file: &Path, commands: Vec<(String, String)>) -> Result<CommandSource, CliError> {
-    let content = std::fs::read(file).map_err(|e| CliError::bad_input(format!("{}: {e}", file.display())))?;
+    let content = std::fs::read(file).map_err(|e| CliError::io(file, e))?;
     Ok(CommandSource { file: file.to_path_buf(), content, commands })
 }
 

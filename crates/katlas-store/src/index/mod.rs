@@ -779,13 +779,22 @@ fn ingest_document(loader: &mut Loader, s: &Source, stats: &mut Stats) -> Result
     Ok((bytes.len() as u64, 0, hex(&h)))
 }
 
-/// A full disk under the index (SQLite's own `SQLITE_FULL`, or the OS's) is the environment.
+/// SQLite's own `SQLITE_FULL` is a full disk, the environment; any other SQLite failure is
+/// the input's (the SQL, the index's contents).
+pub fn sqlite_class(e: &rusqlite::Error) -> katlas_fs::class::Class {
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+        katlas_fs::class::Class::Environment
+    } else {
+        katlas_fs::class::Class::Input
+    }
+}
+
+/// A full disk under the index (SQLite's, or the OS's) is the environment.
 impl katlas_fs::class::Classify for IndexError {
     fn class(&self) -> katlas_fs::class::Class {
         match self {
             IndexError::Io { source, .. } => katlas_fs::class::Classify::class(source),
-            IndexError::Sql { source, .. } if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) => katlas_fs::class::Class::Environment,
-            IndexError::Sql { .. } => katlas_fs::class::Class::Input,
+            IndexError::Sql { source, .. } => sqlite_class(source),
         }
     }
 }

@@ -453,7 +453,7 @@ fn export(a: &ExportArgs, ctx: &Ctx) -> CmdResult {
     match &a.output {
         Some(o) => {
             let path = ctx.resolve(o);
-            katlas_fs::write_atomic(&path, text.as_bytes()).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
+            katlas_fs::write_atomic(&path, text.as_bytes()).map_err(|e| CliError::io(&path, e))?;
             say!("{} row(s) exported to {}", rows.len(), path.display());
         }
         None => print!("{text}"),

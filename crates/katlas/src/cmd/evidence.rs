@@ -304,7 +304,7 @@ fn captured_isa(row: &Row, ctx: &Ctx, notes: &mut Vec<String>) -> Result<Option<
     if !fresh {
         let opts = katlas_isa::ScanOptions { cache_dir: ctx.layout().ok().map(|l| l.isa_cache_dir()), ..Default::default() };
         let mut m = katlas_isa::scan(std::slice::from_ref(&modules), opts).map_err(|e| bad(format!("{}: {e}", modules.display())))?;
-        let err = |e: std::io::Error| CliError::bad_input(format!("{}: {e}", manifest.display()));
+        let err = |e| CliError::io(&manifest, e);
         let mut buf = Vec::new();
         katlas_isa::write_compact(&mut m, &mut buf).map_err(err)?;
         katlas_fs::write_atomic(&manifest, &buf).map_err(err)?;

@@ -37,7 +37,7 @@ pub fn run(a: &ExportArgs, ctx: &Ctx) -> CmdResult {
     }
     let out = ctx.resolve(&a.out);
     let tmp = out.with_extension(format!("tmp-{}", std::process::id()));
-    let f = std::fs::File::create(&tmp).map_err(|e| CliError::from(std::io::Error::new(e.kind(), format!("{}: {e}", tmp.display()))))?;
+    let f = std::fs::File::create(&tmp).map_err(|e| CliError::io(&tmp, e))?;
     let w = std::io::BufWriter::new(f);
     let n = match a.format {
         ExportFormat::Csv => export::csv(&conn, t, w),
@@ -50,7 +50,7 @@ pub fn run(a: &ExportArgs, ctx: &Ctx) -> CmdResult {
             return Err(CliError::of_class(e.class(), format!("{}: {e}", out.display())));
         }
     };
-    std::fs::rename(&tmp, &out).map_err(|e| CliError::from(std::io::Error::new(e.kind(), format!("{}: {e}", out.display()))))?;
+    std::fs::rename(&tmp, &out).map_err(|e| CliError::io(&out, e))?;
     eprintln!("{n} {} rows written to {}", t.name, out.display());
     Ok(ExitCode::SUCCESS)
 }

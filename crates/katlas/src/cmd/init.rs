@@ -25,19 +25,19 @@ pub fn run(args: &InitArgs, ctx: &Ctx) -> CmdResult {
         return Err(CliError::bad_input(format!("{}: already exists (use --force to overwrite)", path.display())));
     }
     // `katlas init DIR` makes DIR when it is not there yet, as `git init DIR` does.
-    katlas_fs::create_dir_all(&root).map_err(|e| CliError::bad_input(format!("{}: {e}", root.display())))?;
-    katlas_fs::write_atomic(&path, katlas_project::INIT_TEMPLATE.as_bytes()).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
+    katlas_fs::create_dir_all(&root).map_err(|e| CliError::io(&root, e))?;
+    katlas_fs::write_atomic(&path, katlas_project::INIT_TEMPLATE.as_bytes()).map_err(|e| CliError::io(&path, e))?;
     let layout = katlas_corpus::Layout::for_project(&root);
     let dot = &layout.root;
     for sub in layout.init_dirs() {
-        katlas_fs::create_dir_all(&sub).map_err(|e| CliError::bad_input(format!("{}: {e}", dot.display())))?;
+        katlas_fs::create_dir_all(&sub).map_err(|e| CliError::io(dot, e))?;
     }
     println!("wrote {}", path.display());
     println!("created {}/{{corpus,isa,tasks,runs}}", dot.display());
     let gitignore = root.join(".gitignore");
     // The corpus, runs, index and eval worktrees are this host's state: one `git add -A`
     // must not commit them.
-    if ignore_dot_dir(&gitignore).map_err(|e| CliError::bad_input(format!("{}: {e}", gitignore.display())))? {
+    if ignore_dot_dir(&gitignore).map_err(|e| CliError::io(&gitignore, e))? {
         println!("added {IGNORE_LINE} to {}", gitignore.display());
     }
     Ok(ExitCode::SUCCESS)

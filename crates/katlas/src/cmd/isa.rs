@@ -122,7 +122,7 @@ fn scan_failure(e: ScanFailure) -> CliError {
 /// run to hundreds of megabytes (rocSPARSE's), so they are never built as one string.
 fn write_streamed(path: &Path, body: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>) -> Result<(), CliError> {
     use std::io::Write;
-    let err = |e: std::io::Error| CliError::bad_input(format!("{}: {e}", path.display()));
+    let err = |e| CliError::io(path, e);
     let file = katlas_fs::create_file(path).map_err(err)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
     body(&mut w).and_then(|()| w.write_all(b"\n")).and_then(|()| w.flush()).map_err(err)
@@ -389,7 +389,7 @@ fn print_scan_text(m: &IsaManifest, fmt: Format, manifest: Option<&Path>, export
 }
 
 fn read_manifest(p: &Path) -> Result<IsaManifest, CliError> {
-    let text = std::fs::read_to_string(p).map_err(|e| CliError::bad_input(format!("{}: {e}", p.display())))?;
+    let text = std::fs::read_to_string(p).map_err(|e| CliError::io(p, e))?;
     let m: IsaManifest = serde_json::from_str(&text)
         .map_err(|e| CliError::bad_input(format!("{}: line {}, column {}: not a katlas.isa.v1 manifest: {e}", p.display(), e.line(), e.column())))?;
     if m.schema != katlas_isa::SCHEMA {
@@ -402,7 +402,7 @@ fn latest_manifest(ctx: &Ctx) -> Result<PathBuf, CliError> {
     let dir = project_dir(ctx, katlas_corpus::Layout::isa_dir)
         .ok_or_else(|| CliError::bad_input("no --manifest and no .katlas/isa/ in this project (run `katlas isa scan` first)"))?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| CliError::bad_input(format!("{}: {e}", dir.display())))?
+        .map_err(|e| CliError::io(&dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.to_string_lossy().ends_with(".hipfire.json"))
         .collect();

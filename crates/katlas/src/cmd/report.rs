@@ -119,7 +119,7 @@ pub fn run(a: &ReportArgs, ctx: &Ctx) -> CmdResult {
         Some(p) => ctx.resolve(p),
         None => layout.root.join("report.html"),
     };
-    katlas_fs::write_atomic(&out, html.as_bytes()).map_err(|e| CliError::from(std::io::Error::new(e.kind(), format!("{}: {e}", out.display()))))?;
+    katlas_fs::write_atomic(&out, html.as_bytes()).map_err(|e| CliError::io(&out, e))?;
     let s = &report;
     eprintln!(
         "report written to {}: fit of {}, {} rooflines, {} trends, {} evals, {} ledger entries",

@@ -64,7 +64,7 @@ pub fn run(a: &TrustArgs, ctx: &Ctx) -> CmdResult {
     if a.files.is_empty() {
         let mut rows = Vec::new();
         for f in project_files(ctx)? {
-            let content = std::fs::read(&f).map_err(|e| CliError::bad_input(format!("{}: {e}", f.display())))?;
+            let content = std::fs::read(&f).map_err(|e| CliError::io(&f, e))?;
             let cmds = commands_in(&f, &String::from_utf8_lossy(&content)).map_err(CliError::bad_input)?;
             let status = match (store.is_trusted(&f, &content), store.entry(&f)) {
                 (true, _) => "trusted",
@@ -104,7 +104,7 @@ pub fn run(a: &TrustArgs, ctx: &Ctx) -> CmdResult {
             println!("{} {}", if had { "revoked" } else { "was not trusted:" }, printable(&shown(ctx, &path)));
             continue;
         }
-        let content = std::fs::read(&path).map_err(|e| CliError::bad_input(format!("{}: {e}", path.display())))?;
+        let content = std::fs::read(&path).map_err(|e| CliError::io(&path, e))?;
         let cmds = commands_in(&path, &String::from_utf8_lossy(&content)).map_err(CliError::bad_input)?;
         let d = store.trust(&path, &content, &now);
         debug_assert_eq!(d, sha256_hex(&content));

@@ -93,8 +93,6 @@ fn a_row_the_disk_refuses_is_exit_3_like_a_report_it_refuses() {
     assert!(err.contains("/dev/full") && err.contains("No space left on device"), "{err}");
 }
 
-/// Ctrl-C of `katlas collect` stops the running workload (its process group is killed) and
-/// exits 130, keeping what it measured.
 /// An export's writer is typed down to the OS error (katlas-store's `ExportError`), so its class
 /// decides the code: the disk refusing the CSV is 3, a table nobody has is 2.
 #[test]
@@ -109,6 +107,21 @@ fn an_export_the_disk_refuses_is_exit_3_and_an_unknown_table_exit_2() {
     assert_eq!(unknown.status.code(), Some(2), "{}", String::from_utf8_lossy(&unknown.stderr));
 }
 
+/// A write the CLI makes itself keeps its OS error too (`CliError::io`): an ISA manifest the disk
+/// refuses is 3, named by its path.
+#[test]
+fn a_manifest_the_disk_refuses_is_exit_3() {
+    dev_full();
+    let d = tempfile::tempdir().unwrap();
+    let cubin = repo().join("fixtures/h200/triton-cache/KJZIFGNVC3EZPCSNAFTF64CHVZZXBQYEVZBUNYH7U2MGYVBPTNCQ/matmul_kernel.cubin");
+    let o = katlas_cmd(d.path()).args(["isa", "scan"]).arg(&cubin).args(["--output", "/dev/full"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("/dev/full: No space left on device"), "{err}");
+}
+
+/// Ctrl-C of `katlas collect` stops the running workload (its process group is killed) and
+/// exits 130, keeping what it measured.
 #[test]
 fn ctrl_c_of_collect_exits_130() {
     let d = tempfile::tempdir().unwrap();

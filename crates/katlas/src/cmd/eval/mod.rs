@@ -532,7 +532,7 @@ fn load_task(layout: &katlas_corpus::Layout, id: &str) -> Result<(PathBuf, Strin
     }
     let tpath = layout.tasks_dir().join(id).join("task.json");
     katlas_fs::check(&tpath).map_err(|e| CliError::bad_input(e.to_string()))?;
-    let text = std::fs::read_to_string(&tpath).map_err(|e| CliError::bad_input(format!("{}: {e}", tpath.display())))?;
+    let text = std::fs::read_to_string(&tpath).map_err(|e| CliError::io(&tpath, e))?;
     let task: Task = serde_json::from_str(&text).map_err(|e| CliError::bad_input(format!("{}: {e}", tpath.display())))?;
     Ok((tpath, text, task))
 }

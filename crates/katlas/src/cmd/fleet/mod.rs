@@ -140,7 +140,7 @@ fn list_ids(layout: &Layout) -> Vec<String> {
 pub fn load(layout: &Layout, id: &str) -> Result<FleetRecord, CliError> {
     let p = record_path(layout, id);
     katlas_fs::check(&p).map_err(|e| CliError::bad_input(e.to_string()))?;
-    let text = std::fs::read_to_string(&p).map_err(|e| CliError::bad_input(format!("{}: {e}", p.display())))?;
+    let text = std::fs::read_to_string(&p).map_err(|e| CliError::io(&p, e))?;
     serde_json::from_str(&text).map_err(|e| CliError::bad_input(format!("{}: line {}, column {}: {e}", p.display(), e.line(), e.column())))
 }
 

@@ -325,7 +325,7 @@ fn script_sources(scripts: &[PathBuf]) -> Result<Vec<CommandSource>, CliError> {
     scripts
         .iter()
         .map(|s| {
-            let content = std::fs::read(s).map_err(|e| CliError::bad_input(format!("{}: {e}", s.display())))?;
+            let content = std::fs::read(s).map_err(|e| CliError::io(s, e))?;
             Ok(CommandSource { file: s.clone(), commands: script_commands(&String::from_utf8_lossy(&content)), content })
         })
         .collect()
