@@ -3,8 +3,8 @@
 //! allowlist decision (promote where measured better, the conservative default elsewhere,
 //! reject when any measured target regressed).
 
-use katlas_model::fleet::{ExpectedIdentity, FleetDecision, FleetJobResult, FleetOutcome, FleetRecord, FleetSummary};
-use katlas_model::ledger::{Disposition, EvalResult, EvalSide, LedgerEntry, SampleRef, Verdict};
+use katlas_model::fleet::{ExpectedIdentity, FleetJobResult, FleetRecord};
+use katlas_model::ledger::{Disposition, EvalResult, EvalSide, FleetDecision, FleetOutcome, FleetSummary, LedgerEntry, SampleRef, Verdict};
 use katlas_model::{ExperimentKey, Identity};
 
 /// Variables the scheduler sets per job to pick its devices: they differ between targets by
@@ -267,7 +267,7 @@ pub fn decision_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use katlas_model::fleet::FleetOutcome;
+    use katlas_model::ledger::FleetOutcome;
 
     fn line(target: &str, arch: Option<&str>, v: Option<Verdict>) -> FleetOutcome {
         FleetOutcome {

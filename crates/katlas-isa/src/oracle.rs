@@ -6,9 +6,11 @@ use crate::manifest::{CodeObject, ScanError};
 use crate::mix::DisasmMode;
 use crate::scan::{self, ScanOptions};
 
-pub use crate::amd::oracle::{check_object, sample, ArchTotals, ObjectCheck};
+mod amd_decoder;
+
 pub use crate::category::amd_category;
 pub use crate::mix::{run_limited, ToolLimits};
+pub use amd_decoder::{check_object, sample, ArchTotals, ObjectCheck};
 pub use katlas_names::demangle_uncached;
 
 pub mod amd {

@@ -2,9 +2,9 @@
 //! implementation, so CI and GPU-less machines can run the whole loop. Its copy ceiling is a
 //! host memcpy measured in the same run.
 
+use crate::case::{CaseResult, Env};
 use crate::check::{compare, stats};
 use crate::kernels::{tolerance, Family, Math, CPU_VARIANTS};
-use crate::report::{CaseResult, Env};
 use crate::workload::Case;
 use crate::{Exit, RunOpts};
 use std::collections::BTreeMap;

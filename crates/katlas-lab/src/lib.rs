@@ -3,6 +3,7 @@
 //! an f64 oracle, event timing against a copy bandwidth measured in the same run, and
 //! `katlas.row.v1` rows for the rest of katlas.
 
+pub mod case;
 pub mod check;
 pub mod cpu;
 pub mod cuda;

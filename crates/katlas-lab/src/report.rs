@@ -2,66 +2,13 @@
 //! for katlas collect/eval. Metric names are stable and never carry the variant, so two runs
 //! with different `--variant` print the same keys and can be compared as fresh processes.
 
-use crate::check::{CheckResult, Stats};
-use crate::cuda::nvrtc::Resource;
-use crate::kernels::{Family, Shape};
+use crate::case::{CaseResult, Env};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, Table};
 use katlas_model::identity::{Device as MDevice, RunPolicy};
 use katlas_model::row::{KernelSample, Metric, Origin, Row, RunError, Status};
 use serde_json::json;
-use std::collections::BTreeMap;
 
 pub const WORKLOAD: &str = "lab-decode";
-
-#[derive(Debug, Clone)]
-pub struct Env {
-    pub backend: String,
-    pub arch: String,
-    pub device: String,
-    pub driver: Option<String>,
-    pub toolkit: Option<String>,
-    pub copy_gbps: Option<f64>,
-    pub copy_detail: BTreeMap<String, f64>,
-    pub floor_us: Option<f64>,
-    pub warmup: u32,
-    pub samples: u32,
-    pub batch: u32,
-    pub l2: String,
-    pub command: Vec<String>,
-}
-
-#[derive(Debug, Clone)]
-pub struct CaseResult {
-    pub family: Family,
-    pub variant: String,
-    pub func: String,
-    pub levers: String,
-    pub shape: Shape,
-    pub bytes: f64,
-    pub flops: f64,
-    pub stats: Stats,
-    pub stream_us: Option<f64>,
-    /// CPU backend: the process's CPU time per call (all threads). Unlike wall time it does not
-    /// grow while another process holds the core, so one-thread variants compare on a busy box.
-    pub cpu_time: Option<Stats>,
-    pub check: CheckResult,
-    pub resources: Option<Resource>,
-    pub grid: Option<[u32; 3]>,
-    pub block: Option<[u32; 3]>,
-    pub rotation_sets: usize,
-}
-
-impl CaseResult {
-    pub fn gbps(&self) -> f64 {
-        self.bytes / (self.stats.median * 1e3)
-    }
-    pub fn tflops(&self) -> f64 {
-        self.flops / (self.stats.median * 1e6)
-    }
-    pub fn copy_pct(&self, env: &Env) -> Option<f64> {
-        env.copy_gbps.map(|c| 100.0 * self.gbps() / c)
-    }
-}
 
 pub fn table(env: &Env, res: &[CaseResult]) -> String {
     let mut t = Table::new();

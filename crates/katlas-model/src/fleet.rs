@@ -3,7 +3,6 @@
 //! (a ledger entry's `fleet` field).
 
 use crate::identity::{FileDigest, SourceIdentity};
-use crate::ledger::{Effect, Verdict};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -117,83 +116,6 @@ pub struct FleetJob {
     /// Node the scheduler ran it on, once known.
     #[serde(default)]
     pub node: Option<String>,
-}
-
-/// What a fleet decided, on the ledger entry that records it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FleetSummary {
-    pub fleet_id: String,
-    pub scheduler: String,
-    pub decision: FleetDecision,
-    /// Arch atoms (or target names where the arch is unknown) that run the candidate.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub allowlist: Vec<String>,
-    pub targets: Vec<FleetOutcome>,
-}
-
-/// The allowlist decision over a fleet's measured targets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum FleetDecision {
-    /// Every target improved.
-    Promote,
-    /// Improved on some, flat or unmeasured elsewhere: run it only where measured better.
-    Allowlist,
-    /// A measured target regressed.
-    Reject,
-    /// Nothing measured better.
-    KeepDefault,
-}
-
-impl FleetDecision {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FleetDecision::Promote => "promote",
-            FleetDecision::Allowlist => "allowlist",
-            FleetDecision::Reject => "reject",
-            FleetDecision::KeepDefault => "keep_default",
-        }
-    }
-}
-
-impl std::fmt::Display for FleetDecision {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One target's line of the cross-target table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FleetOutcome {
-    pub target: String,
-    #[serde(default)]
-    pub arch: Option<String>,
-    #[serde(default)]
-    pub host: Option<String>,
-    #[serde(default)]
-    pub job_id: Option<String>,
-    #[serde(default)]
-    pub eval_id: Option<String>,
-    /// The target's own verdict, `invalid` when its identity does not match what was
-    /// submitted; absent when the target was not measured.
-    #[serde(default)]
-    pub verdict: Option<Verdict>,
-    #[serde(default)]
-    pub effect: Option<Effect>,
-    /// The eval's goal (the sign of `effect.gain`).
-    #[serde(default)]
-    pub goal: Option<crate::ledger::Goal>,
-    /// Why the verdict is what it is, or why nothing was measured.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reasons: Vec<String>,
-    /// A gate's or collect's target: whether it passed (absent: not measured, or an eval's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub passed: Option<bool>,
-    /// A gate's or collect's target: its finding in one line.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<String>,
 }
 
 /// `katlas.fleet_job.v1`: what one `gate` or `collect` job of a fleet did on its node

@@ -2,8 +2,6 @@
 
 pub mod decode;
 pub mod descriptor;
-#[cfg(feature = "oracle")]
-pub mod oracle;
 
 use crate::elf::{Elf, ELFOSABI_AMDGPU_HSA, EM_AMDGPU};
 use crate::error::{IsaError, Result};

@@ -4,18 +4,9 @@
 use crate::kernels::HEADERS;
 use crate::Exit;
 use cudarc::nvrtc::sys;
-use serde::Serialize;
 use std::ffi::{c_char, CString};
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct Resource {
-    pub func: String,
-    pub registers: Option<u32>,
-    pub stack_bytes: Option<u64>,
-    pub spill_stores: Option<u64>,
-    pub spill_loads: Option<u64>,
-    pub smem_bytes: Option<u64>,
-}
+use crate::case::Resource;
 
 pub struct Compiled {
     pub file: String,

@@ -7,11 +7,11 @@
 //! sample); the median is reported.
 
 use super::device::{Args, Buf, Device, Func};
-use super::nvrtc::{self, Compiled, Resource};
+use super::nvrtc::{self, Compiled};
 use super::probe;
+use crate::case::{CaseResult, Env, Resource};
 use crate::check::{compare, stats};
 use crate::kernels::{Family, Variant, SOURCES, VARIANTS};
-use crate::report::{CaseResult, Env};
 use crate::workload::{Case, HostBuf, RMS_EPS, ROPE_THETA};
 use crate::{Exit, RunOpts};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

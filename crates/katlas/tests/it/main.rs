@@ -26,6 +26,7 @@ mod hipfire_peer;
 mod hostile_import;
 mod input_messages;
 mod isa_cli;
+mod module_graph;
 mod plain_words;
 mod provenance_hipfire_cli;
 mod report_browser;

@@ -347,7 +347,19 @@ fn run_with_progress(spec: &EvalSpec, ctx: &Ctx, metric: &str, g: Goal) -> Resul
 
 pub fn run(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
     if a.fleet.on.is_some() {
-        return crate::cmd::fleet::submit(a, ctx);
+        let metric = a.protocol.metric.clone().unwrap_or_else(|| a.task.as_deref().map(|t| format!("task {t}'s metric")).unwrap_or_default());
+        return crate::cmd::fleet::submit_command(
+            crate::cmd::fleet::Submission {
+                command: katlas_model::fleet::FleetCommand::Eval,
+                fleet: &a.fleet,
+                metric,
+                lever: a.lever.clone(),
+                kernel: a.kernel.clone(),
+                arch_given: true,
+                format: a.format.format,
+            },
+            ctx,
+        );
     }
     let project = ctx.project()?;
     let root = project.root.clone();

@@ -12,8 +12,8 @@ use crate::cmd::store::UrlArg;
 use crate::ctx::{exit, CliError, CmdResult, Ctx};
 use crate::output::{print_json, printable, FormatArg};
 use katlas_corpus::Layout;
-use katlas_model::fleet::{FleetCommand, FleetJobResult, FleetOutcome, FleetRecord};
-use katlas_model::ledger::{EvalResult, Verdict};
+use katlas_model::fleet::{FleetCommand, FleetJobResult, FleetRecord};
+use katlas_model::ledger::{EvalResult, FleetOutcome, Verdict};
 use katlas_store::sources::Kind;
 use katlas_store::team::{self, Store};
 use std::collections::BTreeMap;
@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-pub use submit::{fleet_target_dirs, push_target, submit, submit_command, FleetArgs, Submission};
+pub use submit::{fleet_target_dirs, push_target, submit_command, FleetArgs, Submission};
 
 /// How long the submitting side follows its jobs.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -470,7 +470,7 @@ fn finish_jobs(r: &FleetRecord, lines: &[FleetOutcome], format: crate::output::F
     Ok(ExitCode::from(if passed { exit::OK } else { exit::NEGATIVE }))
 }
 
-fn print_table(r: &FleetRecord, lines: &[FleetOutcome], decision: Option<&katlas_model::fleet::FleetSummary>) {
+fn print_table(r: &FleetRecord, lines: &[FleetOutcome], decision: Option<&katlas_model::ledger::FleetSummary>) {
     if r.command != FleetCommand::Eval {
         println!("fleet {}: {} across {} target(s)", r.id, r.command, lines.len());
         let mut t = crate::output::table(crate::output::Format::Text, &["target", "arch", "host", "job", "result", "finding"]);

@@ -2,7 +2,6 @@
 //! sees it), and the job side's own directories and push.
 
 use super::{section, slurm, FleetSection, WaitOpts};
-use crate::cmd::eval::EvalArgs;
 use crate::ctx::{CliError, CmdResult, Ctx};
 use crate::output::printable;
 use katlas_collect::spec::shell_quote;
@@ -219,21 +218,6 @@ pub struct Submission<'a> {
     /// `--arch` was typed: it goes to every target as typed.
     pub arch_given: bool,
     pub format: crate::output::Format,
-}
-
-pub fn submit(a: &EvalArgs, ctx: &Ctx) -> CmdResult {
-    submit_command(
-        Submission {
-            command: FleetCommand::Eval,
-            fleet: &a.fleet,
-            metric: a.protocol.metric.clone().unwrap_or_else(|| a.task.as_deref().map(|t| format!("task {t}'s metric")).unwrap_or_default()),
-            lever: a.lever.clone(),
-            kernel: a.kernel.clone(),
-            arch_given: true,
-            format: a.format.format,
-        },
-        ctx,
-    )
 }
 
 pub fn submit_command(sub: Submission, ctx: &Ctx) -> CmdResult {

@@ -1,5 +1,5 @@
 //! Checks the native decoder against llvm-objdump on real objects: per kernel, the mix from
-//! [`super::decode::object_mix`] must equal the one from the objdump listing. Used by the
+//! [`crate::amd::decode::object_mix`] must equal the one from the objdump listing. Used by the
 //! oracle test (`tests/it/amd_mix_vs_llvm_objdump.rs`) and the full-library run
 //! (`examples/mix_oracle.rs`).
 
@@ -22,7 +22,7 @@ pub struct ObjectCheck {
 
 pub fn check_object(tool: &Tool, arch: &str, data: &[u8], kernels: &[String]) -> ObjectCheck {
     let mut out = ObjectCheck { kernels: kernels.len(), ..Default::default() };
-    let native = match super::decode::object_mix(data, arch) {
+    let native = match crate::amd::decode::object_mix(data, arch) {
         Ok(m) => m,
         Err(e) => {
             out.refused = Some(e);
@@ -66,7 +66,7 @@ pub fn check_object(tool: &Tool, arch: &str, data: &[u8], kernels: &[String]) ->
 /// offset, word, native mnemonic and size, and objdump's line.
 pub fn divergence(tool: &Tool, arch: &str, data: &[u8]) -> String {
     let mut native: Vec<(u64, usize, &'static str, u64)> = Vec::new();
-    let walked = super::decode::walk(data, arch, |_| {}, |i| native.push((i.address, i.size, i.mnemonic, i.offset)));
+    let walked = crate::amd::decode::walk(data, arch, |_| {}, |i| native.push((i.address, i.size, i.mnemonic, i.offset)));
     let Ok(f) = tempfile::NamedTempFile::new() else {
         return "temp file".into();
     };
