@@ -228,6 +228,21 @@ fn lab_kernels_compile_for_the_default_matrix() {
     for atom in &r.atoms {
         assert!(m.objects.iter().any(|o| &o.arch == atom && o.kernels.iter().any(|k| k.name.contains("rmsnorm"))), "rmsnorm kernels in the {atom} objects");
     }
+    // The lab's best kernels of each HIP twin, in every AMD atom's object of that twin.
+    for atom in r.atoms.iter().filter(|a| a.starts_with("gfx")) {
+        for (stem, must) in
+            [("gemv_hfq4", "gemv_hfq4g256_xsu_g4w8"), ("gemv_bf16", "gemv_bf16_r1"), ("attn_decode", "attn_decode_split"), ("rope", "rope_exact")]
+        {
+            let file = format!("lab/kernels/{stem}.hip");
+            let out = &job(&r, atom, &file).output;
+            let o = m
+                .objects
+                .iter()
+                .find(|o| &o.arch == atom && o.path.ends_with(out.as_deref().unwrap_or("-")))
+                .unwrap_or_else(|| panic!("no object for {file} on {atom}"));
+            assert!(o.kernels.iter().any(|k| k.name == must), "{must} not in the {atom} object of {file}");
+        }
+    }
 }
 
 /// The compiler's identity is part of the key: the same sources through a different compiler
