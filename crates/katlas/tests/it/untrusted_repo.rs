@@ -194,6 +194,30 @@ fn repository_commands_are_shown_and_run_only_when_trusted() {
     assert!(m.exists());
 }
 
+/// `katlas ab` settles with the same `[eval] settle` as `eval`: shown, refused untrusted.
+#[test]
+fn ab_runs_the_repositorys_settle_only_when_trusted() {
+    let r = repo();
+    let m = r.root.join("settled");
+    std::fs::write(r.root.join("katlas.toml"), format!("[eval]\nsettle = \"touch {}\"\n", m.display())).unwrap();
+    katlas_testkit::git(&r.root, &["init", "-q"]);
+    katlas_testkit::git(&r.root, &["add", "katlas.toml"]);
+    katlas_testkit::git(&r.root, &["commit", "-qm", "one"]);
+    let ab = args(&["ab", "HEAD", "HEAD", "--command", "echo tok_s=100", "--no-ledger"]);
+
+    let o = r.katlas(&ab);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("commands from katlas.toml") && t.contains(&format!("touch {}", m.display())), "{t}");
+    assert!(!m.exists(), "settle ran before it was trusted");
+
+    let o = r.katlas(&["trust", "katlas.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = r.katlas(&ab);
+    assert!(text(&o).contains("(trusted"), "{}", text(&o));
+    assert!(m.exists(), "settle ran once trusted: {}", text(&o));
+}
+
 #[test]
 fn task_packet_commands_need_trust() {
     let r = repo();

@@ -26,6 +26,10 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
     let planner = plan::Sides { root: &root, cwd: &ctx.cwd, worktrees: &wt_dir, binary: p.binary.clone() };
     let sides = planner.refs(&a.refs, &cmd, p.build.as_deref())?;
     let ecfg = eval_config(ctx)?;
+    // The settle command from katlas.toml runs between every sample: shown, and run only trusted.
+    if let (None, Some(settle)) = (&p.settle, &ecfg.settle) {
+        crate::trust::authorize(ctx, &[project.config_commands(vec![("[eval] settle".into(), settle.clone())])])?;
+    }
     let parser = p.parser.clone().or(ecfg.parser.clone()).unwrap_or_else(|| "kv".into());
     let band = band(p, &ecfg, None)?;
     let mut st = settings(p, &ecfg, metric.clone(), g, parser, band.value, p.strip_env.clone())?;
