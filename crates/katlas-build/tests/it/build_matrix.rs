@@ -234,12 +234,8 @@ fn lab_kernels_compile_for_the_default_matrix() {
             [("gemv_hfq4", "gemv_hfq4g256_xsu_g4w8"), ("gemv_bf16", "gemv_bf16_r1"), ("attn_decode", "attn_decode_split"), ("rope", "rope_exact")]
         {
             let file = format!("lab/kernels/{stem}.hip");
-            let out = &job(&r, atom, &file).output;
-            let o = m
-                .objects
-                .iter()
-                .find(|o| &o.arch == atom && o.path.ends_with(out.as_deref().unwrap_or("-")))
-                .unwrap_or_else(|| panic!("no object for {file} on {atom}"));
+            let out = job(&r, atom, &file).output.as_deref().unwrap_or_else(|| panic!("{file} on {atom}: no object"));
+            let o = m.objects.iter().find(|o| &o.arch == atom && o.path.ends_with(out)).unwrap_or_else(|| panic!("no object for {file} on {atom}"));
             assert!(o.kernels.iter().any(|k| k.name == must), "{must} not in the {atom} object of {file}");
         }
     }

@@ -99,11 +99,12 @@ fn bad_input_is_exit_2() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-fn script(name: &str, arg: Option<&Path>) -> String {
+fn script(name: &str, arg: Option<&Path>, env: &[(&str, &str)]) -> String {
     let mut c = Command::new(repo_root().join("scripts").join(name));
     if let Some(a) = arg {
         c.arg(a);
     }
+    c.envs(env.iter().copied());
     let out = c.output().unwrap_or_else(|e| panic!("scripts/{name} could not run: {e}"));
     assert!(out.status.success(), "scripts/{name} failed ({:?}): {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().trim().to_string()
@@ -112,7 +113,7 @@ fn script(name: &str, arg: Option<&Path>) -> String {
 #[test]
 fn cuda_kernels_compile_to_sm90_cubins_with_the_nvrtc_wheel() {
     // scripts/fetch-nvrtc downloads NVIDIA's nvidia-cuda-nvrtc wheel from PyPI into .cache/.
-    let lib = script("fetch-nvrtc", None);
+    let lib = script("fetch-nvrtc", None, &[]);
     let dir = tempfile::tempdir().unwrap();
     let out = bin().env("KATLAS_NVRTC", &lib).args(["compile", "--arch", "sm_90", "--out-dir"]).arg(dir.path()).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -155,24 +156,20 @@ fn cuda_kernels_compile_to_sm90_cubins_with_the_nvrtc_wheel() {
 fn hip_twins_compile_header_less_with_the_labs_script() {
     // Needs clang-22 (apt-get install -y clang-22 lld-22 llvm-22); scripts/build-lab-hip exits 3 without it.
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(repo_root().join("scripts/build-lab-hip")).arg(dir.path()).env("LAB_HIP_ARCHS", "gfx1100").output().unwrap();
-    assert!(out.status.success(), "scripts/build-lab-hip failed ({:?}): {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+    let arch = "gfx1100";
+    script("build-lab-hip", Some(dir.path()), &[("LAB_HIP_ARCHS", arch)]);
     let made = std::fs::read_dir(dir.path()).unwrap().count();
     assert_eq!(
         made,
         std::fs::read_dir(repo_root().join("lab/kernels")).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "hip")).count()
     );
-    for arch in ["gfx1100"] {
-        for (stem, must) in
-            [("gemv_hfq4", "gemv_hfq4g256_xsu_g4w8"), ("gemv_bf16", "gemv_bf16_r1"), ("attn_decode", "attn_decode_split"), ("rope", "rope_exact")]
-        {
-            let path = dir.path().join(format!("{stem}.{arch}.hsaco"));
-            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let (objs, errs) = katlas_isa::scan_bytes(&path.display().to_string(), bytes);
-            assert!(errs.is_empty(), "{}: {errs:?}", path.display());
-            assert_eq!(objs.len(), 1);
-            assert_eq!(objs[0].arch, arch);
-            assert!(objs[0].kernels.iter().any(|k| k.name == must), "{must} not in {}", path.display());
-        }
+    for (stem, must) in [("gemv_hfq4", "gemv_hfq4g256_xsu_g4w8"), ("gemv_bf16", "gemv_bf16_r1"), ("attn_decode", "attn_decode_split"), ("rope", "rope_exact")] {
+        let path = dir.path().join(format!("{stem}.{arch}.hsaco"));
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let (objs, errs) = katlas_isa::scan_bytes(&path.display().to_string(), bytes);
+        assert!(errs.is_empty(), "{}: {errs:?}", path.display());
+        assert_eq!(objs.len(), 1);
+        assert_eq!(objs[0].arch, arch);
+        assert!(objs[0].kernels.iter().any(|k| k.name == must), "{must} not in {}", path.display());
     }
 }

@@ -21,15 +21,15 @@ pub fn run_ab(a: &AbArgs, ctx: &Ctx) -> CmdResult {
     let metric = p.metric.clone().ok_or_else(|| CliError::bad_input("--metric is required"))?;
     let cmd = p.command.clone().ok_or_else(|| CliError::bad_input("--command is required (run in each ref's worktree)"))?;
     let g = goal(p.goal, &metric);
-    let wt_dir = layout.root.join("worktrees");
-    prune_worktrees(&root, &wt_dir, eval_config(ctx)?.keep_worktrees);
-    let planner = plan::Sides { root: &root, cwd: &ctx.cwd, worktrees: &wt_dir, binary: p.binary.clone() };
-    let sides = planner.refs(&a.refs, &cmd, p.build.as_deref())?;
     let ecfg = eval_config(ctx)?;
     // The settle command from katlas.toml runs between every sample: shown, and run only trusted.
     if let (None, Some(settle)) = (&p.settle, &ecfg.settle) {
         crate::trust::authorize(ctx, &[project.config_commands(vec![("[eval] settle".into(), settle.clone())])])?;
     }
+    let wt_dir = layout.root.join("worktrees");
+    prune_worktrees(&root, &wt_dir, ecfg.keep_worktrees);
+    let planner = plan::Sides { root: &root, cwd: &ctx.cwd, worktrees: &wt_dir, binary: p.binary.clone() };
+    let sides = planner.refs(&a.refs, &cmd, p.build.as_deref())?;
     let parser = p.parser.clone().or(ecfg.parser.clone()).unwrap_or_else(|| "kv".into());
     let band = band(p, &ecfg, None)?;
     let mut st = settings(p, &ecfg, metric.clone(), g, parser, band.value, p.strip_env.clone())?;
