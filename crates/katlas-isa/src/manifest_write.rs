@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use std::io::{self, Write};
 
 /// Objects serialised per parallel batch: bounds the memory held in serialised text.
-const BATCH: usize = 256;
+pub const BATCH: usize = 256;
 
 /// Compact JSON of `m`, as `serde_json::to_writer` writes it.
 pub fn write_compact<W: Write>(m: &mut IsaManifest, w: &mut W) -> io::Result<()> {
@@ -78,34 +78,4 @@ fn indent(text: &[u8], pad: &[u8]) -> Vec<u8> {
     }
     out.extend_from_slice(&text[from..]);
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{scan, DisasmMode, ScanOptions};
-
-    fn fixtures() -> std::path::PathBuf {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-    }
-
-    #[test]
-    fn bytes_equal_serde_json() {
-        let mut m = scan(&[fixtures()], ScanOptions { disasm: DisasmMode::Never, ..Default::default() }).expect("scan");
-        assert!(m.objects.len() > 10, "fixtures found: {}", m.objects.len());
-        // more objects than one batch, so batch joins are covered too
-        let base = m.objects.clone();
-        while m.objects.len() <= BATCH {
-            m.objects.extend(base.iter().cloned());
-        }
-        for _ in 0..2 {
-            let mut got = Vec::new();
-            write_pretty(&mut m, &mut got).unwrap();
-            assert_eq!(String::from_utf8(got).unwrap(), serde_json::to_string_pretty(&m).unwrap());
-            let mut got = Vec::new();
-            write_compact(&mut m, &mut got).unwrap();
-            assert_eq!(String::from_utf8(got).unwrap(), serde_json::to_string(&m).unwrap());
-            m.objects.clear();
-        }
-    }
 }

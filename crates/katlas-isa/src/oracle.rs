@@ -8,7 +8,9 @@ use crate::scan::{self, ScanOptions};
 
 mod amd_decoder;
 
-pub use crate::category::amd_category;
+pub use crate::category::{amd_category, sass_category};
+pub use crate::manifest::KNOWN_KEYS;
+pub use crate::manifest_write::BATCH;
 pub use crate::mix::{run_limited, ToolLimits};
 pub use amd_decoder::{check_object, sample, ArchTotals, ObjectCheck};
 pub use katlas_names::demangle_uncached;
@@ -22,12 +24,21 @@ pub mod elf {
 }
 
 pub mod msgpack {
-    pub use crate::msgpack::{check, decode, key_string, map_get, to_json, Reader};
+    pub use crate::msgpack::{check, decode, key_string, map_get, to_json, Item, Reader, DEPTH_LIMIT_EXCEEDED};
 }
 
 pub mod bundle {
     pub use crate::blob::Blob;
     pub use crate::bundle::{decompress_ccob, parse_bundle, split_records, BUNDLE_MAGIC, CCOB_MAGIC};
+}
+
+/// The md5 of many messages at once (SIMD lanes), beside the one-message md5.
+pub mod md5 {
+    pub use crate::md5_lanes::{md5, md5_many_par, md5_many_with, Backend};
+}
+
+pub mod triton {
+    pub use crate::triton::{parse, source_location};
 }
 
 pub mod nv {

@@ -1,12 +1,20 @@
-//! The statistics more than one katlas crate needs, written once: the median, mean and variance
-//! of measurements, the quantiles of the normal and Student's t distributions, the normal CDF,
-//! and the Welch interval of a ratio of geometric means.
+//! katlas's statistics, written once: the median, mean and variance of measurements, the
+//! quantiles of the normal and Student's t distributions, the normal CDF and the Welch interval
+//! of a ratio of geometric means (shared by the eval, the store and the collector); the robust
+//! summaries and the two-sample comparisons a verdict reads (bootstrap of trimmed means,
+//! Mann–Whitney, drift). One small crate, built optimised even in tests: the eval's simulations
+//! and the collector's summaries run it millions of times.
 //!
 //! One rule for every function here: a measurement is a finite number. NaN and infinities are
 //! never measurements, so the median leaves them out and the Welch interval refuses them, and a
 //! summary of nothing is NaN (or `None`), never a panic.
 
+mod compare;
+mod robust;
 mod special;
+
+pub use compare::{bootstrap_relative_change_ci, bootstrap_relative_change_cis, drift, mann_whitney, relative_change, MannWhitney};
+pub use robust::{cv, mad, median_ci, quantile_sorted, robust_cv, stddev, trimmed_mean, TRIM};
 
 /// Sorted copy of the finite values of `xs`.
 pub fn sorted(xs: &[f64]) -> Vec<f64> {

@@ -166,6 +166,46 @@ pub fn drive(name: &str, saved_as: &str, seeds: Vec<Vec<u8>>, read: impl Fn(&[u8
     format!("{name}: {INPUTS} inputs, 0 panics, 0 hangs, {:.1} s", t0.elapsed().as_secs_f64())
 }
 
+/// A reader of mutated inputs.
+pub type Reader = Box<dyn Fn(&[u8]) + Send>;
+
+/// One reader for [`drive_all`]: its name, the stem its failing inputs are saved as, its seeds
+/// and the reader.
+pub struct Job {
+    pub name: String,
+    pub saved_as: String,
+    pub seeds: Vec<Vec<u8>>,
+    pub read: Reader,
+}
+
+/// [`drive`]s every job, as many at once as the machine has cores (each job whole on one
+/// thread, under its own hang bound), and returns their report lines in the jobs' order. Run
+/// one after another, the readers left every core but one idle. The first failing job's panic is
+/// raised once the others are done.
+pub fn drive_all(jobs: Vec<Job>) -> Vec<String> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, jobs.len().max(1));
+    let queue = Mutex::new(jobs.into_iter().enumerate());
+    let lines = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| loop {
+                    let Some((i, job)) = queue.lock().unwrap().next() else { break };
+                    let line = drive(&job.name, &job.saved_as, job.seeds, job.read);
+                    lines.lock().unwrap().push((i, line));
+                })
+            })
+            .collect();
+        let failures: Vec<_> = workers.into_iter().filter_map(|w| w.join().err()).collect();
+        if let Some(first) = failures.into_iter().next() {
+            std::panic::resume_unwind(first);
+        }
+    });
+    let mut lines = lines.into_inner().unwrap();
+    lines.sort_by_key(|(i, _)| *i);
+    lines.into_iter().map(|(_, l)| l).collect()
+}
+
 /// Prints the drivers' `report` lines and the peak RSS, and fails when the RSS breached
 /// [`RSS_LIMIT_KB`]. Only meaningful in a process of its own (`own_process!`).
 pub fn assert_peak_rss(report: &[String]) {
@@ -175,4 +215,36 @@ pub fn assert_peak_rss(report: &[String]) {
     }
     eprintln!("peak RSS {} MiB", rss / 1024);
     assert!(rss < RSS_LIMIT_KB, "peak RSS {} MiB breaches the 1 GiB bound", rss / 1024);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(name: &str, read: Reader) -> Job {
+        Job { name: name.into(), saved_as: format!("testkit-{name}"), seeds: vec![b"seed bytes".to_vec()], read }
+    }
+
+    #[test]
+    fn drive_all_reports_every_job_in_order() {
+        let lines = drive_all(vec![job("first", Box::new(|_| {})), job("second", Box::new(|_| {})), job("third", Box::new(|_| {}))]);
+        assert_eq!(lines.len(), 3);
+        for (line, name) in lines.iter().zip(["first", "second", "third"]) {
+            assert!(line.starts_with(&format!("{name}: {INPUTS} inputs, 0 panics")), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_reader_that_panics_fails_drive_all_naming_it() {
+        let r = std::panic::catch_unwind(|| {
+            drive_all(vec![
+                job("fine", Box::new(|_| {})),
+                job("fragile", Box::new(|input| assert!(input.len() != 3, "three bytes"))),
+                job("also-fine", Box::new(|_| {})),
+            ])
+        });
+        let e = r.expect_err("a panicking reader fails the run");
+        let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.starts_with("fragile: ") && msg.contains("inputs panicked"), "{msg}");
+    }
 }

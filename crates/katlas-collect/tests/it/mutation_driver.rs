@@ -7,7 +7,7 @@
 //! registry (`katlas_collect::parse::PARSERS`) is driven without editing this file.
 
 use katlas_collect::parse::{parse_with, Input, ParserOptions, PARSERS};
-use katlas_testkit::mutate::{assert_peak_rss, drive};
+use katlas_testkit::mutate::{assert_peak_rss, drive_all, Job};
 use std::path::PathBuf;
 
 fn fixtures() -> PathBuf {
@@ -75,13 +75,20 @@ fn every_parser_survives_10000_hostile_inputs() {
     if !katlas_testkit::own_process!(every_parser_survives_10000_hostile_inputs) {
         return;
     }
-    let mut report = Vec::new();
-    for (name, _, _) in PARSERS {
-        let parser = name.to_string();
-        report.push(drive(name, name, seeds(name), move |input| {
-            let mut cur = std::io::Cursor::new(input);
-            let _ = parse_with(&parser, Input::Reader { reader: &mut cur, source: "mutated" }, &ParserOptions::default());
-        }));
-    }
-    assert_peak_rss(&report);
+    let jobs = PARSERS
+        .iter()
+        .map(|(name, _, _)| {
+            let parser = name.to_string();
+            Job {
+                name: name.to_string(),
+                saved_as: name.to_string(),
+                seeds: seeds(name),
+                read: Box::new(move |input| {
+                    let mut cur = std::io::Cursor::new(input);
+                    let _ = parse_with(&parser, Input::Reader { reader: &mut cur, source: "mutated" }, &ParserOptions::default());
+                }),
+            }
+        })
+        .collect();
+    assert_peak_rss(&drive_all(jobs));
 }

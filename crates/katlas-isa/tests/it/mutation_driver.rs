@@ -6,7 +6,7 @@
 //! kernel descriptors, `.nv.info`, decompression). No input may panic, take 5 s, or push the
 //! peak RSS past 1 GiB; a failure names the format, the input's number and saves it.
 
-use katlas_testkit::mutate::{assert_peak_rss, drive};
+use katlas_testkit::mutate::{assert_peak_rss, drive_all, Job};
 use std::path::Path;
 
 #[test]
@@ -28,14 +28,21 @@ fn every_container_survives_10000_hostile_inputs() {
         "kernels.sm_90a.cubin",
         "kernels.fatbin",
     ];
-    let mut report = Vec::new();
-    for f in formats {
-        let seed = std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
-        let (objects, _) = katlas_isa::scan_bytes(f, seed.clone());
-        assert!(!objects.is_empty(), "{f}: the unmutated fixture must read");
-        report.push(drive(f, &format!("isa-{f}"), vec![seed], move |input| {
-            let _ = katlas_isa::scan_bytes(f, input.to_vec());
-        }));
-    }
-    assert_peak_rss(&report);
+    let jobs = formats
+        .iter()
+        .map(|&f| {
+            let seed = std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+            let (objects, _) = katlas_isa::scan_bytes(f, seed.clone());
+            assert!(!objects.is_empty(), "{f}: the unmutated fixture must read");
+            Job {
+                name: f.to_string(),
+                saved_as: format!("isa-{f}"),
+                seeds: vec![seed],
+                read: Box::new(move |input| {
+                    let _ = katlas_isa::scan_bytes(f, input.to_vec());
+                }),
+            }
+        })
+        .collect();
+    assert_peak_rss(&drive_all(jobs));
 }

@@ -2,9 +2,10 @@
 //! files): a module that reaches another which reaches back cannot be read, changed or moved on
 //! its own. Code under `#[cfg(test)]` may reach anywhere and is left out.
 
+use quote::ToTokens;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use syn::visit::Visit;
+use syn::visit_mut::VisitMut;
 
 /// Absolute module paths (`crate::a::b` is `[a, b]`) that a file's code names.
 #[derive(Default)]
@@ -111,38 +112,38 @@ fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
     }
 }
 
-impl<'a> Visit<'a> for Refs {
-    fn visit_item(&mut self, item: &'a syn::Item) {
+impl VisitMut for Refs {
+    fn visit_item_mut(&mut self, item: &mut syn::Item) {
         if !is_cfg_test(item_attrs(item)) {
-            syn::visit::visit_item(self, item);
+            syn::visit_mut::visit_item_mut(self, item);
         }
     }
-    fn visit_impl_item(&mut self, item: &'a syn::ImplItem) {
+    fn visit_impl_item_mut(&mut self, item: &mut syn::ImplItem) {
         let test = match item {
             syn::ImplItem::Fn(f) => is_cfg_test(&f.attrs),
             syn::ImplItem::Const(c) => is_cfg_test(&c.attrs),
             _ => false,
         };
         if !test {
-            syn::visit::visit_impl_item(self, item);
+            syn::visit_mut::visit_impl_item_mut(self, item);
         }
     }
-    fn visit_item_mod(&mut self, m: &'a syn::ItemMod) {
+    fn visit_item_mod_mut(&mut self, m: &mut syn::ItemMod) {
         self.here.push(m.ident.to_string());
-        syn::visit::visit_item_mod(self, m);
+        syn::visit_mut::visit_item_mod_mut(self, m);
         self.here.pop();
     }
-    fn visit_item_use(&mut self, u: &'a syn::ItemUse) {
+    fn visit_item_use_mut(&mut self, u: &mut syn::ItemUse) {
         self.use_tree(&mut Vec::new(), &u.tree);
     }
-    fn visit_path(&mut self, p: &'a syn::Path) {
+    fn visit_path_mut(&mut self, p: &mut syn::Path) {
         let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
         self.add(&segments);
-        syn::visit::visit_path(self, p);
+        syn::visit_mut::visit_path_mut(self, p);
     }
-    fn visit_macro(&mut self, m: &'a syn::Macro) {
-        self.tokens(m.tokens.clone());
-        syn::visit::visit_macro(self, m);
+    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        self.tokens(m.tokens.to_token_stream());
+        syn::visit_mut::visit_macro_mut(self, m);
     }
 }
 
@@ -174,9 +175,9 @@ fn module_graph(src: &Path, levels: &[&[&str]]) -> BTreeMap<String, BTreeMap<Str
     let mut graphs: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
     for (path, module) in &files {
         let text = std::fs::read_to_string(path).unwrap();
-        let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let mut refs = Refs { here: module.clone(), ..Default::default() };
-        refs.visit_file(&file);
+        refs.visit_file_mut(&mut file);
         for level in levels {
             let depth = level.len();
             if module.len() <= depth || module[..depth].iter().map(String::as_str).ne(level.iter().copied()) {
