@@ -155,10 +155,7 @@ pub fn drift(series: &[f64]) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn close(a: f64, b: f64, tol: f64) -> bool {
-        (a - b).abs() <= tol
-    }
+    use crate::close;
 
     #[test]
     fn bootstrap_is_seeded_and_covers_the_shift() {

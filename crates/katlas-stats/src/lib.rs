@@ -124,13 +124,15 @@ pub fn welch_log_ci(a: &[f64], b: &[f64], level: f64) -> Option<[f64; 2]> {
     Some([(w.d - hw).exp() - 1.0, (w.d + hw).exp() - 1.0])
 }
 
+/// Whether `a` is within `tol` of `b`: the tests' comparison of computed statistics.
+#[cfg(test)]
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn close(a: f64, b: f64, tol: f64) -> bool {
-        (a - b).abs() <= tol
-    }
 
     #[test]
     fn median_of_measurements() {

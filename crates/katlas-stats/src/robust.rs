@@ -85,10 +85,7 @@ pub fn quantile_sorted(v: &[f64], q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn close(a: f64, b: f64, tol: f64) -> bool {
-        (a - b).abs() <= tol
-    }
+    use crate::close;
 
     #[test]
     fn robust_summaries() {
