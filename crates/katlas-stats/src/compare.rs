@@ -139,8 +139,8 @@ fn u_distribution(n1: usize, n2: usize) -> Vec<f64> {
     prev[n2].clone()
 }
 
-/// Drift of a series in run order: `median(second half) / median(first half) - 1`,
-/// with the Mann–Whitney p-value between the halves.
+/// Drift of a series in run order: the relative change of 20%-trimmed means from its first
+/// half to its second ([`relative_change`]), with the Mann–Whitney p-value between the halves.
 pub fn drift(series: &[f64]) -> Option<(f64, f64)> {
     if series.len() < 6 {
         return None;
