@@ -3,7 +3,7 @@
 //! of a ratio of geometric means (shared by the eval, the store and the collector); the robust
 //! summaries and the two-sample comparisons a verdict reads (bootstrap of trimmed means,
 //! Mann–Whitney, drift). One small crate, built optimised even in tests: the eval's simulations
-//! and the collector's summaries run it millions of times.
+//! run its bootstraps millions of times.
 //!
 //! One rule for every function here: a measurement is a finite number. NaN and infinities are
 //! never measurements, so the median leaves them out and the Welch interval refuses them, and a
